@@ -1,0 +1,38 @@
+"""Integer IDs for PynamoDB models, like AUTO_INCREMENT or a PostgreSQL SEQUENCE."""
+
+__version__ = "0.1.0"
+
+from .counter import NextId
+from .exceptions import (
+    AutoIncrementError,
+    ConditionFailedError,
+    ConfigurationError,
+    ContentionError,
+    CounterError,
+    CounterTableMissingError,
+    CounterValueError,
+    ItemExistsError,
+    ItemWriteError,
+    TransactionCanceledError,
+    UnassignedIdError,
+)
+from .mixin import AutoIncrementMixin
+from .signals import after_save, before_save
+
+__all__ = [
+    "AutoIncrementError",
+    "AutoIncrementMixin",
+    "ConditionFailedError",
+    "ConfigurationError",
+    "ContentionError",
+    "CounterError",
+    "CounterTableMissingError",
+    "CounterValueError",
+    "ItemExistsError",
+    "ItemWriteError",
+    "NextId",
+    "TransactionCanceledError",
+    "UnassignedIdError",
+    "after_save",
+    "before_save",
+]

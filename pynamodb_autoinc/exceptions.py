@@ -1,0 +1,96 @@
+"""The errors raised by pynamodb-autoinc, all rooted in :class:`AutoIncrementError`.
+
+Every error subclasses :class:`pynamodb.exceptions.PynamoDBException`, keeps
+the underlying DynamoDB error in ``cause`` and, where a transaction was
+cancelled, the reasons in ``cancellation_reasons`` (aligned with the items as
+they were sent). Errors of a failed item write also subclass the PynamoDB error
+that a plain ``Model.save()`` would have raised (``PutError`` or
+``TransactWriteError``), so existing ``except`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from pynamodb.exceptions import (
+    CancellationReason,
+    PutError,
+    PynamoDBException,
+    TransactWriteError,
+)
+
+
+class AutoIncrementError(PynamoDBException):
+    """The base of every error this library raises."""
+
+    msg = "Auto-increment error"
+
+    def __init__(
+        self,
+        msg: Optional[str] = None,
+        cause: Optional[Exception] = None,
+        *,
+        cancellation_reasons: Sequence[Optional[CancellationReason]] = (),
+    ) -> None:
+        super().__init__(msg, cause)
+        self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
+
+    @property
+    def cancellation_reasons(self) -> List[Optional[CancellationReason]]:
+        """The transaction's cancellation reasons, one per item as sent (empty if none)."""
+        return self._autoinc_reasons
+
+
+class ConfigurationError(AutoIncrementError, ValueError):
+    """A model's ``Meta.autoinc_*`` options, or its attributes, are not usable."""
+
+
+class UnassignedIdError(AutoIncrementError, ValueError):
+    """An item would be stored without its auto-increment ID."""
+
+
+class CounterError(AutoIncrementError):
+    """The counter could not hand out a value."""
+
+
+class CounterTableMissingError(CounterError):
+    """The counter table does not exist."""
+
+
+class CounterValueError(CounterError, TypeError):
+    """The counter item holds something that is not a number."""
+
+
+class ContentionError(CounterError):
+    """Too many writers raced for the same counter; the retries ran out."""
+
+
+class ItemWriteError(AutoIncrementError, PutError):
+    """The item carrying a new ID could not be written."""
+
+
+class ItemExistsError(ItemWriteError):
+    """An item with the new key already exists: nothing was overwritten."""
+
+
+class ConditionFailedError(ItemWriteError):
+    """The condition passed to ``save()`` did not hold: nothing was written."""
+
+
+class TransactionCanceledError(AutoIncrementError, TransactWriteError):
+    """A user's ``TransactWrite`` holding new auto-increment items was cancelled."""
+
+
+__all__ = [
+    "AutoIncrementError",
+    "ConditionFailedError",
+    "ConfigurationError",
+    "ContentionError",
+    "CounterError",
+    "CounterTableMissingError",
+    "CounterValueError",
+    "ItemExistsError",
+    "ItemWriteError",
+    "TransactionCanceledError",
+    "UnassignedIdError",
+]

@@ -1,0 +1,86 @@
+"""Signals sent by models that use :class:`~pynamodb_autoinc.AutoIncrementMixin`.
+
+The signals live in this library's own :class:`blinker.Namespace`. Receivers
+are called with ``sender`` (the model class) and these keywords:
+
+``instance``
+    the model instance being saved;
+``is_new``
+    ``True`` when the instance's auto-increment attribute was ``None`` when
+    the save started, i.e. the save will allocate an ID;
+``operation``
+    how the instance is being written: ``"save"`` (``Model.save()``),
+    ``"transaction"`` (``TransactWrite.save()``) or ``"batch"``
+    (``Model.batch_write()``).
+
+Connect with a sender to hear one model only::
+
+    @before_save.connect_via(User)
+    def stamp(sender, instance, is_new, **kwargs):
+        instance.created_by = current_user()
+"""
+
+from __future__ import annotations
+
+import collections.abc as c
+import logging
+from typing import Any
+
+from blinker import NamedSignal, Namespace
+
+log = logging.getLogger(__name__)
+
+
+class _AllocatingSignal(NamedSignal):
+    """A signal whose library receivers run after every user receiver.
+
+    The library assigns IDs from a receiver of :data:`before_save`; running it
+    last lets user receivers set scope values or an explicit ID first.
+    """
+
+    def receivers_for(self, sender: Any) -> c.Generator[c.Callable[..., Any], None, None]:
+        last = []
+        for receiver in super().receivers_for(sender):
+            if getattr(receiver, "_autoinc_runs_last", False):
+                last.append(receiver)
+            else:
+                yield receiver
+        yield from last
+
+
+class _Namespace(Namespace):
+    def allocating_signal(self, name: str, doc: str | None = None) -> NamedSignal:
+        if name not in self:
+            self[name] = _AllocatingSignal(name, doc)
+        return self[name]
+
+
+signals: Namespace = _Namespace()
+"""The :class:`blinker.Namespace` of pynamodb-autoinc's signals."""
+
+before_save: NamedSignal = signals.allocating_signal(  # type: ignore[attr-defined]
+    "before_save",
+    doc="Sent before an auto-increment model instance is written.",
+)
+"""Sent before every write of an :class:`~pynamodb_autoinc.AutoIncrementMixin`
+model instance; what a receiver sets on the instance is stored. The library's
+own receiver (:func:`pynamodb_autoinc.mixin.assign_id`) runs after all others
+and assigns the ID of a new instance. A receiver that raises aborts the save
+before anything is written."""
+
+after_save: NamedSignal = signals.signal(
+    "after_save",
+    doc="Sent after an auto-increment model instance was written.",
+)
+"""Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin`
+model instance has committed, with the same keywords as :data:`before_save`.
+A receiver that raises is logged and ignored: the write has committed and the
+save still returns normally."""
+
+
+def send_after_save(sender: type, **kwargs: Any) -> None:
+    """Send :data:`after_save`, logging (never raising) a receiver's failure."""
+    try:
+        after_save.send(sender, **kwargs)
+    except Exception:
+        log.exception("an after_save receiver of %s failed; the write had committed", sender.__name__)

@@ -1,0 +1,250 @@
+"""Where an ID is born: allocation and the writes that carry a new ID.
+
+Fast mode
+    :func:`allocate` advances the counter with one atomic UpdateItem and takes
+    the value it returns; :func:`put_new` then writes the item with
+    ``attribute_not_exists`` on its key. A failed put spends the value (a gap),
+    as PostgreSQL's ``nextval`` does.
+
+Gapless mode
+    :func:`reserve` reads the counter (a consistent read) and takes the value
+    after it; :func:`transact_new` writes the counter swap (conditional on the
+    value read) and the item put (``attribute_not_exists``) in one
+    TransactWriteItems. Either both happen or neither does, so no value is
+    spent without its item. Losing the race for the counter is retried with
+    exponential backoff and full jitter; a failed item condition is not.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.constants import ITEM, PUT_ITEM
+from pynamodb.exceptions import CancellationReason, TransactWriteError
+from pynamodb.expressions.condition import Condition
+from pynamodb.models import Model
+
+from ._options import Options
+from .counter import new_request_token
+from .exceptions import (
+    AutoIncrementError,
+    ConditionFailedError,
+    ContentionError,
+    ItemExistsError,
+    ItemWriteError,
+)
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+CONFLICT = "TransactionConflict"
+
+
+@dataclass
+class Claim:
+    """A value taken for one instance, and the counter value it was taken from.
+
+    ``expected`` is the counter value read in gapless mode (``None``: no
+    counter item yet); fast-mode claims are already committed on the counter.
+    """
+
+    value: int
+    expected: Optional[int] = None
+    committed: bool = False
+
+
+# -- allocation (called from the library's before_save receiver) -------------
+
+def allocate(instance: Model, opts: Options) -> Claim:
+    """Fast mode: advance the counter (one UpdateItem) and assign the new value."""
+    value = opts.counter.nextval(opts.key, step=opts.step, start=opts.start)
+    return _assign(instance, opts, Claim(value, committed=True))
+
+
+def reserve(instance: Model, opts: Options) -> Claim:
+    """Gapless mode: read the counter and assign the value after it (nothing is written)."""
+    expected = opts.counter.currval(opts.key)
+    value = opts.start if expected is None else expected + opts.step
+    return _assign(instance, opts, Claim(value, expected))
+
+
+def _assign(instance: Model, opts: Options, claim: Claim) -> Claim:
+    setattr(instance, opts.attribute, opts.to_python(claim.value))
+    return claim
+
+
+def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
+    """The condition that no item with ``instance``'s key exists, ANDed with ``condition``."""
+    absent: Condition = type(instance)._hash_key_attribute().does_not_exist()
+    return absent if condition is None else absent & condition
+
+
+def put_kwargs(instance: Model, condition: Optional[Condition], add_version_condition: bool) -> Dict[str, Any]:
+    """The PutItem arguments for ``instance``, asking for the old item if a condition fails."""
+    model = type(instance)
+    args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
+    return dict(model._get_connection().get_operation_kwargs(
+        *args, key=ITEM, return_values_on_condition_failure="ALL_OLD", **kwargs
+    ))
+
+
+# -- fast mode ---------------------------------------------------------------
+
+def put_new(
+    instance: Model, opts: Options, condition: Optional[Condition], add_version_condition: bool
+) -> Dict[str, Any]:
+    """Write a new item with ``attribute_not_exists`` on its key (ANDed with ``condition``)."""
+    kwargs = put_kwargs(instance, key_absent(instance, condition), add_version_condition)
+    try:
+        return dict(type(instance)._get_connection().connection.dispatch(PUT_ITEM, kwargs))
+    except BOTOCORE_EXCEPTIONS as exc:
+        response = getattr(exc, "response", {})
+        code = response.get("Error", {}).get("Code")
+        if code == "ConditionalCheckFailedException":
+            old = _returned_item(exc)
+            if old == kwargs[ITEM] and _was_retried(exc):
+                return {}  # our own write, applied before its response was lost
+            raise _condition_error(instance, opts, old, exc) from exc
+        raise _write_error(instance, opts, exc, spent=True) from exc
+
+
+# -- gapless mode --------------------------------------------------------------
+
+def transact_new(
+    instance: Model,
+    opts: Options,
+    claim: Claim,
+    condition: Optional[Condition],
+    add_version_condition: bool,
+) -> Dict[str, Any]:
+    """Write the counter swap and the new item in one transaction, retrying lost races."""
+    connection = type(instance)._get_connection().connection
+    attempt = 0
+    while True:
+        put = put_kwargs(instance, key_absent(instance, condition), add_version_condition)
+        swap = opts.counter.swap_kwargs(opts.key, claim.expected, claim.value)
+        try:
+            return dict(connection.transact_write_items(
+                condition_check_items=(),
+                delete_items=(),
+                put_items=[put],
+                update_items=[swap],
+                client_request_token=new_request_token(),
+            ))
+        except TransactWriteError as exc:
+            reasons = reasons_of(exc)
+            put_reason, swap_reason = (reasons + [None, None])[:2]
+            if exc.cause_response_code != "TransactionCanceledException":
+                raise _write_error(instance, opts, exc, spent=False) from exc
+            if put_reason is not None and put_reason.raw_item == put[ITEM] and _was_retried(exc):
+                return {}  # our own transaction, applied before its response was lost
+            lost_race = code_of(swap_reason) in (CONDITION_FAILED, CONFLICT) or code_of(put_reason) == CONFLICT
+            if not lost_race:
+                if code_of(put_reason) == CONDITION_FAILED:
+                    raise _condition_error(instance, opts, put_reason.raw_item if put_reason else None,
+                                           exc, reasons) from exc
+                raise _write_error(instance, opts, exc, spent=False, reasons=reasons) from exc
+            attempt += 1
+            if attempt > opts.retries:
+                raise ContentionError(
+                    f"{type(instance).__name__}: counter {opts.key!r} changed under concurrent writers "
+                    f"{attempt} times in a row; nothing was written. Retry the save later, or raise "
+                    "Meta.autoinc_retries",
+                    exc,
+                    cancellation_reasons=reasons,
+                ) from exc
+            time.sleep(backoff_delay(opts.backoff, attempt))
+            claim = reserve(instance, opts)
+
+
+def _responses(exc: BaseException) -> Iterator[Dict[str, Any]]:
+    """The botocore error responses behind ``exc``, outermost first."""
+    seen: Optional[BaseException] = exc
+    visited = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            yield response
+        seen = getattr(seen, "cause", None) or seen.__cause__ or seen.__context__
+
+
+def _returned_item(exc: BaseException) -> Optional[Dict[str, Any]]:
+    """The old item a failed condition returned (ALL_OLD)."""
+    return next((dict(r["Item"]) for r in _responses(exc) if "Item" in r), None)
+
+
+def _was_retried(exc: BaseException) -> bool:
+    """Whether botocore sent the failed request more than once (an earlier try may have applied)."""
+    for response in _responses(exc):
+        attempts = response.get("ResponseMetadata", {}).get("RetryAttempts")
+        if attempts is not None:
+            return bool(attempts)
+    return False
+
+
+def backoff_delay(base: float, attempt: int) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(1s, base * 2**(attempt-1))]."""
+    return random.uniform(0.0, min(1.0, base * 2 ** (attempt - 1)))
+
+
+def reasons_of(exc: Exception) -> List[Optional[CancellationReason]]:
+    """The cancellation reasons of a failed transaction, or [] when there are none."""
+    return list(getattr(getattr(exc, "cause", None), "cancellation_reasons", None) or [])
+
+
+def code_of(reason: Optional[CancellationReason]) -> Optional[str]:
+    return reason.code if reason is not None else None
+
+
+# -- errors ------------------------------------------------------------------
+
+def _describe(instance: Model, opts: Options) -> str:
+    return f"{type(instance).__name__} with {opts.attribute}={getattr(instance, opts.attribute)!r}"
+
+
+def _condition_error(
+    instance: Model,
+    opts: Options,
+    old_item: Optional[Dict[str, Any]],
+    cause: Exception,
+    reasons: Sequence[Optional[CancellationReason]] = (),
+) -> AutoIncrementError:
+    spent = "the value is spent" if not opts.gapless else "the counter is unchanged"
+    if old_item is not None:
+        fix = (f"the counter {opts.key!r} is behind the IDs already stored: raise it to the largest stored ID "
+               f"with {opts.counter.__name__}.setval({opts.key!r}, N)")
+        if opts.attribute != type(instance)._hash_keyname:
+            fix = "choose a key that is not in use, or update the existing item instead"
+        return ItemExistsError(
+            f"{_describe(instance, opts)}: an item with this key already exists and was not overwritten "
+            f"({spent}); {fix}",
+            cause,
+            cancellation_reasons=reasons,
+        )
+    return ConditionFailedError(
+        f"{_describe(instance, opts)}: the condition passed to save() did not hold; nothing was written ({spent})",
+        cause,
+        cancellation_reasons=reasons,
+    )
+
+
+def _write_error(
+    instance: Model,
+    opts: Options,
+    cause: Exception,
+    *,
+    spent: bool,
+    reasons: Sequence[Optional[CancellationReason]] = (),
+) -> AutoIncrementError:
+    code = getattr(cause, "cause_response_code", None) or getattr(cause, "response", {}).get("Error", {}).get("Code")
+    model = type(instance)
+    if code == "ResourceNotFoundException":
+        what = (f"table {model.Meta.table_name!r} (or counter table {opts.counter.Meta.table_name!r}) does not "
+                f"exist; create it with {model.__name__}.create_table(...)")
+    else:
+        what = f"the write failed: {cause}"
+    note = "the value is spent (a gap)" if spent else "nothing was written"
+    return ItemWriteError(f"{_describe(instance, opts)}: {what}; {note}", cause, cancellation_reasons=reasons)

@@ -1,0 +1,151 @@
+"""Fixtures: a ``backend`` (moto in-process, DynamoDB Local) and a ``mode`` (fast, gapless)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
+
+import pytest
+from pynamodb.attributes import Attribute, NumberAttribute
+from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
+
+from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc.counter import bind_counter
+
+for _name, _value in {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+}.items():
+    os.environ.setdefault(_name, _value)
+
+BACKENDS = ("moto", "local")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", action="append", choices=BACKENDS,
+                     help="run the behavioural suite on this backend only (repeatable; default: all)")
+    parser.addoption("--soak", action="store_true", help="run the concurrency tests with many more allocations")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_name" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("backend") or list(BACKENDS)
+        metafunc.parametrize("backend_name", chosen)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[Any]:
+    """A DynamoDB Local server for the whole session (fails in CI when it is missing)."""
+    from tests import engine
+
+    jar = engine.find_jar()
+    if jar is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"DynamoDB Local is required in CI. {engine.INSTALL_HINT}")
+        pytest.skip(f"DynamoDB Local is not installed. {engine.INSTALL_HINT}")
+    with engine.DynamoDBLocal(jar) as server:
+        yield server
+
+
+@dataclass
+class Backend:
+    """Where the tables of one test live, and the ``Meta`` settings that reach them."""
+
+    name: str
+    meta: Dict[str, Any]
+    created: List[Type[Model]] = field(default_factory=list)
+
+    def table_name(self, stem: str) -> str:
+        return f"{stem}-{uuid.uuid4().hex[:10]}"
+
+    def create(self, model: Type[Model]) -> None:
+        if not model.exists():
+            model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+    def counter(self, base: Type[NextId] = NextId, model: Optional[Type[Model]] = None) -> Type[NextId]:
+        """``base`` bound to this backend, its table created."""
+        bound = bind_counter(base, model or self.probe())
+        self.create(bound)
+        return bound
+
+    def probe(self) -> Type[Model]:
+        meta = type("Meta", (), {"table_name": "probe", **self.meta})
+        return type("Probe", (Model,), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+
+
+@pytest.fixture
+def backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Each test runs on moto's in-process ``mock_aws`` and on DynamoDB Local."""
+    if backend_name == "moto":
+        from moto import mock_aws
+
+        with mock_aws():
+            yield Backend("moto", {"region": "us-east-1"})
+    else:
+        server = request.getfixturevalue("dynamodb_local")
+        local = Backend("local", {
+            "region": "us-east-1",
+            "host": server.url,
+            "aws_access_key_id": "local",
+            "aws_secret_access_key": "local",
+        })
+        # The server lives for the session: start each test with empty counters.
+        counter = local.counter()
+        with counter.batch_write() as batch:
+            for item in counter.scan(consistent_read=True, attributes_to_get=["NextKey"]):
+                batch.delete(item)
+        yield local
+
+
+@pytest.fixture(name="mode", params=("fast", "gapless"))
+def _mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+ModelFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def make_model(backend: Backend, mode: str) -> ModelFactory:
+    """Build an auto-increment model class on ``backend`` in ``mode``, with its tables.
+
+    ``make_model("User", name=UnicodeAttribute(null=True), autoinc_key="user")``:
+    keyword arguments that are attributes become attributes, the rest go into
+    ``Meta``. The hash key is ``id = NumberAttribute(hash_key=True)`` unless
+    an attribute with ``hash_key=True`` is given.
+    """
+
+    def make(cls_name: str = "Item", *, create: bool = True, bases: Tuple[type, ...] = (), **options: Any) -> Any:
+        attrs = {k: v for k, v in options.items() if isinstance(v, Attribute)}
+        meta = {k: v for k, v in options.items() if k not in attrs}
+        if not any(a.is_hash_key for a in attrs.values()):
+            attrs = {"id": NumberAttribute(hash_key=True), **attrs}
+        meta_cls = type("Meta", (), {
+            "table_name": backend.table_name(cls_name.lower()),
+            "autoinc_gapless": mode == "gapless",
+            **backend.meta,
+            **meta,
+        })
+        model = type(cls_name, (*bases, AutoIncrementMixin, Model), {"Meta": meta_cls, **attrs})
+        if create:
+            backend.counter(model=model)
+            backend.create(model)
+        return model
+
+    return make
+
+
+@pytest.fixture
+def requests() -> Iterator[List[Tuple[str, str]]]:
+    """Every DynamoDB request sent during the test, as (operation, table)."""
+    sent: List[Tuple[str, str]] = []
+
+    def record(_: Any, operation_name: str, table_name: str, **__: Any) -> None:
+        sent.append((operation_name, table_name))
+
+    with pre_dynamodb_send.connected_to(record):
+        yield sent
