@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from typing import Any, Dict, Type
+from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
@@ -55,11 +56,13 @@ class Options:
 
 def options_for(model: Type[Model]) -> Options:
     """The validated options of ``model``, computed on first use and cached."""
-    cached = model.__dict__.get("_autoinc_options")
+    cached = _CACHE.get(model)
     if cached is None:
-        cached = _read(model)
-        model._autoinc_options = cached
+        cached = _CACHE[model] = _read(model)
     return cached
+
+
+_CACHE: WeakKeyDictionary[type, Options] = WeakKeyDictionary()
 
 
 def _fail(model: Type[Model], problem: str) -> ConfigurationError:
@@ -71,14 +74,13 @@ def _read(model: Type[Model]) -> Options:
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        name = unknown[0]
-        close = difflib.get_close_matches(name, DEFAULTS, n=1)
+        close = difflib.get_close_matches(unknown[0], DEFAULTS, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(sorted(DEFAULTS))}"
-        raise _fail(model, f"unknown Meta option {name!r}; {hint}")
+        raise _fail(model, f"unknown Meta option {unknown[0]!r}; {hint}")
     opts = {**DEFAULTS, **given}
 
     attributes: Dict[str, Attribute] = model.get_attributes()
-    name = opts["autoinc_attribute"] or model._hash_keyname
+    name: Any = opts["autoinc_attribute"] or model._hash_keyname
     if not isinstance(name, str) or name not in attributes:
         raise _fail(model, f"Meta.autoinc_attribute names {name!r}, which is not an attribute of the model; "
                            f"choose one of {sorted(attributes)}")

@@ -85,9 +85,8 @@ def put_kwargs(instance: Model, condition: Optional[Condition], add_version_cond
     """The PutItem arguments for ``instance``, asking for the old item if a condition fails."""
     model = type(instance)
     args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
-    return dict(model._get_connection().get_operation_kwargs(
-        *args, key=ITEM, return_values_on_condition_failure="ALL_OLD", **kwargs
-    ))
+    kwargs.update(key=ITEM, return_values_on_condition_failure="ALL_OLD")
+    return dict(model._get_connection().get_operation_kwargs(*args, **kwargs))
 
 
 # -- fast mode ---------------------------------------------------------------

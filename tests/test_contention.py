@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable
 
 import pytest
 from pynamodb.signals import pre_dynamodb_send
@@ -18,7 +18,7 @@ def rival(make_model):
         times = 0
         busy = False
 
-    def make(model) -> Iterator[Any]:
+    def make(model) -> Callable[..., None]:
         opts = model.autoinc_options()
 
         def race(_: Any, operation_name: str, **__: Any) -> None:
