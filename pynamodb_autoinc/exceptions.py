@@ -32,6 +32,9 @@ class AutoIncrementError(PynamoDBException):
         *,
         cancellation_reasons: Sequence[Optional[CancellationReason]] = (),
     ) -> None:
+        # Keep the botocore error itself, so cause_response_code works as on PynamoDB's errors.
+        while isinstance(cause, PynamoDBException) and cause.cause is not None:
+            cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
 

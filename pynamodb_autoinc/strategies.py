@@ -238,12 +238,13 @@ def _write_error(
     spent: bool,
     reasons: Sequence[Optional[CancellationReason]] = (),
 ) -> AutoIncrementError:
-    code = getattr(cause, "cause_response_code", None) or getattr(cause, "response", {}).get("Error", {}).get("Code")
+    error = ItemWriteError("", cause)
     model = type(instance)
-    if code == "ResourceNotFoundException":
+    if error.cause_response_code == "ResourceNotFoundException":
         what = (f"table {model.Meta.table_name!r} (or counter table {opts.counter.Meta.table_name!r}) does not "
                 f"exist; create it with {model.__name__}.create_table(...)")
     else:
-        what = f"the write failed: {cause}"
+        what = f"the write failed with {error.cause_response_code or type(error.cause).__name__}: " \
+               f"{error.cause_response_message or error.cause}"
     note = "the value is spent (a gap)" if spent else "nothing was written"
     return ItemWriteError(f"{_describe(instance, opts)}: {what}; {note}", cause, cancellation_reasons=reasons)

@@ -1,0 +1,235 @@
+"""Faults injected below the library, into botocore, on DynamoDB Local.
+
+Each fault is a ``before-send`` hook on the botocore clients the model and its
+counter use: it answers in the server's place (throttling, an internal error)
+or lets the server apply the request and then drops the connection before the
+response arrives. The library's own code is not touched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ConnectionClosedError
+from botocore.httpsession import URLLib3Session
+
+from pynamodb_autoinc import CounterError, ItemWriteError
+from tests.conftest import Backend
+
+OPERATIONS = {"fast": ("UpdateItem", "PutItem"), "gapless": ("GetItem", "TransactWriteItems")}
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self.body
+
+
+class Faults:
+    """Inject faults into the botocore clients of ``models`` and record every request sent."""
+
+    ERRORS = {
+        "throttling": (400, "ThrottlingException"),
+        "provisioned": (400, "ProvisionedThroughputExceededException"),
+        "internal": (500, "InternalServerError"),
+    }
+
+    def __init__(self, *models: Any) -> None:
+        self.plan: Dict[str, Tuple[str, int]] = {}
+        self.sent: List[Tuple[str, Optional[str]]] = []
+        self.fired: List[Tuple[str, str]] = []
+        self.http = URLLib3Session()
+        self.clients = list({id(c): c for c in (m._get_connection().connection.client for m in models)}.values())
+        for client in self.clients:
+            client.meta.events.register_first("before-send.dynamodb", self.hook)
+
+    def remove(self) -> None:
+        for client in self.clients:
+            client.meta.events.unregister("before-send.dynamodb", self.hook)
+
+    def inject(self, operation: str, kind: str, times: int = 1) -> None:
+        self.plan[operation] = (kind, times)
+
+    def hook(self, request: Any, **_: Any) -> Optional[AWSResponse]:
+        target = request.headers["X-Amz-Target"]
+        operation = (target.decode() if isinstance(target, bytes) else target).split(".")[-1]
+        body = json.loads(request.body or b"{}")
+        self.sent.append((operation, body.get("ClientRequestToken")))
+        kind, times = self.plan.get(operation, ("", 0))
+        if not times:
+            return None
+        self.plan[operation] = (kind, times - 1)
+        self.fired.append((operation, kind))
+        if kind == "drop-after-commit":
+            self.http.send(request)  # the server applies it; the client never hears back
+            raise ConnectionClosedError(endpoint_url=request.url)
+        status, code = self.ERRORS[kind]
+        payload = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}).encode()
+        return AWSResponse(request.url, status, {"x-amzn-RequestId": "fault"}, _Body(payload))
+
+    def count(self, operation: str) -> int:
+        return sum(1 for op, _ in self.sent if op == operation)
+
+
+@pytest.fixture
+def local(dynamodb_local: Any) -> Backend:
+    return Backend("local", {"region": "us-east-1", "host": dynamodb_local.url,
+                             "aws_access_key_id": "local", "aws_secret_access_key": "local"})
+
+
+@pytest.fixture
+def make(local: Backend) -> Any:
+    """Build a model on DynamoDB Local in the given mode, with two retries per request."""
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_autoinc import AutoIncrementMixin
+
+    def build(mode: str) -> Any:
+        meta = type("Meta", (), {"table_name": local.table_name("faults"), "autoinc_gapless": mode == "gapless",
+                                 "max_retry_attempts": 2, **local.meta})
+        cls = type("User", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                                         "name": UnicodeAttribute(null=True)})
+        local.counter(model=cls)
+        local.create(cls)
+        return cls
+
+    return build
+
+
+@pytest.fixture
+def model(make: Any, mode: str) -> Any:
+    return make(mode)
+
+
+@pytest.fixture
+def faults_for() -> Any:
+    """``faults_for(model)``: a Faults on the model's and its counter's clients, removed after the test."""
+    made: List[Faults] = []
+
+    def attach(model: Any) -> Faults:
+        made.append(Faults(model, model.autoinc_options().counter))
+        return made[-1]
+
+    yield attach
+    for faults in made:
+        faults.remove()
+
+
+def state(model: Any) -> Tuple[List[int], Optional[int]]:
+    opts = model.autoinc_options()
+    return sorted(u.id for u in model.scan(consistent_read=True)), opts.counter.currval(opts.key)
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("kind", ["throttling", "provisioned", "internal"])
+@pytest.mark.parametrize("step", [0, 1], ids=["counter-request", "item-request"])
+def test_transient_error_is_retried(model, mode, kind, step, faults_for):
+    """A throttled or failed request is sent again; the item is stored once, with no gap."""
+    faults = faults_for(model)
+    operation = OPERATIONS[mode][step]
+    faults.inject(operation, kind)
+    user = model(name="Kirk")
+    user.save()
+    assert faults.fired == [(operation, kind)]
+    assert faults.count(operation) == 2
+    assert user.id == 1
+    assert state(model) == ([1], 1)
+
+
+@pytest.mark.engine
+def test_lost_response_of_counter_update_fast(make, faults_for):
+    """Fast: a counter update applied but unanswered is resent; it spends one value, never duplicates."""
+    model = make("fast")
+    faults = faults_for(model)
+    faults.inject("UpdateItem", "drop-after-commit")
+    user = model()
+    user.save()
+    assert user.id == 2
+    assert state(model) == ([2], 2)
+
+
+@pytest.mark.engine
+def test_lost_response_of_item_write(model, mode, faults_for):
+    """An item write applied but unanswered is resent and reported as the success it was: one item, no gap."""
+    faults = faults_for(model)
+    operation = OPERATIONS[mode][1]
+    faults.inject(operation, "drop-after-commit")
+    user = model(name="Spock")
+    user.save()
+    assert faults.fired == [(operation, "drop-after-commit")]
+    assert user.id == 1
+    assert state(model) == ([1], 1)
+    assert model.get(1).name == "Spock"
+
+
+@pytest.mark.engine
+def test_lost_response_of_counter_read(make, faults_for):
+    """Gapless: a lost response to the counter read is harmless."""
+    model = make("gapless")
+    faults = faults_for(model)
+    faults.inject("GetItem", "drop-after-commit")
+    model().save()
+    assert state(model) == ([1], 1)
+
+
+@pytest.mark.engine
+def test_resent_transaction_keeps_its_token(make, faults_for):
+    """Gapless: a transaction resent after a lost response carries the same ClientRequestToken."""
+    model = make("gapless")
+    faults = faults_for(model)
+    faults.inject("TransactWriteItems", "drop-after-commit")
+    model().save()
+    tokens = [token for op, token in faults.sent if op == "TransactWriteItems"]
+    assert len(tokens) == 2
+    assert tokens[0] is not None and tokens[0] == tokens[1]
+
+
+@pytest.mark.engine
+def test_new_attempt_gets_a_new_token(make, faults_for):
+    """Gapless: after losing the counter race, the next attempt (a new value) sends a new token."""
+    model = make("gapless")
+    from pynamodb.signals import pre_dynamodb_send
+
+    faults = faults_for(model)
+    opts = model.autoinc_options()
+    rivals = [1]
+
+    def rival(_: Any, operation_name: str, **__: Any) -> None:
+        if operation_name == "TransactWriteItems" and rivals:
+            rivals.pop()
+            opts.counter.nextval(opts.key)
+
+    with pre_dynamodb_send.connected_to(rival):
+        user = model()
+        user.save()
+    tokens = [token for op, token in faults.sent if op == "TransactWriteItems"]
+    assert len(tokens) == 2 and len(set(tokens)) == 2
+    assert user.id == 2
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("step", [0, 1], ids=["counter-request", "item-request"])
+def test_persistent_throttling_gives_a_library_error(model, mode, step, faults_for):
+    """Throttling that outlasts the retries raises the library's error; gapless writes nothing."""
+    faults = faults_for(model)
+    operation = OPERATIONS[mode][step]
+    faults.inject(operation, "throttling", times=100)
+    user = model()
+    expected = CounterError if step == 0 else ItemWriteError
+    with pytest.raises(expected) as info:
+        user.save()
+    assert info.value.cause_response_code == "ThrottlingException"
+    assert "ThrottlingException" in str(info.value)
+    assert user.id is None
+    assert faults.count(operation) == 3  # max_retry_attempts=2: sent three times
+    faults.remove()
+    stored, counter = state(model)
+    assert stored == []
+    # only a fast put spends its value
+    assert counter == (1 if (mode, step) == ("fast", 1) else None)
