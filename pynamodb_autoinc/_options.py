@@ -26,6 +26,10 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 
+#: Integers up to 38 digits are stored exactly by DynamoDB.
+NUMBER_LIMIT = 10**38
+
+
 @dataclass(frozen=True)
 class Options:
     """A model's validated auto-increment options."""
@@ -74,7 +78,9 @@ def _read(model: Type[Model]) -> Options:
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], DEFAULTS, n=1)
+        # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
+        suffixes = {name[len("autoinc_"):]: name for name in DEFAULTS}
+        close = [suffixes[m] for m in difflib.get_close_matches(unknown[0][len("autoinc_"):], suffixes, n=1)]
         hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(sorted(DEFAULTS))}"
         raise _fail(model, f"unknown Meta option {unknown[0]!r}; {hint}")
     opts = {**DEFAULTS, **given}
@@ -107,6 +113,10 @@ def _read(model: Type[Model]) -> Options:
     for number in ("autoinc_start", "autoinc_step", "autoinc_retries"):
         if isinstance(opts[number], bool) or not isinstance(opts[number], int):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
+    for number in ("autoinc_start", "autoinc_step"):
+        if abs(opts[number]) >= NUMBER_LIMIT:
+            raise _fail(model, f"Meta.{number} = {opts[number]} has more digits than a DynamoDB number holds "
+                               "exactly (38); choose a smaller value")
     if opts["autoinc_step"] == 0:
         raise _fail(model, "Meta.autoinc_step must not be 0")
     if opts["autoinc_retries"] < 0:

@@ -10,6 +10,7 @@ Every request a counter ever receives is built in this module.
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any, Dict, Optional, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -80,9 +81,10 @@ class NextId(Model):
             )
         except UpdateError as exc:
             if exc.cause_response_code == "ConditionalCheckFailedException":
+                cls.currval(key)  # raises, naming what the counter holds
                 raise cls._not_a_number(key, exc) from exc
             raise cls._request_failed("advance", key, exc) from exc
-        return int(data["Attributes"][attr.attr_name]["N"])
+        return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
@@ -96,7 +98,7 @@ class NextId(Model):
             return None
         if "N" not in raw:
             raise cls._not_a_number(key, None, raw)
-        return int(raw["N"])
+        return cls._integer(key, raw["N"])
 
     @classmethod
     def setval(cls, key: str, value: int) -> None:
@@ -122,9 +124,16 @@ class NextId(Model):
     # -- errors ---------------------------------------------------------
 
     @classmethod
+    def _integer(cls, key: str, number: str) -> int:
+        value = Decimal(number)
+        if value != value.to_integral_value():
+            raise cls._not_a_number(key, None, {"N": number})
+        return int(value)
+
+    @classmethod
     def _not_a_number(cls, key: str, cause: Optional[Exception], raw: Any = "non-number") -> CounterValueError:
         return CounterValueError(
-            f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not a number; "
+            f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; "
             f"set it to the largest ID in use with {cls.__name__}.setval({key!r}, N)",
             cause,
         )

@@ -52,6 +52,10 @@ class UnassignedIdError(AutoIncrementError, ValueError):
     """An item would be stored without its auto-increment ID."""
 
 
+class InvalidIdError(AutoIncrementError, TypeError):
+    """An ID set on an instance by hand is not a value the auto-increment attribute can hold."""
+
+
 class CounterError(AutoIncrementError):
     """The counter could not hand out a value."""
 
@@ -92,6 +96,7 @@ __all__ = [
     "CounterError",
     "CounterTableMissingError",
     "CounterValueError",
+    "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
     "TransactionCanceledError",

@@ -26,7 +26,7 @@ from pynamodb.transactions import TransactWrite
 
 from . import strategies
 from ._options import Options, options_for
-from .exceptions import TransactionCanceledError, UnassignedIdError
+from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError
 from .signals import before_save, send_after_save
 from .strategies import CONDITION_FAILED, CONFLICT, Claim, code_of, reasons_of
 
@@ -133,10 +133,16 @@ class AutoIncrementMixin(_Base):
         self._autoinc_claim = None
         before_save.send(type(self), instance=self, is_new=is_new, operation=operation)
         claim, self._autoinc_claim = self._autoinc_claim, None
-        if getattr(self, opts.attribute) is None:
+        value = getattr(self, opts.attribute)
+        if value is None:
             raise UnassignedIdError(
                 f"{type(self).__name__}.{opts.attribute} is still None after before_save: the library's "
                 "receiver did not run (is the signal muted, or assign_id disconnected?)"
+            )
+        if claim is None and not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidIdError(
+                f"{type(self).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
+                "or leave it None to have the next value assigned"
             )
         return claim
 

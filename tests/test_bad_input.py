@@ -1,0 +1,187 @@
+"""Bad input and misconfiguration: each gets the exact error, a message naming the fix, and nothing is written.
+
+The table below is the one in the README's "Bad input" section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Type
+
+import pytest
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.exceptions import PutError, PynamoDBException
+from pynamodb.models import BatchWrite
+
+import pynamodb_autoinc
+from pynamodb_autoinc import (
+    AutoIncrementError,
+    ConfigurationError,
+    CounterTableMissingError,
+    CounterValueError,
+    InvalidIdError,
+    ItemWriteError,
+    NextId,
+    UnassignedIdError,
+    before_save,
+)
+
+
+class Remote(NextId):
+    """A counter on another endpoint (never contacted: the model is refused first)."""
+
+    class Meta:
+        table_name = "NextId"
+        host = "http://127.0.0.1:9"
+
+
+class MissingCounter(NextId):
+    class Meta:
+        table_name = "no-such-counter-table"
+
+
+def save_new(model: Any) -> None:
+    model().save()
+
+
+def put_counter(raw: Dict[str, Any]) -> Callable[[Any], None]:
+    def corrupt(model: Any) -> None:
+        opts = model.autoinc_options()
+        opts.counter._get_connection().put_item(opts.key, attributes={"NextId": raw})
+
+    return corrupt
+
+
+def batch_new(model: Any) -> None:
+    with model.batch_write() as batch:
+        batch.save(model())
+
+
+def plain_batch_new(model: Any) -> None:
+    batch = BatchWrite(model)
+    batch.save(model())
+    batch.commit()
+
+
+def muted_save(model: Any) -> None:
+    with before_save.muted():
+        model().save()
+
+
+@dataclass
+class Bad:
+    options: Dict[str, Any]
+    error: Type[Exception]
+    message: str
+    action: Callable[[Any], None] = save_new
+    setup: Optional[Callable[[Any], None]] = None
+    create_item_table: bool = True
+    fast_moves_counter: bool = False
+    """Fast mode advances the counter before it can tell (the value is spent; gapless spends nothing)."""
+
+
+BAD_INPUTS = {
+    "misspelled option": Bad({"autoinc_gaples": True}, ConfigurationError,
+                             "unknown Meta option 'autoinc_gaples'; did you mean 'autoinc_gapless'?"),
+    "unknown option": Bad({"autoinc_zzz": "red"}, ConfigurationError,
+                          "unknown Meta option 'autoinc_zzz'; known options: autoinc_attribute"),
+    "attribute not on the model": Bad({"autoinc_attribute": "nope"}, ConfigurationError,
+                                      "Meta.autoinc_attribute names 'nope', which is not an attribute of the model"),
+    "boolean auto attribute": Bad({"flag": BooleanAttribute(null=True), "autoinc_attribute": "flag"},
+                                  ConfigurationError, "auto-increment attribute 'flag' is a BooleanAttribute; "
+                                                      "make it a NumberAttribute"),
+    "version attribute": Bad({"version": VersionAttribute(null=True), "autoinc_attribute": "version"},
+                             ConfigurationError, "auto-increment attribute 'version' is a VersionAttribute"),
+    "non-nullable attribute outside the key": Bad({"seq": NumberAttribute(), "autoinc_attribute": "seq"},
+                                                  ConfigurationError, "declare it with null=True"),
+    "empty counter key": Bad({"autoinc_key": ""}, ConfigurationError,
+                             "Meta.autoinc_key must be a non-empty string, not ''"),
+    "counter key not a string": Bad({"autoinc_key": 7}, ConfigurationError,
+                                    "Meta.autoinc_key must be a non-empty string, not 7"),
+    "counter not a NextId model": Bad({"autoinc_counter": dict}, ConfigurationError,
+                                      "Meta.autoinc_counter must be NextId or a subclass of it"),
+    "gapless flag not a bool": Bad({"autoinc_gapless": "yes"}, ConfigurationError,
+                                   "Meta.autoinc_gapless must be True or False, not 'yes'"),
+    "zero step": Bad({"autoinc_step": 0}, ConfigurationError, "Meta.autoinc_step must not be 0"),
+    "fractional start": Bad({"autoinc_start": 1.5}, ConfigurationError, "Meta.autoinc_start must be an int, not 1.5"),
+    "huge start": Bad({"autoinc_start": 10**40}, ConfigurationError,
+                      "has more digits than a DynamoDB number holds exactly (38)"),
+    "negative retries": Bad({"autoinc_retries": -1}, ConfigurationError,
+                            "Meta.autoinc_retries must be 0 or more, not -1"),
+    "retries given as a bool": Bad({"autoinc_retries": True}, ConfigurationError,
+                                   "Meta.autoinc_retries must be an int, not True"),
+    "backoff not a number": Bad({"autoinc_backoff": "fast"}, ConfigurationError,
+                                "Meta.autoinc_backoff must be a number of seconds >= 0, not 'fast'"),
+    "gapless across two endpoints": Bad({"autoinc_counter": Remote, "autoinc_gapless": True}, ConfigurationError,
+                                        "both tables must be on one connection"),
+    "counter table missing": Bad({"autoinc_counter": MissingCounter}, CounterTableMissingError,
+                                 "counter table 'no-such-counter-table' does not exist; create it with "
+                                 "MissingCounter.create_table(billing_mode='PAY_PER_REQUEST', wait=True)"),
+    "string in the counter": Bad({}, CounterValueError, "holds {'S': 'seven'}, not an integer; set it to the "
+                                                        "largest ID in use with NextId.setval(",
+                                 setup=put_counter({"S": "seven"})),
+    "fraction in the counter": Bad({}, CounterValueError, "not an integer", setup=put_counter({"N": "1.5"}),
+                                   fast_moves_counter=True),
+    "item table missing": Bad({}, ItemWriteError, "does not exist; create it with", create_item_table=False,
+                              fast_moves_counter=True),
+    "explicit fractional ID": Bad({}, InvalidIdError, "Item.id = 2.5 is not an integer; set an int",
+                                  action=lambda m: m(id=2.5).save()),
+    "explicit bool ID": Bad({}, InvalidIdError, "Item.id = True is not an integer", action=lambda m: m(id=True).save()),
+    "new instance in a batch write": Bad({}, UnassignedIdError, "a batch write cannot carry the condition",
+                                         action=batch_new),
+    "new instance in pynamodb's BatchWrite": Bad({}, UnassignedIdError, "Item has no id yet",
+                                                 action=plain_batch_new),
+    "before_save muted": Bad({}, UnassignedIdError, "Item.id is still None after before_save", action=muted_save),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
+def test_bad_input(case, make_model, backend):
+    """Each bad input raises exactly the documented error with its message, and writes nothing."""
+    bad = BAD_INPUTS[case]
+    model = make_model("Item", create=False, **bad.options)
+    if bad.options.get("autoinc_counter") is None:
+        backend.counter(model=model)
+    if bad.create_item_table:
+        backend.create(model)
+    if bad.setup:
+        bad.setup(model)
+    counters_before = counters(backend)
+    with pytest.raises(AutoIncrementError) as info:
+        bad.action(model)
+    assert type(info.value) is bad.error
+    assert bad.message in str(info.value)
+    if bad.create_item_table:
+        assert list(model.scan(consistent_read=True)) == []
+    if model.Meta.autoinc_gapless or not bad.fast_moves_counter:
+        assert counters(backend) == counters_before
+    else:
+        assert counters(backend) != counters_before
+
+
+def counters(backend) -> Dict[str, Any]:
+    counter = backend.counter()
+    raw = counter._get_connection().scan(consistent_read=True)["Items"]
+    return {item["NextKey"]["S"]: item.get("NextId") for item in raw}
+
+
+def test_bad_input_table_is_large_enough():
+    """The table covers at least fifteen bad inputs."""
+    assert len(BAD_INPUTS) >= 15
+
+
+def test_errors_share_one_root():
+    """Every library error is an AutoIncrementError, which is a PynamoDBException."""
+    errors = [getattr(pynamodb_autoinc, n) for n in pynamodb_autoinc.__all__ if n.endswith("Error")]
+    assert len(errors) >= 10
+    assert all(issubclass(e, AutoIncrementError) and issubclass(e, PynamoDBException) for e in errors)
+    assert issubclass(ItemWriteError, PutError)
+
+
+def test_gapless_instance_outside_save_is_refused(make_model):
+    """Building save kwargs for a new gapless instance outside TransactWrite is refused, no ID kept."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True), autoinc_gapless=True)
+    item = Item(name="x")
+    with pytest.raises(UnassignedIdError, match="can only be saved with save"):
+        item.get_save_kwargs_from_instance()
+    assert item.id is None
