@@ -14,6 +14,7 @@ from .exceptions import (
     InvalidIdError,
     ItemExistsError,
     ItemWriteError,
+    SequenceExhaustedError,
     TransactionCanceledError,
     UnassignedIdError,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "ItemExistsError",
     "ItemWriteError",
     "NextId",
+    "SequenceExhaustedError",
     "TransactionCanceledError",
     "UnassignedIdError",
     "after_save",

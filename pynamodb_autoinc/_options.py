@@ -4,27 +4,35 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Dict, Type
+from typing import Any, Dict, Optional, Tuple, Type
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from .counter import CONNECTION_SETTINGS, NextId, bind_counter
-from .exceptions import ConfigurationError
+from . import periods
+from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
+from .exceptions import ConfigurationError, SequenceExhaustedError, UnassignedIdError
 
 #: Every option a model's ``Meta`` may set, with its default.
 DEFAULTS: Dict[str, Any] = {
     "autoinc_attribute": None,  # the hash key
     "autoinc_key": None,  # Meta.table_name
     "autoinc_counter": NextId,
+    "autoinc_counter_in_table": False,
     "autoinc_gapless": False,
+    "autoinc_strategy": "counter",
     "autoinc_start": 1,
     "autoinc_step": 1,
+    "autoinc_max": None,
+    "autoinc_scope": None,
+    "autoinc_period": None,
+    "autoinc_format": None,
     "autoinc_retries": 16,
     "autoinc_backoff": 0.01,
 }
 
+STRATEGIES = ("counter", "query")
 
 #: Integers up to 38 digits are stored exactly by DynamoDB.
 NUMBER_LIMIT = 10**38
@@ -38,24 +46,59 @@ class Options:
     attribute: str
     """The Python name of the auto-increment attribute."""
     as_string: bool
-    """The attribute is a ``UnicodeAttribute``: store the decimal string."""
+    """The attribute is a ``UnicodeAttribute``: store the decimal string (or ``fmt``)."""
     key: str
-    """The counter's data-type key (``NextKey``)."""
+    """The counter's data-type key (``NextKey``), before scope and period."""
     counter: Type[NextId]
-    """The counter model, bound to the model's connection settings."""
+    """The counter model, bound to the model's connection settings (or to its own table)."""
     gapless: bool
+    strategy: str
+    """``"counter"`` (a counter item) or ``"query"`` (the largest range key in the partition)."""
     start: int
     step: int
+    limit: Optional[int]
+    """``Meta.autoinc_max``: the last value the sequence may hand out."""
+    scope: Tuple[str, ...]
+    """Attributes whose values extend the counter key: one sequence per parent."""
+    period: Optional[str]
+    fmt: Optional[str]
     retries: int
-    """How many times a gapless save retries after losing the counter race."""
+    """How many times a save retries after losing a race (gapless counter, query strategy)."""
     backoff: float
     """The first retry's largest delay in seconds; it doubles each retry, up to one second."""
 
-    def to_python(self, value: int) -> Any:
+    def to_python(self, value: int, period: Optional[str] = None) -> Any:
+        """``value`` as the auto attribute holds it."""
+        if self.fmt is not None:
+            return self.fmt.format(value=value, period=period or "")
         return str(value) if self.as_string else value
 
-    def from_python(self, value: Any) -> int:
-        return int(value)
+    def current_period(self) -> Optional[str]:
+        """The label of the current period, or None when the sequence never restarts."""
+        return periods.label(self.period) if self.period else None
+
+    def counter_key(self, instance: Model, period: Optional[str]) -> str:
+        """The counter key for ``instance``: the data-type key, its scope values, its period."""
+        parts = [self.key]
+        for name in self.scope:
+            value = getattr(instance, name)
+            if value is None:
+                raise UnassignedIdError(
+                    f"{type(instance).__name__}.{name} is None, but {self.attribute} is numbered per {name} "
+                    f"(Meta.autoinc_scope); set {name} before saving"
+                )
+            parts.append(str(value).replace("\\", "\\\\").replace("#", "\\#"))
+        if period is not None:
+            parts.append(period)
+        return "#".join(parts)
+
+    def check_limit(self, key: str, value: int) -> None:
+        """Raise SequenceExhaustedError if ``value`` lies past ``Meta.autoinc_max``."""
+        if self.limit is not None and (value > self.limit if self.step > 0 else value < self.limit):
+            raise SequenceExhaustedError(
+                f"sequence {key!r} has reached its limit: {value} would pass {self.limit}; nothing was spent. "
+                "Raise Meta.autoinc_max, or start a new sequence"
+            )
 
 
 def options_for(model: Type[Model]) -> Options:
@@ -73,7 +116,11 @@ def _fail(model: Type[Model], problem: str) -> ConfigurationError:
     return ConfigurationError(f"{model.__name__}: {problem}")
 
 
-def _read(model: Type[Model]) -> Options:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, in order
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
     unknown = sorted(set(given) - set(DEFAULTS))
@@ -102,30 +149,78 @@ def _read(model: Type[Model]) -> Options:
     if not isinstance(key, str) or not key:
         raise _fail(model, f"Meta.autoinc_key must be a non-empty string, not {key!r}")
 
-    counter = opts["autoinc_counter"]
-    if not (isinstance(counter, type) and issubclass(counter, NextId)):
-        raise _fail(model, f"Meta.autoinc_counter must be NextId or a subclass of it, not {counter!r}")
-    counter = bind_counter(counter, model)
-
-    for flag in ("autoinc_gapless",):
+    for flag in ("autoinc_gapless", "autoinc_counter_in_table"):
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
     for number in ("autoinc_start", "autoinc_step", "autoinc_retries"):
-        if isinstance(opts[number], bool) or not isinstance(opts[number], int):
+        if not _is_int(opts[number]):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
-    for number in ("autoinc_start", "autoinc_step"):
-        if abs(opts[number]) >= NUMBER_LIMIT:
+    limit = opts["autoinc_max"]
+    if limit is not None and not _is_int(limit):
+        raise _fail(model, f"Meta.autoinc_max must be an int or None, not {limit!r}")
+    for number in ("autoinc_start", "autoinc_step", "autoinc_max"):
+        if opts[number] is not None and abs(opts[number]) >= NUMBER_LIMIT:
             raise _fail(model, f"Meta.{number} = {opts[number]} has more digits than a DynamoDB number holds "
                                "exactly (38); choose a smaller value")
-    if opts["autoinc_step"] == 0:
+    start, step = opts["autoinc_start"], opts["autoinc_step"]
+    if step == 0:
         raise _fail(model, "Meta.autoinc_step must not be 0")
+    if limit is not None and (start > limit if step > 0 else start < limit):
+        raise _fail(model, f"Meta.autoinc_start = {start} lies past Meta.autoinc_max = {limit} for a step of "
+                           f"{step}; the sequence could hand out nothing")
     if opts["autoinc_retries"] < 0:
         raise _fail(model, f"Meta.autoinc_retries must be 0 or more, not {opts['autoinc_retries']}")
     backoff = opts["autoinc_backoff"]
     if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
         raise _fail(model, f"Meta.autoinc_backoff must be a number of seconds >= 0, not {backoff!r}")
 
-    if opts["autoinc_gapless"]:
+    scope: Any = opts["autoinc_scope"]
+    scope = () if scope is None else (scope,) if isinstance(scope, str) else scope
+    if not isinstance(scope, tuple) or not all(isinstance(s, str) and s in attributes for s in scope):
+        raise _fail(model, f"Meta.autoinc_scope must name attributes of the model (a name or a tuple of names), "
+                           f"not {opts['autoinc_scope']!r}; choose from {sorted(attributes)}")
+    if name in scope:
+        raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
+
+    period = opts["autoinc_period"]
+    if period is not None and period not in periods.PERIODS:
+        raise _fail(model, f"Meta.autoinc_period must be one of {', '.join(map(repr, periods.PERIODS))} or None, "
+                           f"not {period!r}")
+
+    fmt = opts["autoinc_format"]
+    if fmt is not None:
+        if not isinstance(attribute, UnicodeAttribute):
+            raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, but {name!r} is a "
+                               f"{type(attribute).__name__}")
+        try:
+            if not isinstance(fmt, str) or fmt.format(value=1, period="2026") == fmt.format(value=2, period="2026"):
+                raise ValueError("the value does not appear in it")
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
+                               "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
+
+    strategy = opts["autoinc_strategy"]
+    if strategy not in STRATEGIES:
+        raise _fail(model, f"Meta.autoinc_strategy must be one of {', '.join(map(repr, STRATEGIES))}, "
+                           f"not {strategy!r}")
+    if strategy == "query":
+        if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
+            raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "
+                               f"make {name!r} the model's range key, a NumberAttribute")
+        for option in ("autoinc_scope", "autoinc_period", "autoinc_counter_in_table"):
+            if opts[option]:
+                raise _fail(model, f"Meta.{option} does not apply to the query strategy (it keeps no counter; "
+                                   "the partition is the scope)")
+
+    if opts["autoinc_counter_in_table"]:
+        counter: Type[NextId] = in_table_counter(model)
+    else:
+        counter = opts["autoinc_counter"]
+        if not (isinstance(counter, type) and issubclass(counter, NextId)):
+            raise _fail(model, f"Meta.autoinc_counter must be NextId or a subclass of it, not {counter!r}")
+        counter = bind_counter(counter, model)
+
+    if opts["autoinc_gapless"] and strategy == "counter":
         differing = [s for s in CONNECTION_SETTINGS
                      if getattr(counter.Meta, s, None) != getattr(meta, s, None)]
         if differing:
@@ -139,9 +234,14 @@ def _read(model: Type[Model]) -> Options:
         as_string=isinstance(attribute, UnicodeAttribute),
         key=key,
         counter=counter,
-        gapless=opts["autoinc_gapless"],
-        start=opts["autoinc_start"],
-        step=opts["autoinc_step"],
+        gapless=opts["autoinc_gapless"] or strategy == "query",
+        strategy=strategy,
+        start=start,
+        step=step,
+        limit=limit,
+        scope=tuple(scope),
+        period=period,
+        fmt=fmt,
         retries=opts["autoinc_retries"],
         backoff=float(backoff),
     )

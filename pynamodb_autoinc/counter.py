@@ -10,15 +10,24 @@ Every request a counter ever receives is built in this module.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from decimal import Decimal
-from typing import Any, Dict, Optional, Type, TypeVar, cast
+from typing import Any, Dict, Optional, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.constants import KEY, UPDATED_NEW
 from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.models import Model
 
-from .exceptions import AutoIncrementError, CounterError, CounterTableMissingError, CounterValueError
+from . import periods
+from .exceptions import (
+    AutoIncrementError,
+    ConfigurationError,
+    CounterError,
+    CounterTableMissingError,
+    CounterValueError,
+    SequenceExhaustedError,
+)
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -65,32 +74,51 @@ class NextId(Model):
     # -- operations -----------------------------------------------------
 
     @classmethod
-    def nextval(cls, key: str, *, step: int = 1, start: int = 1) -> int:
+    def _item_key(cls, key: str) -> Tuple[str, Any]:
+        """The (hash key, range key) of counter ``key``'s item."""
+        return key, None
+
+    @classmethod
+    def nextval(cls, key: str, *, step: int = 1, start: int = 1, limit: Optional[int] = None) -> int:
         """Advance counter ``key`` by ``step`` and return the new value, in one request.
 
-        A missing counter starts at ``start``. Values are never handed out
-        twice; a value whose item is never written leaves a gap.
+        A missing counter starts at ``start``. With ``limit``, the server
+        refuses to go past it (below it, for a negative ``step``) and
+        :class:`SequenceExhaustedError` is raised with nothing spent. Values
+        are never handed out twice; a value whose item is never written
+        leaves a gap.
         """
         attr = cls.next_id
+        condition = attr.does_not_exist() | attr.is_type()
+        if limit is not None:
+            room = (attr <= limit - step) if step > 0 else (attr >= limit - step)
+            condition = attr.does_not_exist() | (attr.is_type() & room)
+        hash_key, range_key = cls._item_key(key)
         try:
             data = cls._get_connection().update_item(
-                key,
+                hash_key,
+                range_key=range_key,
                 actions=[attr.set((attr | (start - step)) + step)],
-                condition=attr.does_not_exist() | attr.is_type(),
+                condition=condition,
                 return_values=UPDATED_NEW,
             )
         except UpdateError as exc:
             if exc.cause_response_code == "ConditionalCheckFailedException":
-                cls.currval(key)  # raises, naming what the counter holds
-                raise cls._not_a_number(key, exc) from exc
+                last = cls.currval(key)  # raises if the counter holds no integer
+                raise SequenceExhaustedError(
+                    f"sequence {key!r} has reached its limit: {last} + {step} would pass {limit}; "
+                    "nothing was spent. Raise Meta.autoinc_max, or start a new sequence",
+                    exc,
+                ) from exc
             raise cls._request_failed("advance", key, exc) from exc
         return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
         """The last value handed out by counter ``key`` (a consistent read), or None."""
+        hash_key, range_key = cls._item_key(key)
         try:
-            data = cls._get_connection().get_item(key, consistent_read=True)
+            data = cls._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
         except GetError as exc:
             raise cls._request_failed("read", key, exc) from exc
         raw = data.get("Item", {}).get(cls.next_id.attr_name)
@@ -102,24 +130,57 @@ class NextId(Model):
 
     @classmethod
     def setval(cls, key: str, value: int) -> None:
-        """Set counter ``key`` so that the next value is ``value + step``."""
-        cls(next_key=key, next_id=int(value)).save()
+        """Set counter ``key`` to ``value``: the next value handed out is ``value + step``."""
+        hash_key, range_key = cls._item_key(key)
+        try:
+            cls._get_connection().update_item(hash_key, range_key=range_key,
+                                               actions=[cls.next_id.set(int(value))])
+        except UpdateError as exc:
+            raise cls._request_failed("set", key, exc) from exc
 
     @classmethod
     def swap_kwargs(cls, key: str, expected: Optional[int], value: int) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
 
-        ``expected=None`` means the counter item must not exist yet.
+        ``expected=None`` means the counter must not hold a value yet.
         """
         attr = cls.next_id
-        condition = cls.next_key.does_not_exist() if expected is None else attr == expected
+        hash_key, range_key = cls._item_key(key)
+        condition = attr.does_not_exist() if expected is None else attr == expected
         return cast(Dict[str, Any], cls._get_connection().get_operation_kwargs(
-            key,
+            hash_key,
+            range_key=range_key,
             key=KEY,
             actions=[attr.set(value)],
             condition=condition,
             return_values_on_condition_failure="ALL_OLD",
         ))
+
+    @classmethod
+    def increment(cls, name: str, *, period: Optional[str] = "month", by: int = 1,
+                  now: Optional[datetime] = None) -> int:
+        """Count ``by`` events on counter ``name`` within the current ``period``; return the count so far.
+
+        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in
+        UTC, labelled with the year) counts in its own item, so a new period
+        starts again from ``by``; ``period=None`` counts forever.
+        """
+        key = name if period is None else f"{name}#{periods.label(period, now)}"
+        attr = cls.next_id
+        hash_key, range_key = cls._item_key(key)
+        try:
+            data = cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.add(by)],
+                                                     return_values=UPDATED_NEW)
+        except UpdateError as exc:
+            if exc.cause_response_code == "ValidationException":
+                cls.currval(key)  # raises if the counter holds no number
+            raise cls._request_failed("increment", key, exc) from exc
+        return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
+
+    @classmethod
+    def current(cls, name: str, *, period: Optional[str] = None, now: Optional[datetime] = None) -> Optional[int]:
+        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
+        return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
     # -- errors ---------------------------------------------------------
 
@@ -179,6 +240,48 @@ def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
 
 
 _BOUND: Dict[Any, Any] = {}
+
+#: The hash key prefix of the counter items kept in a model's own table.
+RESERVED_PREFIX = "__autoinc__#"
+
+
+def in_table_counter(model: Type[Model]) -> Type[NextId]:
+    """A counter model whose items live in ``model``'s own table, under reserved keys.
+
+    Counter ``key`` is the item whose hash key is ``"__autoinc__#" + key`` (and
+    whose range key, if the table has one, is ``"__autoinc__"`` or ``0``).
+    """
+    hash_attr = model._hash_key_attribute()
+    if not isinstance(hash_attr, UnicodeAttribute):
+        raise ConfigurationError(
+            f"{model.__name__}: Meta.autoinc_counter_in_table needs a string hash key to reserve a counter key "
+            f"in, but {model._hash_keyname!r} is a {type(hash_attr).__name__}; use the NextId table instead"
+        )
+    attrs: Dict[str, Any] = {"next_key": UnicodeAttribute(hash_key=True, attr_name=hash_attr.attr_name)}
+    range_attr = model._range_key_attribute()
+    range_value: Any = None
+    if range_attr is not None:
+        if isinstance(range_attr, UnicodeAttribute):
+            range_value = RESERVED_PREFIX.rstrip("#")
+        elif isinstance(range_attr, NumberAttribute):
+            range_value = 0
+        else:
+            raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string or number "
+                                     f"range key, not a {type(range_attr).__name__}")
+        attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
+    settings = {s: getattr(model.Meta, s) for s in CONNECTION_SETTINGS if hasattr(model.Meta, s)}
+    meta = type("Meta", (), {"table_name": model.Meta.table_name, **settings})
+
+    def _item_key(cls: Type[NextId], key: str) -> Tuple[str, Any]:
+        return RESERVED_PREFIX + key, range_value
+
+    return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
+        "Meta": meta,
+        "__module__": model.__module__,
+        "_autoinc_bound": True,
+        "_item_key": classmethod(_item_key),
+        **attrs,
+    }))
 
 
 def new_request_token() -> str:

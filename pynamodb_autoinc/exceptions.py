@@ -68,6 +68,10 @@ class CounterValueError(CounterError, TypeError):
     """The counter item holds something that is not a number."""
 
 
+class SequenceExhaustedError(CounterError):
+    """The sequence has reached ``Meta.autoinc_max``: nothing was spent."""
+
+
 class ContentionError(CounterError):
     """Too many writers raced for the same counter; the retries ran out."""
 
@@ -99,6 +103,7 @@ __all__ = [
     "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
+    "SequenceExhaustedError",
     "TransactionCanceledError",
     "UnassignedIdError",
 ]

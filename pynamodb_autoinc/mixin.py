@@ -26,6 +26,7 @@ from pynamodb.transactions import TransactWrite
 
 from . import strategies
 from ._options import Options, options_for
+from .counter import RESERVED_PREFIX
 from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError
 from .signals import before_save, send_after_save
 from .strategies import CONDITION_FAILED, CONFLICT, Claim, code_of, reasons_of
@@ -76,7 +77,9 @@ class AutoIncrementMixin(_Base):
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
             try:
-                if opts.gapless:
+                if opts.strategy == "query":
+                    data = strategies.put_next_in_partition(self, opts, condition, add_version_condition)
+                elif opts.gapless:
                     data = strategies.transact_new(self, opts, claim, condition, add_version_condition)
                 else:
                     data = strategies.put_new(self, opts, condition, add_version_condition)
@@ -99,7 +102,7 @@ class AutoIncrementMixin(_Base):
         is_new = getattr(self, opts.attribute) is None
         claim = self._autoinc_prepare(opts, is_new, "transaction")
         if claim is not None:
-            if opts.gapless and transaction is None:
+            if claim.swap and transaction is None:
                 setattr(self, opts.attribute, None)
                 raise UnassignedIdError(
                     f"{type(self).__name__} is gapless: a new instance can only be saved with save() or "
@@ -123,6 +126,14 @@ class AutoIncrementMixin(_Base):
                     "save() or TransactWrite.save(), not from a batch write or serialize()"
                 )
         return super().serialize(null_check=null_check)
+
+    @classmethod
+    def scan(cls: Type[_T], filter_condition: Optional[Condition] = None, *args: Any, **kwargs: Any) -> Any:
+        """``Model.scan``, leaving out the counter items of ``Meta.autoinc_counter_in_table``."""
+        if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
+            hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
+            filter_condition = hide if filter_condition is None else hide & filter_condition
+        return super().scan(filter_condition, *args, **kwargs)
 
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
@@ -164,7 +175,9 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
             "that keeps a new ID from overwriting an existing item; save new instances with save() or "
             "TransactWrite.save()"
         )
-    if opts.gapless:
+    if opts.strategy == "query":
+        instance._autoinc_claim = strategies.query_last(instance, opts)
+    elif opts.gapless:
         instance._autoinc_claim = strategies.reserve(instance, opts)
     else:
         instance._autoinc_claim = strategies.allocate(instance, opts)
@@ -213,22 +226,23 @@ class _TransactionHook:
         Several new items on one counter share one counter swap, from the value
         first read to the last value handed out.
         """
-        if claim is None or claim.committed:
+        if claim is None or not claim.swap:
             return
-        counter_id = (opts.counter.Meta.table_name, opts.key)
+        counter_id = (opts.counter.Meta.table_name, claim.key)
         if counter_id in self.counters:
             _, expected, last = self.counters[counter_id]
             claim.expected, claim.value = expected, last + opts.step
-            setattr(instance, opts.attribute, opts.to_python(claim.value))
+            opts.check_limit(claim.key, claim.value)
+            setattr(instance, opts.attribute, opts.to_python(claim.value, claim.period))
 
     def add(self, instance: Model, opts: Options, claim: Optional[Claim], is_new: bool) -> None:
         """Record ``instance``'s put (appended next by TransactWrite.save) and its counter swap."""
         tx = self.transaction
         self.saved.append((instance, opts, claim, is_new, len(tx._put_items)))
-        if claim is None or claim.committed:
+        if claim is None or not claim.swap:
             return
-        counter_id = (opts.counter.Meta.table_name, opts.key)
-        swap = opts.counter.swap_kwargs(opts.key, claim.expected, claim.value)
+        counter_id = (opts.counter.Meta.table_name, claim.key)
+        swap = opts.counter.swap_kwargs(claim.key, claim.expected, claim.value)
         if counter_id in self.counters:
             index = self.counters[counter_id][0]
             tx._update_items[index] = swap

@@ -36,6 +36,7 @@ from .exceptions import (
     ContentionError,
     ItemExistsError,
     ItemWriteError,
+    UnassignedIdError,
 )
 
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -44,34 +45,59 @@ CONFLICT = "TransactionConflict"
 
 @dataclass
 class Claim:
-    """A value taken for one instance, and the counter value it was taken from.
+    """A value taken for one instance: its counter key, and the counter value it was taken from.
 
-    ``expected`` is the counter value read in gapless mode (``None``: no
-    counter item yet); fast-mode claims are already committed on the counter.
+    ``swap`` is set on gapless claims, whose counter write is still to come:
+    from ``expected`` (the value read; ``None``: no counter value yet) to
+    ``value``. Fast claims are already on the counter; query claims need none.
     """
 
     value: int
+    key: str
+    period: Optional[str] = None
     expected: Optional[int] = None
-    committed: bool = False
+    swap: bool = False
 
 
 # -- allocation (called from the library's before_save receiver) -------------
 
 def allocate(instance: Model, opts: Options) -> Claim:
     """Fast mode: advance the counter (one UpdateItem) and assign the new value."""
-    value = opts.counter.nextval(opts.key, step=opts.step, start=opts.start)
-    return _assign(instance, opts, Claim(value, committed=True))
+    period = opts.current_period()
+    key = opts.counter_key(instance, period)
+    value = opts.counter.nextval(key, step=opts.step, start=opts.start, limit=opts.limit)
+    return _assign(instance, opts, Claim(value, key, period))
 
 
 def reserve(instance: Model, opts: Options) -> Claim:
     """Gapless mode: read the counter and assign the value after it (nothing is written)."""
-    expected = opts.counter.currval(opts.key)
+    period = opts.current_period()
+    key = opts.counter_key(instance, period)
+    expected = opts.counter.currval(key)
     value = opts.start if expected is None else expected + opts.step
-    return _assign(instance, opts, Claim(value, expected))
+    opts.check_limit(key, value)
+    return _assign(instance, opts, Claim(value, key, period, expected, swap=True))
+
+
+def query_last(instance: Model, opts: Options) -> Claim:
+    """Query strategy: read the largest range key in the instance's partition and assign the next one."""
+    model = type(instance)
+    hash_value = getattr(instance, str(model._hash_keyname))
+    if hash_value is None:
+        raise UnassignedIdError(
+            f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers {opts.attribute} "
+            f"within each {model._hash_keyname}; set it before saving"
+        )
+    last = next(iter(model.query(hash_value, scan_index_forward=False, limit=1, consistent_read=True,
+                                 attributes_to_get=[model._range_key_attribute().attr_name])), None)
+    value = opts.start if last is None else getattr(last, opts.attribute) + opts.step
+    key = f"{model.Meta.table_name}#{hash_value}"
+    opts.check_limit(key, value)
+    return _assign(instance, opts, Claim(value, key))
 
 
 def _assign(instance: Model, opts: Options, claim: Claim) -> Claim:
-    setattr(instance, opts.attribute, opts.to_python(claim.value))
+    setattr(instance, opts.attribute, opts.to_python(claim.value, claim.period))
     return claim
 
 
@@ -123,7 +149,7 @@ def transact_new(
     attempt = 0
     while True:
         put = put_kwargs(instance, key_absent(instance, condition), add_version_condition)
-        swap = opts.counter.swap_kwargs(opts.key, claim.expected, claim.value)
+        swap = opts.counter.swap_kwargs(claim.key, claim.expected, claim.value)
         try:
             return dict(connection.transact_write_items(
                 condition_check_items=(),
@@ -148,7 +174,7 @@ def transact_new(
             attempt += 1
             if attempt > opts.retries:
                 raise ContentionError(
-                    f"{type(instance).__name__}: counter {opts.key!r} changed under concurrent writers "
+                    f"{type(instance).__name__}: counter {claim.key!r} changed under concurrent writers "
                     f"{attempt} times in a row; nothing was written. Retry the save later, or raise "
                     "Meta.autoinc_retries",
                     exc,
@@ -184,6 +210,29 @@ def _was_retried(exc: BaseException) -> bool:
     return False
 
 
+# -- query strategy --------------------------------------------------------------
+
+def put_next_in_partition(
+    instance: Model, opts: Options, condition: Optional[Condition], add_version_condition: bool
+) -> Dict[str, Any]:
+    """Put the instance with the value already assigned; on a collision re-read the partition and retry."""
+    attempt = 0
+    while True:
+        try:
+            return put_new(instance, opts, condition, add_version_condition)
+        except ItemExistsError as exc:
+            attempt += 1
+            if attempt > opts.retries:
+                raise ContentionError(
+                    f"{_describe(instance, opts)}: another writer took the next {opts.attribute} in this "
+                    f"partition {attempt} times in a row; nothing was written. Retry the save later, or raise "
+                    "Meta.autoinc_retries",
+                    exc.cause,
+                ) from exc
+            time.sleep(backoff_delay(opts.backoff, attempt))
+            query_last(instance, opts)
+
+
 def backoff_delay(base: float, attempt: int) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(1s, base * 2**(attempt-1))]."""
     return random.uniform(0.0, min(1.0, base * 2 ** (attempt - 1)))
@@ -213,8 +262,9 @@ def _condition_error(
 ) -> AutoIncrementError:
     spent = "the value is spent" if not opts.gapless else "the counter is unchanged"
     if old_item is not None:
+        key = repr(opts.key) if not (opts.scope or opts.period) else "key"
         fix = (f"the counter {opts.key!r} is behind the IDs already stored: raise it to the largest stored ID "
-               f"with {opts.counter.__name__}.setval({opts.key!r}, N)")
+               f"with {opts.counter.__name__}.setval({key}, N)")
         if opts.attribute != type(instance)._hash_keyname:
             fix = "choose a key that is not in use, or update the existing item instead"
         return ItemExistsError(

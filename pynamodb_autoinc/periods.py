@@ -1,0 +1,132 @@
+"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"``, in UTC.
+
+A period is labelled with its year, so it never collides with the same month
+of another year: ``"2026"``, ``"2026-11"``, ``"2026-11-22"``. Labels sort in
+time order. The time comes from :data:`clock`, which tests can freeze.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from datetime import datetime, timezone
+from typing import Any, Iterator, Optional, Type
+
+from pynamodb.expressions.condition import Condition
+from pynamodb.models import Model
+
+from .exceptions import ConfigurationError, CounterError
+
+#: The ``strftime`` format of each period's label.
+PERIODS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
+
+
+class Clock:
+    """The UTC time used for periods; ``frozen()`` pins it for tests."""
+
+    def __init__(self) -> None:
+        self._frozen: Optional[datetime] = None
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        """The current time in UTC (or the frozen time)."""
+        return self._frozen or datetime.now(timezone.utc)
+
+    @contextlib.contextmanager
+    def frozen(self, at: datetime) -> Iterator[None]:
+        """Pin the clock to ``at`` (a naive datetime is taken as UTC) inside the block."""
+        with self._lock:
+            before, self._frozen = self._frozen, _utc(at)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._frozen = before
+
+
+clock: Clock = Clock()
+"""The clock periods are read from. ``with clock.frozen(datetime(2026, 12, 31)):`` in tests."""
+
+
+def _utc(at: datetime) -> datetime:
+    return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+
+
+def check_period(period: Any) -> str:
+    """``period`` if it is a known period name, else a ConfigurationError naming them."""
+    if period not in PERIODS:
+        raise ConfigurationError(f"unknown period {period!r}; use one of {', '.join(map(repr, PERIODS))}")
+    return str(period)
+
+
+def label(period: str, now: Optional[datetime] = None) -> str:
+    """The label of the ``period`` that contains ``now`` (default: :data:`clock`), e.g. ``"2026-11"``."""
+    return _utc(now or clock.now()).strftime(PERIODS[check_period(period)])
+
+
+def increment_in_period(
+    model: Type[Model],
+    hash_key: Any,
+    range_key: Any = None,
+    *,
+    count_attribute: str,
+    period_attribute: str,
+    period: str = "month",
+    by: int = 1,
+    now: Optional[datetime] = None,
+) -> int:
+    """Count one event on an existing item of ``model``, restarting the count each period.
+
+    The item keeps its count in ``count_attribute`` (a NumberAttribute) and the
+    label of the period it counts in ``period_attribute`` (a
+    UnicodeAttribute), e.g. ``request_count`` and ``active_period`` on an API
+    key. Returns the count within the current period, ``by`` included.
+
+    The first request adds ``by`` if the stored period is the current one.
+    Otherwise the second sets the count to ``by`` and the period to the current
+    one, on the condition that the stored period is still an older one, so of
+    two processes that reset at the same moment only one wins; the loser's
+    event is then added by a third request. No event is ever lost or counted
+    twice.
+
+    :raises model.DoesNotExist: the item does not exist
+    """
+    attrs = model.get_attributes()
+    count, stored = attrs[count_attribute], attrs[period_attribute]
+    current = label(period, now)
+    hash_attr = attrs[str(model._hash_keyname)]
+    connection = model._get_connection()
+    serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
+
+    def update(actions: Any, condition: Condition) -> Optional[int]:
+        from pynamodb.exceptions import UpdateError
+
+        try:
+            data = connection.update_item(serialized_hash, range_key=serialized_range, actions=actions,
+                                          condition=condition, return_values="UPDATED_NEW")
+        except UpdateError as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                return None
+            raise
+        return int(data["Attributes"][count.attr_name]["N"])
+
+    increment = [count.set(count + by)]
+    while True:
+        value = update(increment, hash_attr.exists() & (stored == current))
+        if value is not None:
+            return value
+        value = update([count.set(by), stored.set(current)],
+                       hash_attr.exists() & (stored.does_not_exist() | (stored < current)))
+        if value is not None:
+            return value
+        # Neither held: the item is missing, or its period is not older than ours.
+        item = connection.get_item(serialized_hash, range_key=serialized_range, consistent_read=True).get("Item")
+        if item is None:
+            raise model.DoesNotExist(f"{model.__name__} {hash_key!r} does not exist; create it before counting")
+        seen = item.get(stored.attr_name, {}).get("S")
+        if seen is None or seen > current:
+            raise CounterError(
+                f"{model.__name__} {hash_key!r}: {period_attribute} holds {seen!r}, which is not an older period "
+                f"than {current!r} (is this clock behind the one that wrote it?)"
+            )
+        # Another process reset it to the current period: count there.
