@@ -98,7 +98,7 @@ def increment_in_period(
     connection = model._get_connection()
     serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
 
-    def update(actions: Any, condition: Condition) -> Optional[int]:
+    def update(actions: Any, condition: Condition, result: Optional[int] = None) -> Optional[int]:
         from pynamodb.exceptions import UpdateError
 
         try:
@@ -108,7 +108,7 @@ def increment_in_period(
             if exc.cause_response_code == "ConditionalCheckFailedException":
                 return None
             raise
-        return int(data["Attributes"][count.attr_name]["N"])
+        return result if result is not None else int(data["Attributes"][count.attr_name]["N"])
 
     increment = [count.set(count + by)]
     while True:
@@ -116,7 +116,7 @@ def increment_in_period(
         if value is not None:
             return value
         value = update([count.set(by), stored.set(current)],
-                       hash_attr.exists() & (stored.does_not_exist() | (stored < current)))
+                       hash_attr.exists() & (stored.does_not_exist() | (stored < current)), result=by)
         if value is not None:
             return value
         # Neither held: the item is missing, or its period is not older than ours.

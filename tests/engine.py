@@ -105,6 +105,15 @@ def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     return text or "<empty log>"
 
 
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM it when the test process dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class DynamoDBLocal:
     """One DynamoDB Local server, run as a ``java`` subprocess on 127.0.0.1.
 
@@ -271,6 +280,7 @@ class DynamoDBLocal:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         atexit.register(self.stop)
 

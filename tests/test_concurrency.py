@@ -164,3 +164,61 @@ def test_sigkill_mid_run(tmp_path, local, gapless, scale):
     assert codes[0] == -signal.SIGKILL
     assert codes[1:] == [0] * 7
     check_allocations(run, "User", gapless, killed=True)
+
+
+@pytest.mark.engine
+def test_max_holds_across_processes(tmp_path, local, gapless, scale):
+    """8 processes racing for a sequence capped at N: exactly N saves succeed, the rest are refused."""
+    limit = 4 * scale
+    run = Run(tmp_path, local, gapless, [{**one_model(local, "User"), "autoinc_max": limit}])
+    procs = run.start(8, count=scale)
+    assert wait_all(procs) == [0] * 8
+    lines = run.lines()
+    assert sum(1 for f in lines if f[0] == "exhausted") == 8 * scale - limit
+    summary = check_allocations(run, "User", gapless)
+    assert summary["stored"] == limit
+    assert max(run.stored("User")) == limit
+
+
+@pytest.mark.engine
+def test_query_strategy_across_processes(tmp_path, local, scale):
+    """8 processes numbering one partition with the query strategy: exactly 1..N, none twice."""
+    spec = {**one_model(local, "Issue"), "autoinc_strategy": "query", "autoinc_attribute": "id"}
+    run = Run(tmp_path, local, True, [spec])
+    procs = run.start(8, count=scale)
+    assert wait_all(procs) == [0] * 8
+    reported = sorted(int(f[2]) for f in run.lines() if f[0] == "ok")
+    assert reported == list(range(1, 8 * scale + 1))
+    assert sorted(run.stored("Issue")) == reported
+
+
+@pytest.mark.engine
+def test_period_reset_across_processes(tmp_path, local, scale):
+    """8 processes counting on one item as a new month starts: one reset wins, no event lost."""
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    table = local.table_name("apikeys")
+    meta = type("Meta", (), {"table_name": table, **local.meta})
+    model: Any = type("ApiKey", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                           "request_count": NumberAttribute(null=True),
+                                           "active_period": UnicodeAttribute(null=True)})
+    local.create(model)
+    model(key="k1", request_count=999, active_period="2026-11").save()
+    go = tmp_path / "go"
+    outs = [tmp_path / f"count-{w}.log" for w in range(8)]
+    conf = {"task": "count", "table": table, "meta": local.meta, "now": "2026-12-01T00:00:00",
+            "count": scale, "go": str(go)}
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.workers", json.dumps({**conf, "out": str(out)})],
+                              cwd=ROOT) for out in outs]
+    deadline = time.monotonic() + 60
+    while not all(o.exists() for o in outs):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a worker did not start"
+        time.sleep(0.05)
+    go.touch()
+    assert wait_all(procs) == [0] * 8
+    counts = sorted(int(line.split()[1]) for out in outs for line in out.read_text().splitlines()
+                    if line.startswith("counted"))
+    assert counts == list(range(1, 8 * scale + 1))
+    item = model.get("k1", consistent_read=True)
+    assert (item.request_count, item.active_period) == (8 * scale, "2026-12")

@@ -9,7 +9,11 @@ signal, saves ``count`` items and appends one line per outcome to ``out``
 ``explicit <model> <id>``
     an item was saved with an ID the worker chose;
 ``refused <model> <ErrorName>``
-    a save whose condition was made to fail raised this library error.
+    a save whose condition was made to fail raised this library error;
+``exhausted <model>``
+    the sequence had reached ``Meta.autoinc_max``;
+``counted <n>``
+    (``task="count"``) an event was counted; ``n`` is the count returned.
 """
 
 from __future__ import annotations
@@ -18,34 +22,55 @@ import json
 import os
 import sys
 import time
+from datetime import datetime
 from typing import Any, Dict
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementError, AutoIncrementMixin
+from pynamodb_autoinc import AutoIncrementError, AutoIncrementMixin, SequenceExhaustedError
+from pynamodb_autoinc.periods import increment_in_period
 
 
-def build_model(name: str, table: str, key: str, gapless: bool, meta: Dict[str, Any]) -> Any:
-    """The model the workers and the parent share: ``id`` auto, ``owner`` a worker tag."""
+def build_model(name: str, table: str, key: str, gapless: bool, meta: Dict[str, Any], **options: Any) -> Any:
+    """The model the workers and the parent share: ``id`` auto, ``owner`` a worker tag.
+
+    With ``autoinc_strategy="query"`` the model is numbered within partitions:
+    hash key ``project``, range key ``id``.
+    """
     meta_cls = type("Meta", (), {"table_name": table, "autoinc_key": key, "autoinc_gapless": gapless,
-                                 "autoinc_retries": 200, **meta})
-    return type(name, (AutoIncrementMixin, Model), {
-        "Meta": meta_cls,
-        "id": NumberAttribute(hash_key=True),
-        "owner": UnicodeAttribute(null=True),
-    })
+                                 "autoinc_retries": 200, **meta, **options})
+    keys: Dict[str, Any] = {"id": NumberAttribute(hash_key=True)}
+    if options.get("autoinc_strategy") == "query":
+        keys = {"project": UnicodeAttribute(hash_key=True), "id": NumberAttribute(range_key=True)}
+    return type(name, (AutoIncrementMixin, Model), {"Meta": meta_cls, **keys, "owner": UnicodeAttribute(null=True)})
+
+
+def count_events(config: Dict[str, Any], out: Any) -> None:
+    """Count events on one shared item with increment_in_period, in the period of ``config["now"]``."""
+    meta_cls = type("Meta", (), {"table_name": config["table"], **config["meta"]})
+    model: Any = type("ApiKey", (Model,), {"Meta": meta_cls, "key": UnicodeAttribute(hash_key=True),
+                                           "request_count": NumberAttribute(null=True),
+                                           "active_period": UnicodeAttribute(null=True)})
+    now = datetime.fromisoformat(config["now"])
+    for _ in range(config["count"]):
+        value = increment_in_period(model, "k1", count_attribute="request_count",
+                                    period_attribute="active_period", now=now)
+        out.write(f"counted {value}\n")
 
 
 def main(config: Dict[str, Any]) -> None:
     models = {spec["name"]: build_model(gapless=config["gapless"], meta=config["meta"], **spec)
-              for spec in config["models"]}
-    worker = config["worker"]
+              for spec in config.get("models", ())}
+    worker = config.get("worker", 0)
     names = sorted(models)
     with open(config["out"], "a", buffering=1) as out:
         out.write(f"ready {os.getpid()}\n")
         while not os.path.exists(config["go"]):
             time.sleep(0.01)
+        if config.get("task") == "count":
+            count_events(config, out)
+            return
         for i in range(config["count"]):
             name = names[(worker + i) % len(names)]
             model = models[name]
@@ -62,8 +87,12 @@ def main(config: Dict[str, Any]) -> None:
                 else:
                     out.write(f"unexpected-success {name}\n")
             else:
-                item = model(owner=owner)
-                item.save()
+                item = model(owner=owner, **({"project": "P"} if "project" in model.get_attributes() else {}))
+                try:
+                    item.save()
+                except SequenceExhaustedError:
+                    out.write(f"exhausted {name}\n")
+                    continue
                 out.write(f"ok {name} {item.id}\n")
             if config.get("pause"):
                 time.sleep(config["pause"])

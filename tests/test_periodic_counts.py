@@ -1,0 +1,140 @@
+"""Counting events per period (article 001): NextId.increment/current and increment_in_period."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, List
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
+
+from pynamodb_autoinc import ConfigurationError, CounterError, CounterValueError
+from pynamodb_autoinc.periods import clock, increment_in_period, label
+
+
+def test_labels_carry_the_year():
+    """Period labels include the year and sort in time order."""
+    at = datetime(2026, 1, 5, 12, 0)
+    assert [label(p, at) for p in ("year", "month", "day")] == ["2026", "2026-01", "2026-01-05"]
+    assert label("month", datetime(2026, 12, 31)) < label("month", datetime(2027, 1, 1))
+
+
+def test_unknown_period_is_named():
+    """An unknown period name is a ConfigurationError listing the known ones."""
+    with pytest.raises(ConfigurationError, match="unknown period 'week'; use one of 'year', 'month', 'day'"):
+        label("week")
+
+
+def test_increment_counts_within_the_month(backend):
+    """NextId.increment counts per month and starts again in the next one."""
+    counter = backend.counter()
+    with clock.frozen(datetime(2026, 11, 30, 23, 59)):
+        assert [counter.increment("api-key-1") for _ in range(3)] == [1, 2, 3]
+        assert counter.current("api-key-1", period="month") == 3
+    with clock.frozen(datetime(2026, 12, 1, 0, 0)):
+        assert counter.increment("api-key-1", by=5) == 5
+        assert counter.current("api-key-1", period="month") == 5
+    assert counter.current("api-key-1", period="month", now=datetime(2026, 11, 2)) == 3
+    assert counter.current("api-key-2", period="month") is None
+
+
+def test_increment_without_period_counts_forever(backend):
+    """period=None keeps one count that never restarts."""
+    counter = backend.counter()
+    assert counter.increment("downloads", period=None, by=2) == 2
+    assert counter.increment("downloads", period=None) == 3
+    assert counter.current("downloads") == 3
+
+
+def test_increment_names_a_corrupt_counter(backend):
+    """Incrementing a counter that holds a string raises CounterValueError naming it."""
+    counter = backend.counter()
+    counter._get_connection().put_item("bad", attributes={"NextId": {"S": "x"}})
+    with pytest.raises(CounterValueError, match="holds {'S': 'x'}"):
+        counter.increment("bad", period=None)
+
+
+@pytest.fixture
+def api_key(backend):
+    """The article's item: an API key with request_count and active_period."""
+    meta = type("Meta", (), {"table_name": backend.table_name("apikeys"), **backend.meta})
+    model: Any = type("ApiKey", (Model,), {
+        "Meta": meta,
+        "key": UnicodeAttribute(hash_key=True),
+        "request_count": NumberAttribute(null=True),
+        "active_period": UnicodeAttribute(null=True),
+    })
+    backend.create(model)
+    model(key="k1").save()
+    return model
+
+
+def count(model: Any, now: datetime, key: str = "k1") -> int:
+    return increment_in_period(model, key, count_attribute="request_count", period_attribute="active_period",
+                               now=now)
+
+
+def test_count_restarts_each_month(api_key, requests):
+    """Within a month the count grows; the first request of a new month resets it to 1."""
+    assert count(api_key, datetime(2026, 11, 3)) == 1
+    assert count(api_key, datetime(2026, 11, 20)) == 2
+    requests.clear()
+    assert count(api_key, datetime(2026, 12, 1)) == 1
+    assert [op for op, _ in requests] == ["UpdateItem", "UpdateItem"]
+    item = api_key.get("k1")
+    assert (item.request_count, item.active_period) == (1, "2026-12")
+
+
+def test_january_of_the_next_year_resets(api_key):
+    """The same month number a year later is a new period (the article's month 0-11 bug)."""
+    assert count(api_key, datetime(2026, 1, 10)) == 1
+    assert count(api_key, datetime(2026, 1, 11)) == 2
+    assert count(api_key, datetime(2027, 1, 10)) == 1
+
+
+def test_one_request_within_a_period(api_key, requests):
+    """Counting within the current period costs one conditional update."""
+    count(api_key, datetime(2026, 11, 3))
+    requests.clear()
+    count(api_key, datetime(2026, 11, 4))
+    assert [op for op, _ in requests] == ["UpdateItem"]
+
+
+def test_racing_reset_loses_no_event(api_key, requests):
+    """When another process resets first, our reset fails and our event is counted in the new period."""
+    count(api_key, datetime(2026, 11, 3))
+    ours: List[str] = []
+    busy: List[bool] = []
+
+    def rival(_: Any, operation_name: str, **__: Any) -> None:
+        if busy:
+            return
+        ours.append(operation_name)
+        if ours == ["UpdateItem", "UpdateItem"]:
+            # our increment failed; before our reset arrives another process resets and counts
+            busy.append(True)
+            assert count(api_key, datetime(2026, 12, 1)) == 1
+            busy.clear()
+
+    with pre_dynamodb_send.connected_to(rival):
+        assert count(api_key, datetime(2026, 12, 1)) == 2
+    # increment (failed), reset (lost to the rival), a read to see why, increment
+    assert ours == ["UpdateItem", "UpdateItem", "GetItem", "UpdateItem"]
+    assert api_key.get("k1").request_count == 2
+
+
+def test_missing_item_is_not_created(api_key):
+    """Counting on an item that does not exist raises DoesNotExist and writes nothing."""
+    with pytest.raises(api_key.DoesNotExist, match="does not exist"):
+        count(api_key, datetime(2026, 11, 3), key="nobody")
+    assert [k.key for k in api_key.scan()] == ["k1"]
+
+
+def test_clock_behind_the_stored_period(api_key):
+    """A stored period newer than the caller's clock is reported, not overwritten."""
+    count(api_key, datetime(2026, 12, 1))
+    with pytest.raises(CounterError, match="holds '2026-12', which is not an older period than '2026-11'"):
+        count(api_key, datetime(2026, 11, 30))
+    assert api_key.get("k1").request_count == 1
