@@ -1,0 +1,62 @@
+"""When not to auto-increment: a like is identified by who liked what.
+
+A "like" needs no counter at all. Its natural key, article and user, makes it
+unique, makes a double click idempotent, and lets one Query list an article's
+likes without a secondary index.
+
+    python examples/composite_key.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _backend import META, dynamodb  # noqa: E402
+from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute  # noqa: E402
+from pynamodb.exceptions import PutError  # noqa: E402
+from pynamodb.models import Model  # noqa: E402
+
+
+class Like(Model):
+    """Partition by article, sort by user: one item per (article, user), no counter."""
+
+    class Meta:
+        table_name = "likes"
+        region = META["region"]
+        host = META["host"]
+
+    article_id = UnicodeAttribute(hash_key=True)
+    user_id = UnicodeAttribute(range_key=True)
+    liked_at = UTCDateTimeAttribute(null=True)
+
+
+def like(article_id: str, user_id: str) -> bool:
+    """Record a like once; a repeated like changes nothing and says so."""
+    from datetime import datetime, timezone
+
+    try:
+        Like(article_id, user_id, liked_at=datetime.now(timezone.utc)).save(
+            condition=Like.article_id.does_not_exist())
+        return True
+    except PutError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+
+
+def main() -> None:
+    with dynamodb() as where:
+        print(f"DynamoDB: {where}")
+        if not Like.exists():
+            Like.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        for article, user in (("a111", "u222"), ("a111", "u333"), ("a111", "u222"), ("a999", "u222")):
+            print(f"like({article}, {user}) ->", "new" if like(article, user) else "already liked")
+        print("likes of a111:", [lk.user_id for lk in Like.query("a111")])
+        print("does u222 like a999?", Like.count("a999", Like.user_id == "u222") == 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Sequences beyond one global counter: per-parent numbering, periods, formats, limits.
+
+    python examples/sequences.py
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _backend import META, dynamodb  # noqa: E402
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
+from pynamodb.models import Model  # noqa: E402
+
+from pynamodb_autoinc import AutoIncrementMixin, NextId, SequenceExhaustedError  # noqa: E402
+from pynamodb_autoinc.periods import clock  # noqa: E402
+
+
+class Issue(AutoIncrementMixin, Model):
+    """Issues numbered per project (a counter per project in the NextId table)."""
+
+    class Meta:
+        table_name = "issues"
+        autoinc_attribute = "number"
+        autoinc_scope = "project"
+        region = META["region"]
+        host = META["host"]
+
+    project = UnicodeAttribute(hash_key=True)
+    number = NumberAttribute(range_key=True)
+    title = UnicodeAttribute(null=True)
+
+
+class Comment(AutoIncrementMixin, Model):
+    """Comments numbered per issue with no counter at all: the largest range key, plus one."""
+
+    class Meta:
+        table_name = "comments"
+        autoinc_attribute = "seq"
+        autoinc_strategy = "query"
+        region = META["region"]
+        host = META["host"]
+
+    issue = UnicodeAttribute(hash_key=True)
+    seq = NumberAttribute(range_key=True)
+
+
+class Invoice(AutoIncrementMixin, Model):
+    """Gapless invoice numbers that restart every year: INV-2026-000001, ..."""
+
+    class Meta:
+        table_name = "invoices"
+        autoinc_gapless = True
+        autoinc_period = "year"
+        autoinc_format = "INV-{period}-{value:06d}"
+        region = META["region"]
+        host = META["host"]
+
+    id = UnicodeAttribute(hash_key=True)
+    total = NumberAttribute(null=True)
+
+
+class Seat(AutoIncrementMixin, Model):
+    """A sequence with a hard limit: seats 1 to 3, enforced by DynamoDB."""
+
+    class Meta:
+        table_name = "seats"
+        autoinc_max = 3
+        region = META["region"]
+        host = META["host"]
+
+    id = NumberAttribute(hash_key=True)
+
+
+def main() -> None:
+    with dynamodb() as where:
+        print(f"DynamoDB: {where}")
+        for model in (NextId, Issue, Comment, Invoice, Seat):
+            if not model.exists():
+                model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+        for project in ("api", "web", "api"):
+            issue = Issue(project=project, title="...")
+            issue.save()
+            print(f"issue {issue.project}-{issue.number}")
+
+        for issue_id in ("api-1", "api-1", "web-1"):
+            comment = Comment(issue=issue_id)
+            comment.save()
+            print(f"comment {comment.issue}#{comment.seq}")
+
+        for day in (datetime(2026, 12, 30), datetime(2026, 12, 31), datetime(2027, 1, 1)):
+            with clock.frozen(day):
+                invoice = Invoice(total=100)
+                invoice.save()
+            print(f"{day:%Y-%m-%d}: {invoice.id}")
+
+        for _ in range(4):
+            seat = Seat()
+            try:
+                seat.save()
+                print(f"seat {seat.id}")
+            except SequenceExhaustedError as exc:
+                print(f"no seat: {exc}")
+
+
+if __name__ == "__main__":
+    main()

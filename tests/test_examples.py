@@ -1,0 +1,37 @@
+"""Every example runs as documented (on the embedded moto default) and prints what it promises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+EXPECTED = {
+    "quickstart.py": ["User 'McCoy' got id 3", "Member counter after the refused save: 3 (no number spent)",
+                      "In one TransactWrite: User#Ada=4, User#Bob=5"],
+    "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'"],
+    "request_quota.py": ["2026-12-20 request 4/3: 429 quota exceeded", "2027-01-02 request 1/3: ok"],
+    "composite_key.py": ["like(a111, u222) -> already liked", "likes of a111: ['u222', 'u333']"],
+    "single_table.py": ["User#Luc: 3", "User.scan(): ['User#Alex', 'User#Luc', 'User#Uros']"],
+}
+
+
+def test_every_example_is_checked():
+    """Each example file in examples/ has expectations here."""
+    assert sorted(p.name for p in EXAMPLES.glob("[!_]*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name):
+    """The example exits 0 on moto and prints its key lines."""
+    env = {k: v for k, v in os.environ.items() if k != "DYNAMODB_HOST"}
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    for line in EXPECTED[name]:
+        assert line in done.stdout
