@@ -1,0 +1,66 @@
+"""The scenarios of the reference articles, as the library runs them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+from pynamodb_autoinc import CounterTableMissingError, ItemExistsError, NextId, before_save
+
+
+def test_000_nextid_table_with_string_ids(make_model, backend):
+    """Article 000: a NextId item {"NextKey": "user"} numbers users "1", "2" from a before-save hook."""
+    UserNew = make_model("UserNew", Id=UnicodeAttribute(hash_key=True), name=UnicodeAttribute(null=True),
+                         autoinc_key="user")
+    seen: list = []
+
+    def observe(sender: Any, instance: Any, is_new: bool, **_: Any) -> None:
+        seen.append((instance.name, is_new))
+
+    with before_save.connected_to(observe, sender=UserNew):
+        for name in ("kirk", "spock"):
+            UserNew(name=name).save()
+    assert sorted((u.Id, u.name) for u in UserNew.scan()) == [("1", "kirk"), ("2", "spock")]
+    assert seen == [("kirk", True), ("spock", True)]
+    raw = backend.counter()._get_connection().get_item("user", consistent_read=True)["Item"]
+    assert raw == {"NextKey": {"S": "user"}, "NextId": {"N": "2"}}
+
+
+def test_000_failed_counter_call_stores_nothing(make_model, backend):
+    """Where the article logs a failed counter call and saves anyway, the library raises and stores nothing."""
+
+    class Gone(NextId):
+        class Meta:
+            table_name = "gone-counter"
+
+    UserNew = make_model("UserNew", Id=UnicodeAttribute(hash_key=True), autoinc_counter=Gone, create=False)
+    backend.create(UserNew)
+    with pytest.raises(CounterTableMissingError):
+        UserNew().save()
+    assert list(UserNew.scan()) == []
+
+
+def test_003_atomic_counter_is_one_update(make_model, requests):
+    """Article 003, strategy 1: fast mode asks the counter once per ID (ADD/SET returning the new value)."""
+    Item = make_model("Item", autoinc_gapless=False)
+    requests.clear()
+    Item().save()
+    assert [op for op, _ in requests] == ["UpdateItem", "PutItem"]
+
+
+def test_004_members_are_gapless_and_refuse_duplicates(make_model):
+    """Article 004: User#Uros 1, User#Alex 2, User#Luc 3; a second Alex is refused and spends no number."""
+    Users = make_model("Users", pk=UnicodeAttribute(hash_key=True), num_identifier=NumberAttribute(null=True),
+                       user_name=UnicodeAttribute(null=True), autoinc_attribute="num_identifier",
+                       autoinc_gapless=True, autoinc_counter_in_table=True, autoinc_key="UserMetadata")
+    for name in ("Uros", "Alex", "Luc"):
+        Users(pk=f"User#{name}", user_name=name).save()
+    with pytest.raises(ItemExistsError):
+        Users(pk="User#Alex", user_name="Alex").save()
+    kirk = Users(pk="User#Kirk", user_name="Kirk")
+    kirk.save()
+    assert kirk.num_identifier == 4
+    assert sorted((u.num_identifier, u.user_name) for u in Users.scan()) == [
+        (1, "Uros"), (2, "Alex"), (3, "Luc"), (4, "Kirk")]
