@@ -28,6 +28,7 @@ DEFAULTS: Dict[str, Any] = {
     "autoinc_scope": None,
     "autoinc_period": None,
     "autoinc_format": None,
+    "autoinc_block": 1,
     "autoinc_retries": 16,
     "autoinc_backoff": 0.01,
 }
@@ -62,6 +63,8 @@ class Options:
     """Attributes whose values extend the counter key: one sequence per parent."""
     period: Optional[str]
     fmt: Optional[str]
+    block: int
+    """How many values one counter request reserves for this process (fast mode)."""
     retries: int
     """How many times a save retries after losing a race (gapless counter, query strategy)."""
     backoff: float
@@ -152,7 +155,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     for flag in ("autoinc_gapless", "autoinc_counter_in_table"):
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
-    for number in ("autoinc_start", "autoinc_step", "autoinc_retries"):
+    for number in ("autoinc_start", "autoinc_step", "autoinc_retries", "autoinc_block"):
         if not _is_int(opts[number]):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
     limit = opts["autoinc_max"]
@@ -168,6 +171,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if limit is not None and (start > limit if step > 0 else start < limit):
         raise _fail(model, f"Meta.autoinc_start = {start} lies past Meta.autoinc_max = {limit} for a step of "
                            f"{step}; the sequence could hand out nothing")
+    block = opts["autoinc_block"]
+    if not 1 <= block <= 1_000_000:
+        raise _fail(model, f"Meta.autoinc_block must be between 1 and 1000000, not {block}")
+    if block > 1 and (opts["autoinc_gapless"] or opts["autoinc_strategy"] == "query"):
+        raise _fail(model, "Meta.autoinc_block hands out values from a block reserved per process, which leaves "
+                           "gaps; it cannot be combined with autoinc_gapless or the query strategy")
     if opts["autoinc_retries"] < 0:
         raise _fail(model, f"Meta.autoinc_retries must be 0 or more, not {opts['autoinc_retries']}")
     backoff = opts["autoinc_backoff"]
@@ -242,6 +251,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         scope=tuple(scope),
         period=period,
         fmt=fmt,
+        block=block,
         retries=opts["autoinc_retries"],
         backoff=float(backoff),
     )

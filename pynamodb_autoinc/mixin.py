@@ -259,8 +259,12 @@ class _TransactionHook:
             for instance, opts, claim, _, _ in self.saved:
                 if claim is not None:
                     setattr(instance, opts.attribute, None)
+                    if claim.swap:
+                        strategies.remember(opts, claim.key, None)  # read it afresh next time
             raise TransactionCanceledError(message, exc, cancellation_reasons=reasons_of(exc)) from exc
-        for instance, _, _, is_new, _ in self.saved:
+        for instance, opts, claim, is_new, _ in self.saved:
+            if claim is not None and claim.swap:
+                strategies.remember(opts, claim.key, claim.value)
             send_after_save(type(instance), instance=instance, is_new=is_new, operation="transaction")
         return response
 

@@ -17,10 +17,12 @@ Gapless mode
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import ITEM, PUT_ITEM
@@ -36,10 +38,12 @@ from .exceptions import (
     ContentionError,
     ItemExistsError,
     ItemWriteError,
+    SequenceExhaustedError,
     UnassignedIdError,
 )
 
 CONDITION_FAILED = "ConditionalCheckFailed"
+_UNKNOWN: Any = object()
 CONFLICT = "TransactionConflict"
 
 
@@ -59,21 +63,99 @@ class Claim:
     swap: bool = False
 
 
+# -- per-process state -------------------------------------------------------
+
+class _ProcessState:
+    """What this process remembers about counters: reserved blocks and the last values seen.
+
+    Both are per process: a forked child starts empty, so it never hands out
+    a value from its parent's block.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # counter -> [next value, last value]
+        self.seen: Dict[Tuple[Any, ...], Optional[int]] = {}  # counter -> its value after our last write
+
+    def reset(self) -> None:
+        self.lock = threading.Lock()
+        self.blocks.clear()
+        self.seen.clear()
+
+
+_state = _ProcessState()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_state.reset)
+
+
+def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
+    """Identifies one counter item across models: endpoint, table, key."""
+    meta = opts.counter.Meta
+    return getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, key
+
+
+def remember(opts: Options, key: str, value: Optional[int]) -> None:
+    """Record the counter's value as last written or seen by this process (None: forget it)."""
+    with _state.lock:
+        if value is None:
+            _state.seen.pop(counter_id(opts, key), None)
+        else:
+            _state.seen[counter_id(opts, key)] = value
+
+
 # -- allocation (called from the library's before_save receiver) -------------
 
 def allocate(instance: Model, opts: Options) -> Claim:
-    """Fast mode: advance the counter (one UpdateItem) and assign the new value."""
+    """Fast mode: advance the counter (one UpdateItem, or one per block) and assign the new value."""
     period = opts.current_period()
     key = opts.counter_key(instance, period)
-    value = opts.counter.nextval(key, step=opts.step, start=opts.start, limit=opts.limit)
+    value = _from_block(opts, key) if opts.block > 1 else opts.counter.nextval(
+        key, step=opts.step, start=opts.start, limit=opts.limit)
     return _assign(instance, opts, Claim(value, key, period))
 
 
-def reserve(instance: Model, opts: Options) -> Claim:
-    """Gapless mode: read the counter and assign the value after it (nothing is written)."""
+def nextvals(opts: Options, key: str, count: int) -> List[int]:
+    """Reserve ``count`` values of counter ``key`` with one UpdateItem; they are this caller's alone."""
+    step = opts.step
+    top = opts.counter.nextval(key, step=step * count, start=opts.start + step * (count - 1), limit=opts.limit)
+    return [top - step * (count - 1 - i) for i in range(count)]
+
+
+def _from_block(opts: Options, key: str) -> int:
+    """The next value of this process's block for ``key``, reserving a new block when it is used up."""
+    ident = counter_id(opts, key)
+    with _state.lock:
+        block = _state.blocks.get(ident)
+        if block is None:
+            try:
+                values = nextvals(opts, key, opts.block)
+            except SequenceExhaustedError:
+                if opts.limit is None:
+                    raise
+                # fewer than a block's worth is left before autoinc_max: one value at a time
+                values = nextvals(opts, key, 1)
+            block = _state.blocks[ident] = [values[0], values[-1]]
+        value = block[0]
+        if value == block[1]:
+            del _state.blocks[ident]
+        else:
+            block[0] = value + opts.step
+        return value
+
+
+def reserve(instance: Model, opts: Options, expected: Any = _UNKNOWN) -> Claim:
+    """Gapless mode: take the value after the counter's (nothing is written).
+
+    The counter's value is ``expected`` if the caller knows it, else the value
+    this process last wrote or saw, else a consistent read.
+    """
     period = opts.current_period()
     key = opts.counter_key(instance, period)
-    expected = opts.counter.currval(key)
+    if expected is _UNKNOWN:
+        with _state.lock:
+            expected = _state.seen.get(counter_id(opts, key), _UNKNOWN)
+    if expected is _UNKNOWN:
+        expected = opts.counter.currval(key)
     value = opts.start if expected is None else expected + opts.step
     opts.check_limit(key, value)
     return _assign(instance, opts, Claim(value, key, period, expected, swap=True))
@@ -151,19 +233,22 @@ def transact_new(
         put = put_kwargs(instance, key_absent(instance, condition), add_version_condition)
         swap = opts.counter.swap_kwargs(claim.key, claim.expected, claim.value)
         try:
-            return dict(connection.transact_write_items(
+            data = dict(connection.transact_write_items(
                 condition_check_items=(),
                 delete_items=(),
                 put_items=[put],
                 update_items=[swap],
                 client_request_token=new_request_token(),
             ))
+            remember(opts, claim.key, claim.value)
+            return data
         except TransactWriteError as exc:
             reasons = reasons_of(exc)
             put_reason, swap_reason = (reasons + [None, None])[:2]
             if exc.cause_response_code != "TransactionCanceledException":
                 raise _write_error(instance, opts, exc, spent=False) from exc
             if put_reason is not None and put_reason.raw_item == put[ITEM] and _was_retried(exc):
+                remember(opts, claim.key, claim.value)
                 return {}  # our own transaction, applied before its response was lost
             lost_race = code_of(swap_reason) in (CONDITION_FAILED, CONFLICT) or code_of(put_reason) == CONFLICT
             if not lost_race:
@@ -180,8 +265,11 @@ def transact_new(
                     exc,
                     cancellation_reasons=reasons,
                 ) from exc
+            # The failed swap returned the counter item as it is now: retry from there, with no read.
+            current = counter_value(opts, swap_reason)
+            remember(opts, claim.key, None)
             time.sleep(backoff_delay(opts.backoff, attempt))
-            claim = reserve(instance, opts)
+            claim = reserve(instance, opts, current)
 
 
 def _responses(exc: BaseException) -> Iterator[Dict[str, Any]]:
@@ -231,6 +319,16 @@ def put_next_in_partition(
                 ) from exc
             time.sleep(backoff_delay(opts.backoff, attempt))
             query_last(instance, opts)
+
+
+def counter_value(opts: Options, reason: Optional[CancellationReason]) -> Any:
+    """The counter value a failed swap's ALL_OLD item shows (None: no value), or _UNKNOWN."""
+    if code_of(reason) != CONDITION_FAILED or reason is None or reason.raw_item is None:
+        return _UNKNOWN  # a conflict, or no item returned: read it
+    raw = reason.raw_item.get(opts.counter.next_id.attr_name)
+    if raw is None:
+        return None
+    return int(raw["N"]) if "N" in raw else _UNKNOWN
 
 
 def backoff_delay(base: float, attempt: int) -> float:

@@ -101,6 +101,16 @@ def backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Backe
         yield local
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_state() -> Iterator[None]:
+    """Each test starts with no reserved blocks and no remembered counter values."""
+    from pynamodb_autoinc import strategies
+
+    strategies._state.reset()
+    yield
+    strategies._state.reset()
+
+
 @pytest.fixture(name="mode", params=("fast", "gapless"))
 def _mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -141,16 +141,29 @@ def test_auto_attribute_outside_the_key(make_model, mode):
 
 
 def test_requests_per_new_item(make_model, mode, requests):
-    """Fast: one UpdateItem and one PutItem per new item; gapless: one GetItem and one transaction."""
+    """Fast: one UpdateItem and one PutItem per new item; gapless: a read once, then one transaction each."""
     User = make_model("User")
-    User().save()
     requests.clear()
     User().save()
+    User().save()
     expected = {
-        "fast": [("UpdateItem", "NextId"), ("PutItem", User.Meta.table_name)],
-        "gapless": [("GetItem", "NextId"), ("TransactWriteItems", None)],
+        "fast": [("UpdateItem", "NextId"), ("PutItem", User.Meta.table_name)] * 2,
+        "gapless": [("GetItem", "NextId"), ("TransactWriteItems", None), ("TransactWriteItems", None)],
     }[mode]
     assert requests == expected
+
+
+def test_gapless_retry_reads_the_counter_from_the_failure(make_model, requests):
+    """When another process moved the counter, the failed transaction returns its value: no extra read."""
+    User = make_model("User", autoinc_gapless=True)
+    User().save()
+    opts = User.autoinc_options()
+    opts.counter.setval(opts.key, 5)  # another process handed out 2..5 (their items are elsewhere)
+    requests.clear()
+    user = User()
+    user.save()
+    assert user.id == 6
+    assert [op for op, _ in requests] == ["TransactWriteItems", "TransactWriteItems"]
 
 
 def test_counter_item_layout(make_model):

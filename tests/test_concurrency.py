@@ -222,3 +222,41 @@ def test_period_reset_across_processes(tmp_path, local, scale):
     assert counts == list(range(1, 8 * scale + 1))
     item = model.get("k1", consistent_read=True)
     assert (item.request_count, item.active_period) == (8 * scale, "2026-12")
+
+
+@pytest.mark.engine
+def test_blocks_across_processes(tmp_path, local, scale):
+    """8 processes taking values from blocks of 7: every ID unique, every block used by one process."""
+    run = Run(tmp_path, local, False, [{**one_model(local, "User"), "autoinc_block": 7}])
+    procs = run.start(8, count=scale)
+    assert wait_all(procs) == [0] * 8
+    check_allocations(run, "User", gapless=False)
+    for worker in range(8):
+        ids = [int(f[2]) for f in run.lines(worker) if f[0] == "ok"]
+        assert ids == sorted(ids)  # increasing within a process
+
+
+@pytest.mark.engine
+def test_forked_child_does_not_reuse_the_parents_block(local):
+    """A process forked after reserving a block starts with none of its values."""
+    import multiprocessing
+
+    model = build_model("User", local.table_name("users"), local.table_name("user"), False, local.meta,
+                        autoinc_block=10)
+    local.create(model)
+    first = model()
+    first.save()
+    queue: Any = multiprocessing.get_context("fork").SimpleQueue()
+
+    def child() -> None:
+        item = model()
+        item.save()
+        queue.put(item.id)
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    second = model()
+    second.save()
+    assert (first.id, queue.get(), second.id) == (1, 11, 2)

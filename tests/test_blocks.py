@@ -1,0 +1,80 @@
+"""Block allocation: one counter request reserves Meta.autoinc_block values for this process."""
+
+from __future__ import annotations
+
+import pytest
+
+from pynamodb_autoinc import ConfigurationError, SequenceExhaustedError, strategies
+
+
+def new_process() -> None:
+    """What a new process starts with: no reserved block."""
+    strategies._state.reset()
+
+
+def ids_of(model, n):
+    out = []
+    for _ in range(n):
+        item = model()
+        item.save()
+        out.append(item.id)
+    return out
+
+
+def test_one_counter_request_per_block(make_model, requests):
+    """Ten saves from a block of ten send one UpdateItem; the counter holds the block's top."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=10)
+    requests.clear()
+    assert ids_of(Item, 10) == list(range(1, 11))
+    assert [op for op, _ in requests].count("UpdateItem") == 1
+    opts = Item.autoinc_options()
+    assert opts.counter.currval(opts.key) == 10
+
+
+def test_processes_get_disjoint_blocks(make_model):
+    """Another process reserves the next block; IDs are unique, ordered only within a process."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=5)
+    first = ids_of(Item, 2)
+    new_process()
+    second = ids_of(Item, 2)
+    assert first == [1, 2]
+    assert second == [6, 7]
+
+
+def test_block_keeps_step(make_model):
+    """Inside a block values advance by autoinc_step."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=100, autoinc_step=5)
+    assert ids_of(Item, 4) == [100, 105, 110, 115]
+
+
+def test_block_keeps_max(make_model):
+    """Near autoinc_max the last values are reserved one at a time, up to the max and no further."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=4, autoinc_max=6)
+    assert ids_of(Item, 2) == [1, 2]
+    new_process()
+    assert ids_of(Item, 2) == [5, 6]
+    new_process()
+    with pytest.raises(SequenceExhaustedError):
+        Item().save()
+
+
+def test_block_with_negative_step(make_model):
+    """A counting-down sequence reserves its blocks downwards."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=0, autoinc_step=-1)
+    assert ids_of(Item, 4) == [0, -1, -2, -3]
+
+
+def test_block_leaves_unused_values_as_gaps(make_model):
+    """Values a process reserved but never used are gaps, never handed out twice."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=10)
+    ids_of(Item, 1)
+    new_process()
+    assert ids_of(Item, 1) == [11]
+
+
+@pytest.mark.parametrize("options", [{"autoinc_gapless": True}, {"autoinc_block": 0}])
+def test_block_misconfiguration(make_model, options):
+    """Blocks with gapless mode, or a block size below 1, are refused."""
+    Broken = make_model("Broken", create=False, **{"autoinc_block": 10, **options})
+    with pytest.raises(ConfigurationError, match="Meta.autoinc_block"):
+        Broken().save()
