@@ -84,7 +84,7 @@ class Run:
         return opts.counter.currval(opts.key)
 
 
-def one_model(local: Backend, name: str) -> Dict[str, str]:
+def one_model(local: Backend, name: str) -> Dict[str, Any]:
     """A model spec with its own table and its own counter key in the shared NextId table."""
     return {"name": name, "table": local.table_name(name.lower()), "key": local.table_name(name.lower())}
 
