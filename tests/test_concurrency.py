@@ -45,7 +45,7 @@ def scale(request: pytest.FixtureRequest) -> int:
 class Run:
     """Start workers, let them go together, optionally SIGKILL one, and read what they saw."""
 
-    def __init__(self, tmp_path: Path, local: Backend, gapless: bool, models: List[Dict[str, str]]) -> None:
+    def __init__(self, tmp_path: Path, local: Backend, gapless: bool, models: List[Dict[str, Any]]) -> None:
         self.tmp_path = tmp_path
         self.local = local
         self.gapless = gapless
