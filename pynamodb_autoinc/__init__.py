@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
+from .bulk import BulkSaveError
 from .counter import NextId
 from .exceptions import (
     AutoIncrementError,
@@ -24,6 +25,7 @@ from .signals import after_save, before_save
 __all__ = [
     "AutoIncrementError",
     "AutoIncrementMixin",
+    "BulkSaveError",
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",

@@ -16,7 +16,7 @@ Every write path of a PynamoDB model goes through here:
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.constants import PUT
 from pynamodb.exceptions import TransactWriteError
@@ -24,7 +24,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite
 
-from . import strategies
+from . import bulk, strategies
 from ._options import Options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError
@@ -136,6 +136,17 @@ class AutoIncrementMixin(_Base):
         return super().scan(filter_condition, *args, **kwargs)
 
     @classmethod
+    def save_all(cls, instances: Iterable[Model]) -> None:
+        """Save many instances; new ones get their IDs with one counter request per batch.
+
+        Items are written in transactions of up to 100, each new one with
+        ``attribute_not_exists`` on its key (see :mod:`pynamodb_autoinc.bulk`).
+
+        :raises BulkSaveError: a transaction failed; ``saved`` and ``unsaved`` say what landed
+        """
+        bulk.save_all(cls, instances)
+
+    @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
         return _BatchWrite(cls, auto_commit=auto_commit)
 
@@ -169,6 +180,8 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     opts = options_for(type(instance))
     if getattr(instance, opts.attribute) is not None:
         return
+    if operation == "bulk":
+        return  # save_all() assigns the IDs of a whole batch at once
     if operation == "batch":
         raise UnassignedIdError(
             f"{type(instance).__name__} has no {opts.attribute} yet: a batch write cannot carry the condition "

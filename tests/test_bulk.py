@@ -1,0 +1,89 @@
+"""save_all(): many new instances, one counter request per batch, never an overwrite."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+from pynamodb_autoinc import BulkSaveError, after_save, before_save
+
+
+def test_one_counter_request_for_a_batch(make_model, requests, mode):
+    """250 new items: one counter request (fast) or one swap per transaction (gapless), 3 transactions."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    users = [User(name=f"u{i}") for i in range(250)]
+    requests.clear()
+    User.save_all(users)
+    ops = [op for op, _ in requests]
+    assert [u.id for u in users] == list(range(1, 251))
+    assert sorted(u.id for u in User.scan()) == list(range(1, 251))
+    if mode == "fast":
+        assert ops == ["UpdateItem"] + ["TransactWriteItems"] * 3
+    else:
+        assert ops == ["GetItem"] + ["TransactWriteItems"] * 3  # 99 + 99 + 52 items, each with its swap
+    opts = User.autoinc_options()
+    assert opts.counter.currval(opts.key) == 250
+
+
+def test_existing_and_new_together(make_model):
+    """Instances with IDs are written as they are; new ones get the next values."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    User.save_all([User(id=100, name="old"), User(name="a"), User(name="b")])
+    assert sorted((u.id, u.name) for u in User.scan()) == [(1, "a"), (2, "b"), (100, "old")]
+
+
+def test_collision_leaves_the_batch_unwritten(make_model, mode):
+    """A new ID that collides cancels its transaction; nothing is overwritten, the error says what landed."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    User(id=2, name="original").save()
+    users = [User(name="a"), User(name="b"), User(name="c")]
+    with pytest.raises(BulkSaveError, match="0 of 3 saved.*an item with this key already exists") as info:
+        User.save_all(users)
+    assert info.value.saved == [] and info.value.unsaved == users
+    assert [u.id for u in users] == [None, None, None]
+    assert [(u.id, u.name) for u in User.scan()] == [(2, "original")]
+    opts = User.autoinc_options()
+    assert opts.counter.currval(opts.key) == (3 if mode == "fast" else None)
+
+
+def test_signals_for_each_instance(make_model):
+    """before_save and after_save are sent for every instance of the batch."""
+    User = make_model("User")
+    events: List[Any] = []
+    with before_save.connected_to(lambda s, **kw: events.append(("before", kw["operation"])), sender=User), \
+            after_save.connected_to(lambda s, **kw: events.append(("after", kw["instance"].id)), sender=User):
+        User.save_all([User(), User()])
+    assert events == [("before", "bulk"), ("before", "bulk"), ("after", 1), ("after", 2)]
+
+
+def test_scoped_batch(make_model, requests, mode):
+    """A batch over several scopes asks each scope's counter once."""
+    Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
+                       autoinc_attribute="number", autoinc_scope="project")
+    issues = [Issue(project=p) for p in "ABABA"]
+    requests.clear()
+    Issue.save_all(issues)
+    assert [(i.project, i.number) for i in issues] == [("A", 1), ("B", 1), ("A", 2), ("B", 2), ("A", 3)]
+    counter_requests = [op for op, table in requests if op in ("UpdateItem", "GetItem")]
+    assert len(counter_requests) == 2
+
+
+def test_gapless_batch_after_another_writer(make_model):
+    """Gapless: if the counter moved since it was read, the batch takes the value from the failure and lands."""
+    User = make_model("User", autoinc_gapless=True)
+    User().save()
+    opts = User.autoinc_options()
+    opts.counter.setval(opts.key, 4)
+    users = [User(), User()]
+    User.save_all(users)
+    assert [u.id for u in users] == [5, 6]
+
+
+def test_other_models_are_refused(make_model):
+    """save_all() of one model refuses instances of another."""
+    User = make_model("User")
+    Order = make_model("Order")
+    with pytest.raises(TypeError, match="save_all\\(\\) of User was given a Order"):
+        User.save_all([Order()])
