@@ -139,6 +139,25 @@ class NextId(Model):
             raise cls._request_failed("set", key, exc) from exc
 
     @classmethod
+    def raise_to(cls, key: str, value: int) -> bool:
+        """Raise counter ``key`` to ``value`` if it is lower (or unset); never lowers it.
+
+        Safe while other processes allocate: the update is conditional on the
+        counter being below ``value``. Returns whether it was raised.
+        """
+        attr = cls.next_id
+        hash_key, range_key = cls._item_key(key)
+        try:
+            cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.set(int(value))],
+                                               condition=attr.does_not_exist() | (attr < int(value)))
+        except UpdateError as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                cls.currval(key)  # raises if the counter holds no integer
+                return False
+            raise cls._request_failed("raise", key, exc) from exc
+        return True
+
+    @classmethod
     def swap_kwargs(cls, key: str, expected: Optional[int], value: int) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
 

@@ -1,0 +1,336 @@
+"""``pynamodb-autoinc``: look at and fix counters without writing code.
+
+    pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND ...
+
+Commands: ``create-table``, ``list``, ``get``, ``set``, ``seed``, ``check``, ``policy``.
+A model is named as ``package.module:Model``; its Meta settings pick the
+endpoint, the counter table and the counter key, unless ``--host`` or
+``--region`` say otherwise.
+
+Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3
+``check`` found duplicates (or holes in a gapless sequence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Type
+
+from pynamodb.exceptions import PynamoDBException
+from pynamodb.models import Model
+
+from ._options import Options, options_for
+from .counter import NextId, bind_counter
+
+EXIT_ERROR, EXIT_PROBLEMS = 1, 3
+
+
+class CommandError(Exception):
+    """A problem the command reports on stderr, exiting with status 1."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except (CommandError, PynamoDBException, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
+    parser.add_argument("--region", help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
+    parser.add_argument("--table", default=None, help="counter table name (default: NextId, or the model's)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    create = commands.add_parser("create-table", help="create the counter table and wait until it is active")
+    create.add_argument("--billing-mode", choices=("PAY_PER_REQUEST", "PROVISIONED"), default="PAY_PER_REQUEST")
+    create.add_argument("--read-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
+    create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
+    create.set_defaults(run=_create_table)
+
+    listing = commands.add_parser("list", help="list the counters and their values")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(run=_list)
+
+    get = commands.add_parser("get", help="print one counter's value (the last value handed out)")
+    get.add_argument("key", nargs="?", help="counter key (default: the model's)")
+    get.add_argument("--model", help="package.module:Model whose counter to read")
+    get.set_defaults(run=_get)
+
+    set_ = commands.add_parser("set", help="set a counter; the next value handed out is VALUE + step")
+    set_.add_argument("value", type=int)
+    set_.add_argument("--key", help="counter key (default: the model's)")
+    set_.add_argument("--model", help="package.module:Model: refuse to go below its largest stored ID")
+    set_.add_argument("--force", action="store_true", help="set it even below the largest stored ID")
+    set_.set_defaults(run=_set)
+
+    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table")
+    seed.add_argument("model", help="package.module:Model")
+    seed.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    seed.set_defaults(run=_seed)
+
+    check = commands.add_parser("check", help="look for duplicates and holes in a model's auto-increment IDs")
+    check.add_argument("model", help="package.module:Model")
+    check.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(run=_check)
+    iam = commands.add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
+    iam.add_argument("model", help="package.module:Model")
+    iam.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
+    iam.set_defaults(run=_policy)
+    return parser
+
+
+# -- resolving models and counters ---------------------------------------------
+
+def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = None) -> Type[Model]:
+    """Import ``package.module:Model``; ``host``/``region`` override its Meta."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise CommandError(f"name a model as package.module:Model, not {spec!r}")
+    try:
+        model = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise CommandError(f"cannot import {spec!r}: {exc}") from exc
+    if not (isinstance(model, type) and issubclass(model, Model)):
+        raise CommandError(f"{spec!r} is not a PynamoDB model")
+    for setting, value in (("host", host), ("region", region)):
+        if value is not None:
+            setattr(model.Meta, setting, value)
+            model._connection = None
+    return model
+
+
+def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
+    if model is not None and args.table is None:
+        return options_for(model).counter
+    meta = {"table_name": args.table or NextId.Meta.table_name}
+    for setting in ("host", "region"):
+        if getattr(args, setting):
+            meta[setting] = getattr(args, setting)
+    counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__})
+    return bind_counter(counter, model) if model is not None else counter
+
+
+def _model_arg(args: argparse.Namespace) -> Optional[Type[Model]]:
+    return load_model(args.model, args.host, args.region) if getattr(args, "model", None) else None
+
+
+# -- commands ------------------------------------------------------------------
+
+def _create_table(args: argparse.Namespace) -> int:
+    counter = _counter(args)
+    if counter.exists():
+        print(f"table {counter.Meta.table_name!r} exists")
+        return 0
+    capacity = {}
+    if args.billing_mode == "PROVISIONED":
+        capacity = {"read_capacity_units": args.read_capacity, "write_capacity_units": args.write_capacity}
+    counter.create_table(billing_mode=args.billing_mode, wait=True, **capacity)
+    print(f"created table {counter.Meta.table_name!r} ({args.billing_mode})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    counter = _counter(args)
+    rows = []
+    for raw in _scan_raw(counter):
+        value = raw.get("NextId", {})
+        rows.append((raw["NextKey"]["S"], int(value["N"]) if "N" in value else value or None))
+    rows.sort(key=lambda row: row[0])
+    if args.json:
+        print(json.dumps([{"key": key, "value": value} for key, value in rows]))
+    else:
+        _table(sys.stdout, ("KEY", "VALUE"), [(key, "" if value is None else str(value)) for key, value in rows])
+    return 0
+
+
+def _get(args: argparse.Namespace) -> int:
+    model = _model_arg(args)
+    key = args.key or (options_for(model).key if model else None)
+    if key is None:
+        raise CommandError("name a counter key, or a model with --model")
+    value = _counter(args, model).currval(key)
+    if value is None:
+        raise CommandError(f"counter {key!r} has no value yet")
+    print(value)
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    model = _model_arg(args)
+    key = args.key or (options_for(model).key if model else None)
+    if key is None:
+        raise CommandError("name a counter key with --key, or a model with --model")
+    if model is not None and not args.force:
+        largest = _largest_ids(model, segments=4).get(key)
+        if largest is not None and args.value < largest:
+            raise CommandError(
+                f"{model.__name__} already stores {options_for(model).attribute}={largest} under counter "
+                f"{key!r}; setting it to {args.value} would make the next saves collide with stored items "
+                "(they are refused, never overwritten). Use --force to set it anyway"
+            )
+    counter = _counter(args, model)
+    counter.setval(key, args.value)
+    print(f"{key} = {args.value}")
+    return 0
+
+
+def _seed(args: argparse.Namespace) -> int:
+    model = load_model(args.model, args.host, args.region)
+    opts = options_for(model)
+    if opts.strategy == "query":
+        raise CommandError(f"{model.__name__} uses the query strategy: it keeps no counter to seed")
+    if opts.period or opts.fmt:
+        raise CommandError(f"{model.__name__} formats or periods its IDs; seed each period's counter with `set`")
+    largest = _largest_ids(model, args.segments)
+    for key, value in sorted(largest.items()):
+        raised = opts.counter.raise_to(key, value)
+        print(f"{key}: {'raised to' if raised else 'already at or above'} {value}")
+    if not largest:
+        print(f"{model.__name__} stores no IDs: nothing to seed")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    model = load_model(args.model, args.host, args.region)
+    opts = options_for(model)
+    report: List[Dict[str, Any]] = []
+    bad = False
+    for key, values in sorted(_ids_by_counter(model, args.segments)[0].items()):
+        seen: Dict[int, int] = {}
+        for value in values:
+            seen[value] = seen.get(value, 0) + 1
+        duplicates = sorted(v for v, n in seen.items() if n > 1)
+        step = opts.step
+        lo, hi = (opts.start, max(seen)) if step > 0 else (min(seen), opts.start)
+        expected = set(range(lo, hi + 1, abs(step))) if step > 0 else set(range(hi, lo - 1, step))
+        holes = sorted(expected - set(seen))
+        bad = bad or bool(duplicates) or (opts.gapless and bool(holes))
+        report.append({"key": key, "items": len(values), "min": min(seen), "max": max(seen),
+                       "duplicates": duplicates, "holes": len(holes), "first_holes": holes[:10]})
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _table(sys.stdout, ("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES"), [
+            (r["key"], str(r["items"]), str(r["min"]), str(r["max"]),
+             ", ".join(map(str, r["duplicates"][:10])) or "0",
+             str(r["holes"]) + (f" (first: {', '.join(map(str, r['first_holes']))})" if r["holes"] else ""))
+            for r in report
+        ])
+        if not report:
+            print(f"{model.__name__} stores no IDs")
+    return EXIT_PROBLEMS if bad else 0
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from .iam import policy
+
+    model = load_model(args.model, args.host, args.region)
+    print(json.dumps(policy(model, region=args.region or "*", account=args.account), indent=2))
+    return 0
+
+
+# -- scanning ------------------------------------------------------------------
+
+def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
+    connection = counter._get_connection()
+    items: List[Dict[str, Any]] = []
+    start: Any = None
+    while True:
+        page = connection.scan(exclusive_start_key=start, consistent_read=True)
+        items.extend(page.get("Items", []))
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return items
+
+
+def _largest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
+    ids, _ = _ids_by_counter(model, segments)
+    opts = options_for(model)
+    pick = max if opts.step > 0 else min
+    return {key: pick(values) for key, values in ids.items() if values}
+
+
+def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[int]], int]:
+    """Every stored auto-increment value, grouped by counter key, from a parallel scan."""
+    opts = options_for(model)
+    names = [opts.attribute, *opts.scope]
+    if opts.strategy == "query":
+        names.append(str(model._hash_keyname))
+    attrs = model.get_attributes()
+    wanted = sorted({attrs[name].attr_name for name in names})
+    progress = _Progress(sys.stderr)
+    groups: Dict[str, List[int]] = {}
+    skipped = 0
+    lock = threading.Lock()
+
+    def scan(segment: int) -> None:
+        nonlocal skipped
+        for item in model.scan(segment=segment, total_segments=segments, attributes_to_get=wanted,
+                               consistent_read=True):
+            value = getattr(item, opts.attribute)
+            key = _key_of(opts, item)
+            with lock:
+                progress.tick()
+                number = _as_int(value)
+                if number is None or key is None:
+                    skipped += 1
+                    continue
+                groups.setdefault(key, []).append(number)
+
+    with ThreadPoolExecutor(max_workers=max(1, segments)) as pool:
+        for future in [pool.submit(scan, segment) for segment in range(max(1, segments))]:
+            future.result()
+    progress.done()
+    return groups, skipped
+
+
+def _key_of(opts: Options, item: Model) -> Optional[str]:
+    if opts.strategy == "query":
+        return f"{opts.model.Meta.table_name}#{getattr(item, str(opts.model._hash_keyname))}"
+    try:
+        return opts.counter_key(item, None)
+    except ValueError:
+        return None  # a scope value is missing on this item
+
+
+def _as_int(value: Any) -> Optional[int]:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == value or str(number) == str(value) else None
+
+
+class _Progress:
+    """A one-line progress counter on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.count = stream, 0
+        self.live = stream.isatty()
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.live and self.count % 1000 == 0:
+            self.stream.write(f"\rscanned {self.count:,} items")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.live:
+            self.stream.write(f"\rscanned {self.count:,} items\n")
+
+
+def _table(out: TextIO, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    for row in (header, *rows):
+        out.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")

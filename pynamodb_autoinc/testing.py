@@ -1,0 +1,57 @@
+"""Helpers for testing your own models on moto or DynamoDB Local.
+
+    from pynamodb_autoinc.testing import create_counter_table, reset_counters
+
+    with mock_aws():
+        create_counter_table()            # NextId, on the default endpoint
+        User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        ...
+        reset_counters()                  # every counter starts again
+
+With pytest, the fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters``
+come with the package (see :mod:`pynamodb_autoinc.pytest_plugin`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Type
+
+from pynamodb.models import Model
+
+from ._options import options_for
+from .counter import NextId, bind_counter
+from .strategies import _state
+
+
+def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
+    """The counter model ``model`` uses (or ``counter`` as it is, without a model)."""
+    if model is not None and hasattr(model, "autoinc_options"):
+        return options_for(model).counter
+    return bind_counter(counter, model) if model is not None else counter
+
+
+def create_counter_table(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
+    """Create the counter table ``model`` uses (default: NextId) if it is missing; return its counter model."""
+    bound = counter_for(model, counter)
+    if not bound.exists():
+        bound.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    return bound
+
+
+def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId,
+                   keys: Optional[Iterable[str]] = None) -> int:
+    """Delete counters (all of the table's, or ``keys``) so they start again; return how many.
+
+    Also forgets this process's reserved blocks and remembered counter values.
+    """
+    bound = counter_for(model, counter)
+    if keys is None:
+        keys = [item.next_key for item in bound.scan(attributes_to_get=[bound.next_key.attr_name],
+                                                     consistent_read=True)]
+    removed = 0
+    for key in keys:
+        hash_key, range_key = bound._item_key(key)
+        bound._get_connection().delete_item(hash_key, range_key=range_key)
+        removed += 1
+    _state.reset()
+    return removed

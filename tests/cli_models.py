@@ -1,0 +1,50 @@
+"""Models the command-line tests import by name (``tests.cli_models:User``).
+
+Their endpoint and table names come from the environment the test sets:
+``CLI_TEST_HOST`` and ``CLI_TEST_PREFIX``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from pynamodb_autoinc import AutoIncrementMixin
+
+PREFIX = os.environ.get("CLI_TEST_PREFIX", "cli")
+HOST = os.environ.get("CLI_TEST_HOST")
+
+
+class User(AutoIncrementMixin, Model):
+    class Meta:
+        table_name = f"{PREFIX}-users"
+        autoinc_key = f"{PREFIX}-user"
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)
+    name = UnicodeAttribute(null=True)
+
+
+class Invoice(AutoIncrementMixin, Model):
+    class Meta:
+        table_name = f"{PREFIX}-invoices"
+        autoinc_gapless = True
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)
+
+
+class Issue(AutoIncrementMixin, Model):
+    class Meta:
+        table_name = f"{PREFIX}-issues"
+        autoinc_attribute = "number"
+        autoinc_scope = "project"
+        host = HOST
+        region = "us-east-1"
+
+    project = UnicodeAttribute(hash_key=True)
+    number = NumberAttribute(range_key=True)

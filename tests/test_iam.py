@@ -1,0 +1,101 @@
+"""The library sends no DynamoDB action outside the policy pynamodb_autoinc.iam documents, in each mode."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, Set
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.transactions import TransactWrite
+
+from pynamodb_autoinc import AutoIncrementError
+from pynamodb_autoinc.iam import policy, required_actions
+
+TRANSACT = {"Put": "dynamodb:PutItem", "Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem",
+            "ConditionCheck": "dynamodb:ConditionCheckItem"}
+
+
+class Recorder:
+    """Every action sent by the model's and its counter's clients, per table, transactions expanded."""
+
+    def __init__(self, *clients: Any) -> None:
+        self.actions: Dict[str, Set[str]] = {}
+        self.clients = list({id(c): c for c in clients}.values())
+        for client in self.clients:
+            client.meta.events.register("before-parameter-build.dynamodb", self.record)
+
+    def record(self, params: Dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                (kind, body), = item.items()
+                self.actions.setdefault(body["TableName"], set()).add(TRANSACT[kind])
+        else:
+            self.actions.setdefault(params.get("TableName", "?"), set()).add(f"dynamodb:{model.name}")
+
+    def remove(self) -> None:
+        for client in self.clients:
+            client.meta.events.unregister("before-parameter-build.dynamodb", self.record)
+
+
+CONFIGS: Dict[str, Dict[str, Any]] = {
+    "fast": {},
+    "block": {"autoinc_block": 5},
+    "gapless": {"autoinc_gapless": True},
+    "in-table": {"autoinc_counter_in_table": True, "autoinc_gapless": True},
+    "query": {"autoinc_strategy": "query"},
+}
+
+
+@pytest.fixture(params=sorted(CONFIGS))
+def configured(request, make_model) -> Iterator[Any]:
+    options = dict(CONFIGS[request.param])
+    if request.param == "query":
+        model = make_model("Item", pk=UnicodeAttribute(hash_key=True), id=NumberAttribute(range_key=True),
+                           autoinc_attribute="id", **options)
+    else:
+        model = make_model("Item", pk=UnicodeAttribute(hash_key=True), id=NumberAttribute(null=True),
+                           autoinc_attribute="id", **{"autoinc_gapless": False, **options})
+    yield model
+
+
+def exercise(model: Any) -> None:
+    """New saves, a collision, a failed condition, an explicit ID, a transaction and a bulk save."""
+    for pk in ("a", "b"):
+        model(pk=pk).save()
+    if model.autoinc_options().strategy == "query":
+        model(pk="a").save()  # the next number in partition a: no collision in this strategy
+    else:
+        with pytest.raises(AutoIncrementError):
+            model(pk="a").save()
+    with pytest.raises(AutoIncrementError):
+        model(pk="c").save(condition=model.pk == "x")
+    model(pk="d", id=99).save()
+    with TransactWrite(connection=model._get_connection().connection) as tx:
+        tx.save(model(pk="e"))
+    model.save_all([model(pk="f"), model(pk="g")])
+
+
+def test_actions_stay_within_the_policy(configured):
+    """Everything the library sends in this mode is in required_actions(model)."""
+    model = configured
+    recorder = Recorder(model._get_connection().connection.client,
+                        model.autoinc_options().counter._get_connection().connection.client)
+    try:
+        exercise(model)
+    finally:
+        recorder.remove()
+    allowed = required_actions(model)
+    assert recorder.actions, "nothing was recorded"
+    for table, actions in recorder.actions.items():
+        assert actions <= allowed.get(table, set()), f"{table}: {sorted(actions - allowed.get(table, set()))}"
+
+
+def test_policy_document(make_model):
+    """policy() renders one statement per table with the table's ARN."""
+    User = make_model("User", autoinc_gapless=True)
+    document = policy(User, region="eu-west-1", account="123456789012")
+    resources = {s["Resource"]: s["Action"] for s in document["Statement"]}
+    assert resources == {
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/NextId": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        f"arn:aws:dynamodb:eu-west-1:123456789012:table/{User.Meta.table_name}": ["dynamodb:PutItem"],
+    }
