@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -97,6 +98,8 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
     module_name, _, name = spec.partition(":")
     if not module_name or not name:
         raise CommandError(f"name a model as package.module:Model, not {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # import from the current directory, as `python -m` would
     try:
         model = getattr(importlib.import_module(module_name), name)
     except (ImportError, AttributeError) as exc:

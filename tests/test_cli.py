@@ -45,7 +45,10 @@ class Cli:
                     "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
 
     def __call__(self, *args: str, table: bool = True) -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-m", "pynamodb_autoinc", "--host", self.host, "--region", "us-east-1"]
+        # the installed console script, as an operator runs it (it imports models from the current directory)
+        script = Path(sys.executable).with_name("pynamodb-autoinc")
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "pynamodb_autoinc"]
+        argv = [*command, "--host", self.host, "--region", "us-east-1"]
         if table:
             argv += ["--table", self.table]
         return subprocess.run([*argv, *args], capture_output=True, text=True, env=self.env, cwd=ROOT, timeout=300)
