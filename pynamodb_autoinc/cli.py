@@ -157,11 +157,17 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _get(args: argparse.Namespace) -> int:
+def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
+    """The model named by --model (if any) and the counter key: the one given, or the model's."""
     model = _model_arg(args)
     key = args.key or (options_for(model).key if model else None)
     if key is None:
         raise CommandError("name a counter key, or a model with --model")
+    return model, key
+
+
+def _get(args: argparse.Namespace) -> int:
+    model, key = _model_and_key(args)
     value = _counter(args, model).currval(key)
     if value is None:
         raise CommandError(f"counter {key!r} has no value yet")
@@ -170,10 +176,7 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    model = _model_arg(args)
-    key = args.key or (options_for(model).key if model else None)
-    if key is None:
-        raise CommandError("name a counter key with --key, or a model with --model")
+    model, key = _model_and_key(args)
     if model is not None and not args.force:
         largest = _largest_ids(model, segments=4).get(key)
         if largest is not None and args.value < largest:
