@@ -1,0 +1,827 @@
+"""Throughput of integer-ID allocation on DynamoDB Local and moto, with several OS processes.
+
+Usage (from the repository root)::
+
+    python benchmarks/throughput.py [--items N] [--procs 1,4,8] [--backend local,moto] [--algorithms ...]
+
+    --items N        saves per process and row (default 200)
+    --procs LIST     process counts, comma-separated (default 1,4: the defaults took under 4 minutes
+                     on 2 cores; 8 processes add about 9 more, most of it moto's contention rows)
+    --backend LIST   ``local`` (AWS's DynamoDB Local) and/or ``moto`` (default local,moto)
+    --algorithms L   a subset of the rows, by key: plain, atomic, querymax, txn, fast, block, gapless,
+                     sortkey (default: all)
+    --warmup N       untimed saves per algorithm, run in this process before a backend's rows, so that
+                     DynamoDB Local's JVM has compiled its hot paths (default 100)
+
+It prints progress to stderr and, at the end, one markdown table to stdout
+(preceded by a line describing the machine and the exact command), and writes
+the same to ``benchmarks/results.md``.  Everything talks to 127.0.0.1 only,
+with dummy credentials, in region us-east-1.  This is a measuring script: it
+asserts nothing about speed.
+
+Backends
+    ``local`` is DynamoDB Local, started exactly as the tests start it
+    (``tests.engine.DynamoDBLocal``; install it with ``bash .ci/install-engine``).
+    ``moto`` is ``moto.server.ThreadedMotoServer`` in this process, on a free
+    port, so that several processes share one moto.  moto has no request
+    locking: under concurrency it may lose updates and hand out one ID twice.
+    That is expected; its rows *report* the duplicates, gaps and lost items
+    found, they do not fail.
+
+Rows (one algorithm x one process count; each row gets fresh tables with unique names)
+    baselines, written on PynamoDB's low-level ``TableConnection`` (not with this library):
+
+    1. ``plain save``: ``Model.save()`` of an item whose key the client chose
+       (``worker * 10**6 + i``): the cost of the write alone.
+    2. ``003 atomic counter``: ``UpdateItem ADD NextId :1`` returning
+       ``UPDATED_NEW`` on a counter item, then ``PutItem`` with
+       ``attribute_not_exists`` (a failed put is an error: the value is spent).
+    3. ``003 query max``: ``Query`` of one shared partition (descending,
+       ``Limit 1``, consistent), ``PutItem`` of max+1 with ``attribute_not_exists``
+       on the range key; on ``ConditionalCheckFailed`` re-query and retry at once.
+    4. ``004 read+transaction``: consistent ``GetItem`` of the counter, then
+       ``TransactWriteItems`` (counter ``Put`` conditional on the value read,
+       item ``Put`` with ``attribute_not_exists``); on cancellation retry at once,
+       with no backoff (the algorithm of the npm package ``@nasa-gcn/dynamodb-autoincrement``).
+
+    this library, through ``class M(AutoIncrementMixin, Model)`` and ``Meta``
+    options, each with ``Meta.autoinc_retries = 1000``:
+
+    5. ``fast`` (default options), 6. ``block N=100`` (``Meta.autoinc_block = 100``;
+    printed as n/a if this version of the library rejects the option),
+    7. ``gapless`` (``Meta.autoinc_gapless = True``), 8. ``sort-key``
+    (``Meta.autoinc_strategy = "query"``: a NumberAttribute range key numbered
+    within one partition that every process shares).
+
+    Baselines 3/4 give up after 10,000 attempts for one item, and a save of any
+    row that raises is counted in ``errors`` instead of stopping the row.
+
+Columns
+    ``items/s``: items saved by all processes / wall time from the first process
+    passing the start barrier to the last process finishing (process start-up,
+    table creation and connection set-up are outside it).
+    ``vs plain``: items/s relative to ``plain save`` on the same backend and process count.
+    ``req/item``: DynamoDB requests each process sent (PynamoDB's
+    ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
+    own resends of throttled or failed requests are not included), summed over
+    processes, per item saved.
+    ``WCU/item``, ``RCU/item``: the ``ConsumedCapacity`` the backend returned,
+    summed, per item saved.  ``ReturnConsumedCapacity=TOTAL`` is put into every
+    request by a botocore ``provide-client-params`` hook on each client, and the
+    response's ``ConsumedCapacity`` (a list for ``TransactWriteItems``) is read
+    by an ``after-call`` hook.  Where the response names ``Read``/``WriteCapacityUnits``
+    they are used; otherwise ``CapacityUnits`` counts as read units for
+    ``GetItem``/``Query``/``Scan`` and as write units for everything else.  Error
+    responses (a failed condition, a cancelled transaction) carry no
+    ``ConsumedCapacity``, so under contention these columns are a lower bound
+    (real DynamoDB bills failed conditional writes).  ``-`` means the backend
+    reported no capacity at all.
+    ``retries/item``: error responses with code ``ConditionalCheckFailedException``
+    or ``TransactionCanceledException`` seen by the ``after-call`` hook, per item
+    saved: each is a lost race that was retried (for ``003 atomic counter`` it is
+    a failed put, which is also counted in ``errors``).
+    ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
+    summed over processes), per item saved: on a machine with fewer cores than
+    processes plus the server, client CPU competes with the server's.
+    ``errors``: saves that raised (the item was not saved by that call).
+    ``duplicates``: IDs stored more than once (a scan with consistent reads
+    after the row) plus IDs reported as saved to two saves.
+    ``gaps``: numbers in 1..max(stored ID) that are not stored (counter-based
+    rows only; ``block`` leaves the unused rest of each process's blocks by design).
+    ``lost``: saves reported as successful whose item is not in the table as
+    written (every item records the save that wrote it, ``"worker:i"``): an
+    item overwritten by another save, or missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import logging
+import multiprocessing
+import os
+import platform
+import queue
+import shlex
+import socket
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HOST = "127.0.0.1"
+REGION = "us-east-1"
+for _name, _value in {
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_ACCESS_KEY_ID": "dummy",
+    "AWS_SECRET_ACCESS_KEY": "dummy",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}.items():
+    os.environ[_name] = _value
+# Never send 127.0.0.1 traffic through a proxy from the environment.
+_no_proxy = [p for p in os.environ.get("NO_PROXY", "").split(",") if p]
+os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join([*_no_proxy, HOST, "localhost"])
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
+from pynamodb.constants import ITEM, UPDATED_NEW  # noqa: E402
+from pynamodb.exceptions import PutError, TransactWriteError  # noqa: E402
+from pynamodb.models import Model  # noqa: E402
+from pynamodb.signals import pre_dynamodb_send  # noqa: E402
+
+from pynamodb_autoinc import AutoIncrementMixin, ConfigurationError, NextId  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results.md"
+COUNTER_KEY = "bench"
+PARTITION = "shared"
+MAX_ATTEMPTS = 10_000
+"""Baselines 3 and 4 give up on one item after this many attempts (counted as an error)."""
+ROW_TIMEOUT = 1800.0
+READ_OPERATIONS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
+RETRY_CODES = frozenset({"ConditionalCheckFailedException", "TransactionCanceledException"})
+NO_CAPACITY_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "DescribeTable", "ListTables", "UpdateTable",
+                                    "UpdateTimeToLive", "DescribeTimeToLive"})
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    key: str
+    label: str
+    counter_based: bool
+    """IDs come from a sequence 1, 2, 3...: gaps are counted."""
+    partitioned: bool
+    """Items are (pk, id) in one shared partition, not id alone."""
+    ours: bool
+    needs_counter_table: bool
+
+
+ALGORITHMS: Tuple[Algorithm, ...] = (
+    Algorithm("plain", "plain save", False, False, False, False),
+    Algorithm("atomic", "003 atomic counter", True, False, False, True),
+    Algorithm("querymax", "003 query max", True, True, False, False),
+    Algorithm("txn", "004 read+transaction", True, False, False, True),
+    Algorithm("fast", "fast", True, False, True, True),
+    Algorithm("block", "block N=100", True, False, True, True),
+    Algorithm("gapless", "gapless", True, False, True, True),
+    Algorithm("sortkey", "sort-key", True, True, True, False),
+)
+BY_KEY = {a.key: a for a in ALGORITHMS}
+
+
+# -- models (built the same way in the parent and in every worker) ----------------
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """Everything a worker needs to rebuild a row's models: picklable."""
+
+    algorithm: str
+    backend: str
+    url: str
+    table: str
+    counter_table: str
+    items: int
+    procs: int
+
+
+@dataclass
+class Models:
+    item: Any
+    counter: Any = None
+    """The counter model (baselines 2 and 4: a plain Model; ours: a NextId subclass)."""
+
+
+def _meta(url: str, table: str, **options: Any) -> type:
+    return type("Meta", (), {
+        "table_name": table,
+        "host": url,
+        "region": REGION,
+        "aws_access_key_id": "dummy",
+        "aws_secret_access_key": "dummy",
+        **options,
+    })
+
+
+def _item_attributes(partitioned: bool) -> Dict[str, Any]:
+    keys: Dict[str, Any] = {"id": NumberAttribute(hash_key=True)}
+    if partitioned:
+        keys = {"pk": UnicodeAttribute(hash_key=True), "id": NumberAttribute(range_key=True)}
+    return {**keys, "owner": UnicodeAttribute(null=True)}
+
+
+def build_models(spec: RowSpec) -> Models:
+    """The row's models: the item model and, where one is used, the counter model."""
+    algo = BY_KEY[spec.algorithm]
+    attrs = _item_attributes(algo.partitioned)
+    if not algo.ours:
+        item = type("BenchItem", (Model,), {"Meta": _meta(spec.url, spec.table), **attrs})
+        counter = None
+        if algo.needs_counter_table:
+            counter = type("BenchCounter", (Model,), {
+                "Meta": _meta(spec.url, spec.counter_table),
+                "next_key": UnicodeAttribute(hash_key=True, attr_name="NextKey"),
+                "next_id": NumberAttribute(null=True, attr_name="NextId"),
+            })
+        return Models(item, counter)
+    options: Dict[str, Any] = {"autoinc_retries": 1000}
+    counter_model: Any = None
+    if algo.needs_counter_table:
+        counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table)})
+        options.update(autoinc_counter=counter_model, autoinc_key=COUNTER_KEY)
+    if algo.key == "block":
+        options["autoinc_block"] = 100
+    elif algo.key == "gapless":
+        options["autoinc_gapless"] = True
+    elif algo.key == "sortkey":
+        options.update(autoinc_strategy="query", autoinc_attribute="id")
+    item = type("BenchAuto", (AutoIncrementMixin, Model), {"Meta": _meta(spec.url, spec.table, **options), **attrs})
+    return Models(item, counter_model)
+
+
+# -- the algorithms: one save each, returning the ID stored ---------------------------
+
+Saver = Callable[[int, str], int]
+"""``save(i, owner)`` saves one new item and returns its ID."""
+
+
+def make_saver(algo: Algorithm, models: Models, worker: int) -> Saver:
+    item, counter = models.item, models.counter
+
+    if algo.key == "plain":
+        def plain(i: int, owner: str) -> int:
+            instance = item(id=worker * 10**6 + i, owner=owner)
+            instance.save()
+            return int(instance.id)
+        return plain
+
+    if algo.key == "atomic":
+        counter_conn, item_conn = counter._get_connection(), item._get_connection()
+
+        def atomic(i: int, owner: str) -> int:
+            data = counter_conn.update_item(COUNTER_KEY, actions=[counter.next_id.add(1)], return_values=UPDATED_NEW)
+            value = int(data["Attributes"]["NextId"]["N"])
+            item_conn.put_item(str(value), attributes={"owner": {"S": owner}}, condition=item.id.does_not_exist())
+            return value
+        return atomic
+
+    if algo.key == "querymax":
+        item_conn = item._get_connection()
+
+        def query_max(i: int, owner: str) -> int:
+            for _ in range(MAX_ATTEMPTS):
+                data = item_conn.query(PARTITION, scan_index_forward=False, limit=1, consistent_read=True)
+                found = data.get("Items") or []
+                value = int(found[0]["id"]["N"]) + 1 if found else 1
+                try:
+                    item_conn.put_item(PARTITION, range_key=str(value), attributes={"owner": {"S": owner}},
+                                       condition=item.id.does_not_exist())
+                except PutError as exc:
+                    if exc.cause_response_code == "ConditionalCheckFailedException":
+                        continue
+                    raise
+                return value
+            raise RuntimeError(f"query max: no free ID after {MAX_ATTEMPTS} attempts")
+        return query_max
+
+    if algo.key == "txn":
+        counter_conn, item_conn = counter._get_connection(), item._get_connection()
+
+        def read_and_transact(i: int, owner: str) -> int:
+            for _ in range(MAX_ATTEMPTS):
+                data = counter_conn.get_item(COUNTER_KEY, consistent_read=True)
+                raw = data.get("Item", {}).get("NextId")
+                expected = int(raw["N"]) if raw else None
+                value = (expected or 0) + 1
+                moved = counter.next_id.does_not_exist() if expected is None else counter.next_id == expected
+                counter_put = counter_conn.get_operation_kwargs(
+                    COUNTER_KEY, key=ITEM, attributes={"NextId": {"N": str(value)}}, condition=moved)
+                item_put = item_conn.get_operation_kwargs(
+                    str(value), key=ITEM, attributes={"owner": {"S": owner}}, condition=item.id.does_not_exist())
+                try:
+                    item_conn.connection.transact_write_items(
+                        condition_check_items=(), delete_items=(), put_items=[counter_put, item_put],
+                        update_items=(), client_request_token=uuid.uuid4().hex)
+                except TransactWriteError as exc:
+                    if exc.cause_response_code == "TransactionCanceledException":
+                        continue  # no backoff, as @nasa-gcn/dynamodb-autoincrement
+                    raise
+                return value
+            raise RuntimeError(f"read+transaction: counter still moving after {MAX_ATTEMPTS} attempts")
+        return read_and_transact
+
+    def ours(i: int, owner: str) -> int:
+        instance = item(pk=PARTITION, owner=owner) if algo.partitioned else item(owner=owner)
+        instance.save()
+        return int(instance.id)
+    return ours
+
+
+# -- counting at the client ----------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    """What one process saw of its own requests (only while ``active``)."""
+
+    active: bool = False
+    requests: int = 0
+    read_units: float = 0.0
+    write_units: float = 0.0
+    capacity_responses: int = 0
+    retries: int = 0
+    transport_retries: int = 0
+    operations: Dict[str, int] = field(default_factory=dict)
+    no_capacity: Dict[str, int] = field(default_factory=dict)
+    """Successful responses, by operation, that carried no ConsumedCapacity although it was asked for."""
+    _hooked: set = field(default_factory=set)
+
+    def on_send(self, sender: Any, operation_name: str = "", **_: Any) -> None:
+        if self.active:
+            self.requests += 1
+            self.operations[operation_name] = self.operations.get(operation_name, 0) + 1
+
+    def hook(self, client: Any) -> None:
+        """Register the capacity and retry hooks on one botocore client (once)."""
+        if id(client) in self._hooked:
+            return
+        self._hooked.add(id(client))
+        client.meta.events.register("provide-client-params.dynamodb.*", self._ask_capacity)
+        client.meta.events.register("after-call.dynamodb.*", self._after_call)
+
+    @staticmethod
+    def _ask_capacity(params: Dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name not in NO_CAPACITY_OPERATIONS and "ReturnConsumedCapacity" in model.input_shape.members:
+            params.setdefault("ReturnConsumedCapacity", "TOTAL")
+
+    def _after_call(self, parsed: Dict[str, Any], model: Any, **_: Any) -> None:
+        if not self.active:
+            return
+        self.transport_retries += int(parsed.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+        code = parsed.get("Error", {}).get("Code")
+        if code in RETRY_CODES:
+            self.retries += 1
+        consumed = parsed.get("ConsumedCapacity")
+        if not consumed:
+            if code is None and model.name not in NO_CAPACITY_OPERATIONS:
+                self.no_capacity[model.name] = self.no_capacity.get(model.name, 0) + 1
+            return
+        self.capacity_responses += 1
+        for entry in consumed if isinstance(consumed, list) else [consumed]:
+            if "ReadCapacityUnits" in entry or "WriteCapacityUnits" in entry:
+                self.read_units += float(entry.get("ReadCapacityUnits", 0.0))
+                self.write_units += float(entry.get("WriteCapacityUnits", 0.0))
+            elif model.name in READ_OPERATIONS:
+                self.read_units += float(entry.get("CapacityUnits", 0.0))
+            else:
+                self.write_units += float(entry.get("CapacityUnits", 0.0))
+
+
+def clients_of(models: Models) -> Iterator[Any]:
+    """The botocore clients a row's saves use (PynamoDB creates them lazily)."""
+    yield models.item._get_connection().connection.client
+    if models.counter is not None:
+        yield models.counter._get_connection().connection.client
+    if issubclass(models.item, AutoIncrementMixin):
+        yield models.item.autoinc_options().counter._get_connection().connection.client
+
+
+# -- a worker process -----------------------------------------------------------------
+
+
+def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
+    """Build the row's models, connect, wait for the others, save ``spec.items`` items, report."""
+    try:
+        algo = BY_KEY[spec.algorithm]
+        models = build_models(spec)
+        save = make_saver(algo, models, worker)
+        stats = Stats()
+        for client in clients_of(models):
+            stats.hook(client)
+        # Open the HTTP connections before the clock starts (not counted).
+        models.item.describe_table()
+        if models.counter is not None:
+            models.counter.describe_table()
+        pre_dynamodb_send.connect(stats.on_send, weak=False)
+        barrier.wait(timeout=300)
+        started = time.time()
+        cpu_started = time.process_time()
+        stats.active = True
+        saved: List[Tuple[int, str]] = []
+        errors: List[str] = []
+        for i in range(spec.items):
+            owner = f"{worker}:{i}"
+            try:
+                saved.append((save(i, owner), owner))
+            except Exception as exc:  # counted, not fatal: see the module docstring
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        finished = time.time()
+        cpu = time.process_time() - cpu_started
+        stats.active = False
+        results.put({
+            "worker": worker, "started": started, "finished": finished, "cpu": cpu, "saved": saved, "errors": errors,
+            "requests": stats.requests, "read_units": stats.read_units, "write_units": stats.write_units,
+            "capacity_responses": stats.capacity_responses, "retries": stats.retries,
+            "transport_retries": stats.transport_retries, "operations": stats.operations,
+            "no_capacity": stats.no_capacity,
+        })
+    except BaseException:
+        with contextlib.suppress(Exception):
+            barrier.abort()
+        results.put({"worker": worker, "fatal": traceback.format_exc()})
+
+
+# -- the parent: rows, servers, the table ------------------------------------------
+
+
+@dataclass
+class Row:
+    algorithm: Algorithm
+    backend: str
+    procs: int
+    items: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    requests: int = 0
+    read_units: float = 0.0
+    write_units: float = 0.0
+    capacity_reported: bool = False
+    retries: int = 0
+    transport_retries: int = 0
+    errors: int = 0
+    duplicates: int = 0
+    gaps: Optional[int] = None
+    lost: int = 0
+    operations: Dict[str, int] = field(default_factory=dict)
+    no_capacity: Dict[str, int] = field(default_factory=dict)
+    error_samples: List[str] = field(default_factory=list)
+    unavailable: Optional[str] = None
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else 0.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _unique(stem: str) -> str:
+    return f"bench-{stem}-{uuid.uuid4().hex[:8]}"
+
+
+def create_tables(models: Models) -> None:
+    for model in (models.item, models.counter):
+        if model is not None:
+            model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+
+def delete_tables(models: Models) -> None:
+    for model in (models.item, models.counter):
+        if model is not None:
+            try:
+                model.delete_table()
+            except Exception as exc:  # a leftover table in a throw-away server is harmless
+                log(f"  could not delete {model.Meta.table_name}: {exc}")
+
+
+def block_option_missing(spec: RowSpec) -> Optional[str]:
+    """Why this library cannot build the row's model, or None."""
+    if BY_KEY[spec.algorithm].key != "block":
+        return None
+    try:
+        build_models(spec).item.autoinc_options()
+    except ConfigurationError:
+        return "n/a (autoinc_block missing)"
+    return None
+
+
+def warm_up(backend: str, url: str, algorithms: Sequence[Algorithm], count: int) -> None:
+    """Run each algorithm ``count`` times in this process, untimed (JIT, caches, code paths)."""
+    if count <= 0:
+        return
+    for algo in algorithms:
+        spec = RowSpec(algo.key, backend, url, _unique(f"warm-{algo.key}"), _unique(f"warm-{algo.key}-ctr"), count, 1)
+        if block_option_missing(spec):
+            continue
+        models = build_models(spec)
+        create_tables(models)
+        try:
+            save = make_saver(algo, models, 0)
+            for i in range(count):
+                save(i, f"warm:{i}")
+        finally:
+            delete_tables(models)
+
+
+def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int) -> Row:
+    row = Row(algo, backend, procs)
+    stem = f"{algo.key}-{backend}-{procs}p"
+    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs)
+    missing = block_option_missing(spec)
+    if missing:
+        row.unavailable = missing
+        return row
+    models = build_models(spec)
+    create_tables(models)
+    try:
+        reports = _run_workers(ctx, spec, procs)
+        _aggregate(row, reports)
+        _check_table(row, algo, models, reports)
+    finally:
+        delete_tables(models)
+    return row
+
+
+def _run_workers(ctx: Any, spec: RowSpec, procs: int) -> List[Dict[str, Any]]:
+    barrier = ctx.Barrier(procs)
+    results = ctx.Queue()
+    workers = [ctx.Process(target=worker_main, args=(spec, w, barrier, results), daemon=True) for w in range(procs)]
+    for process in workers:
+        process.start()
+    reports: List[Dict[str, Any]] = []
+    deadline = time.monotonic() + ROW_TIMEOUT
+    try:
+        while len(reports) < procs:
+            try:
+                reports.append(results.get(timeout=1.0))
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"row timed out after {ROW_TIMEOUT:.0f} s") from None
+                if all(not p.is_alive() for p in workers):
+                    with contextlib.suppress(queue.Empty):
+                        while True:
+                            reports.append(results.get(timeout=1.0))
+                    if len(reports) < procs:
+                        raise RuntimeError("a worker process died without reporting") from None
+        fatal = [r["fatal"] for r in reports if "fatal" in r]
+        if fatal:
+            raise RuntimeError("a worker failed:\n" + fatal[0])
+    finally:
+        for process in workers:
+            process.join(timeout=10)
+            if process.is_alive():  # only our own children, by their Process object
+                process.terminate()
+                process.join(timeout=10)
+    return reports
+
+
+def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
+    row.items = sum(len(r["saved"]) for r in reports)
+    row.seconds = max(r["finished"] for r in reports) - min(r["started"] for r in reports)
+    row.cpu_seconds = sum(r["cpu"] for r in reports)
+    row.requests = sum(r["requests"] for r in reports)
+    row.read_units = sum(r["read_units"] for r in reports)
+    row.write_units = sum(r["write_units"] for r in reports)
+    row.capacity_reported = any(r["capacity_responses"] for r in reports)
+    row.retries = sum(r["retries"] for r in reports)
+    row.transport_retries = sum(r["transport_retries"] for r in reports)
+    row.errors = sum(len(r["errors"]) for r in reports)
+    ops: collections.Counter = collections.Counter()
+    for r in reports:
+        ops.update(r["operations"])
+    row.operations = dict(ops)
+    missing: collections.Counter = collections.Counter()
+    for r in reports:
+        missing.update(r["no_capacity"])
+    row.no_capacity = dict(missing)
+    row.error_samples = sorted({e for r in reports for e in r["errors"]})[:3]
+
+
+def _check_table(row: Row, algo: Algorithm, models: Models, reports: List[Dict[str, Any]]) -> None:
+    pairs = [(int(item.id), item.owner) for item in models.item.scan(consistent_read=True)]
+    stored = collections.Counter(i for i, _ in pairs)
+    reported = collections.Counter(i for r in reports for i, _ in r["saved"])
+    duplicated = {i for i, n in stored.items() if n > 1} | {i for i, n in reported.items() if n > 1}
+    row.duplicates = len(duplicated)
+    present = set(pairs)
+    row.lost = sum(1 for r in reports for i, owner in r["saved"] if (i, owner) not in present)
+    if algo.counter_based:
+        top = max(stored, default=0)
+        row.gaps = sum(1 for i in range(1, top + 1) if i not in stored)
+
+
+# -- servers ------------------------------------------------------------------------------
+
+
+class Server:
+    """A running backend: its URL and how to stop it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.url = ""
+        self.description = ""
+        self._stop: Callable[[], None] = lambda: None
+
+    def start(self) -> None:
+        if self.name == "local":
+            from tests.engine import INSTALL_HINT, DynamoDBLocal, find_jar
+
+            jar = find_jar()
+            if jar is None:
+                raise SystemExit(f"DynamoDB Local is not installed. {INSTALL_HINT}")
+            server = DynamoDBLocal(jar)
+            server.start()
+            self.url = server.url
+            self.description = f"DynamoDB Local {jar.parent.name} (pid {server.pid})"
+            self._stop = server.stop
+        else:
+            import moto
+            from moto.server import ThreadedMotoServer
+
+            port = _free_port()
+            logging.getLogger("werkzeug").setLevel(logging.CRITICAL)  # no line (or traceback) per request
+            moto_server = ThreadedMotoServer(ip_address=HOST, port=port, verbose=False)
+            moto_server.start()
+            self.url = f"http://{HOST}:{port}"
+            self.description = f"moto {moto.__version__} ThreadedMotoServer (in this process)"
+            self._stop = moto_server.stop
+        log(f"{self.description} at {self.url}")
+
+    def stop(self) -> None:
+        stop, self._stop = self._stop, lambda: None
+        stop()
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    system = f"{platform.system()} {platform.machine()}"
+    return f"Machine: nproc {nproc}, {cpu}, Python {platform.python_version()} ({system})"
+
+
+def command_line() -> str:
+    argv = list(getattr(sys, "orig_argv", []) or [sys.executable, *sys.argv])
+    argv[0] = Path(argv[0]).name
+    return shlex.join(argv)
+
+
+def _num(value: Optional[float], digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "req/item", "WCU/item", "RCU/item",
+           "retries/item", "client CPU ms/item", "errors", "duplicates", "gaps", "lost")
+
+
+def render(rows: List[Row]) -> str:
+    """The markdown table of ``rows``."""
+    plain = {(r.backend, r.procs): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join([" --- "] * len(COLUMNS)) + "|"]
+    for r in rows:
+        cells = [r.algorithm.label, r.backend, str(r.procs)]
+        if r.unavailable is not None:
+            cells += [r.unavailable.replace("|", "/")] + [""] * (len(COLUMNS) - 4)
+        else:
+            def per(total: float, row: Row = r) -> Optional[float]:
+                return total / row.items if row.items else None
+
+            base = plain.get((r.backend, r.procs))
+            cap = r.capacity_reported
+            cells += [
+                str(r.items),
+                f"{r.rate:.0f}",
+                f"{r.rate / base:.2f}" if base else "-",
+                _num(per(r.requests)),
+                _num(per(r.write_units)) if cap else "-",
+                _num(per(r.read_units)) if cap else "-",
+                _num(per(r.retries)),
+                _num(per(1000 * r.cpu_seconds)),
+                str(r.errors),
+                str(r.duplicates),
+                "-" if r.gaps is None else str(r.gaps),
+                str(r.lost),
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
+    """What the reader should know about this run, below the table."""
+    out = [f"Backends: {'; '.join(servers)}. Total run time {elapsed:.0f} s."]
+    if any(r.backend == "moto" for r in rows):
+        out.append("moto is not safe under concurrency (its server has no request locking): with several "
+                   "processes it may lose updates and hand out one ID twice. Its duplicates/gaps/lost columns "
+                   "report what happened; they are expected and not a failure of the algorithm. moto's "
+                   "ConsumedCapacity is its own estimate (e.g. 0.5 for a consistent GetItem), not DynamoDB's.")
+    silent: Dict[str, set] = {}
+    for r in rows:
+        silent.setdefault(r.backend, set()).update(r.no_capacity)
+    for backend, operations in silent.items():
+        if operations:
+            out.append(f"{backend} returned no ConsumedCapacity for {', '.join(sorted(operations))} (asked with "
+                       "ReturnConsumedCapacity=TOTAL): those requests are missing from WCU/RCU per item.")
+    for r in rows:
+        if r.transport_retries:
+            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: botocore resent {r.transport_retries} "
+                       "request(s) after throttling or a server error (moto answers 500 when its own state "
+                       "changes under a concurrent request); resends are not in req/item.")
+        for sample in r.error_samples:
+            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: error: {sample}")
+    out.append("Counting: req/item from pynamodb's pre_dynamodb_send in each process; WCU/RCU from the "
+               "ConsumedCapacity the backend returned (none on error responses, so a lower bound under "
+               "contention); retries = ConditionalCheckFailedException + TransactionCanceledException "
+               "responses. See the docstring of benchmarks/throughput.py.")
+    return out
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--items", type=int, default=200, help="saves per process and row (default 200)")
+    parser.add_argument("--procs", default="1,4", help="process counts, comma-separated (default 1,4)")
+    parser.add_argument("--backend", default="local,moto", help="local and/or moto, comma-separated")
+    parser.add_argument("--algorithms", default=",".join(BY_KEY),
+                        help=f"rows to run, comma-separated, of: {', '.join(BY_KEY)}")
+    parser.add_argument("--warmup", type=int, default=100, help="untimed saves per algorithm before a backend's rows")
+    args = parser.parse_args(argv)
+    try:
+        args.procs = [int(p) for p in args.procs.split(",") if p.strip()]
+    except ValueError:
+        parser.error("--procs takes integers, e.g. 1,4,8")
+    args.backend = [b.strip() for b in args.backend.split(",") if b.strip()]
+    args.algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    if args.items < 1 or not args.procs or min(args.procs) < 1:
+        parser.error("--items and every --procs value must be at least 1")
+    if not args.backend or set(args.backend) - {"local", "moto"}:
+        parser.error("--backend takes local and/or moto")
+    if not args.algorithms or set(args.algorithms) - set(BY_KEY):
+        parser.error(f"--algorithms takes some of: {', '.join(BY_KEY)}")
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    began = time.monotonic()
+    ctx = multiprocessing.get_context("spawn")
+    algorithms = [a for a in ALGORITHMS if a.key in args.algorithms]
+    rows: List[Row] = []
+    descriptions: List[str] = []
+    total = len(args.backend) * len(args.procs) * len(algorithms)
+    log(f"{total} rows, {args.items} items per process; {machine_line()}")
+    for backend in args.backend:
+        server = Server(backend)
+        server.start()
+        descriptions.append(server.description)
+        try:
+            log(f"{backend}: warming up ({args.warmup} untimed saves per algorithm)")
+            warm_up(backend, server.url, algorithms, args.warmup)
+            for procs in args.procs:
+                for algo in algorithms:
+                    log(f"[{len(rows) + 1}/{total}] {backend} {procs}p {algo.label}: running "
+                        f"({procs * args.items} items) ...")
+                    try:
+                        row = run_row(ctx, algo, backend, server.url, procs, args.items)
+                    except Exception as exc:  # report the row as failed and go on with the others
+                        log(traceback.format_exc())
+                        row = Row(algo, backend, procs, unavailable=f"failed: {str(exc).splitlines()[0][:80]}")
+                    rows.append(row)
+                    if row.unavailable:
+                        log(f"    {row.unavailable}")
+                    else:
+                        log(f"    {row.rate:.0f} items/s, {row.items} items in {row.seconds:.2f} s, "
+                            f"{row.retries} retries, {row.errors} errors, {row.duplicates} duplicates, "
+                            f"gaps {row.gaps if row.gaps is not None else '-'}, lost {row.lost}; "
+                            f"requests {dict(sorted(row.operations.items()))}; "
+                            f"{time.monotonic() - began:.0f} s so far")
+        finally:
+            server.stop()
+    elapsed = time.monotonic() - began
+    text = "\n".join([
+        machine_line(),
+        f"Command: `{command_line()}`",
+        "",
+        render(rows),
+        "",
+        *(f"- {n}" for n in notes(rows, descriptions, elapsed)),
+    ])
+    print(text)
+    RESULTS.write_text(text + "\n")
+    log(f"done in {elapsed:.0f} s; written to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
