@@ -1,18 +1,24 @@
 """Where an ID is born: allocation and the writes that carry a new ID.
 
 Fast mode
-    :func:`allocate` advances the counter with one atomic UpdateItem and takes
-    the value it returns; :func:`put_new` then writes the item with
+    :func:`allocate` advances the counter with one atomic UpdateItem (or one
+    per block of ``Meta.autoinc_block`` values, handed out by this process)
+    and takes the value it returns; :func:`put_new` then writes the item with
     ``attribute_not_exists`` on its key. A failed put spends the value (a gap),
     as PostgreSQL's ``nextval`` does.
 
 Gapless mode
-    :func:`reserve` reads the counter (a consistent read) and takes the value
-    after it; :func:`transact_new` writes the counter swap (conditional on the
-    value read) and the item put (``attribute_not_exists``) in one
-    TransactWriteItems. Either both happen or neither does, so no value is
-    spent without its item. Losing the race for the counter is retried with
-    exponential backoff and full jitter; a failed item condition is not.
+    :func:`reserve` takes the value after the counter's: the value this
+    process last wrote, or a consistent read. :func:`transact_new` writes the
+    counter swap (conditional on that value) and the item put
+    (``attribute_not_exists``) in one TransactWriteItems. Either both happen
+    or neither does, so no value is spent without its item. Losing the race
+    for the counter is retried, from the value the cancelled swap returned,
+    with exponential backoff and full jitter; a failed item condition is not.
+
+Query strategy
+    :func:`query_last` reads the largest range key in the partition;
+    :func:`put_next_in_partition` puts the next one and re-reads on a collision.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ from .exceptions import (
 )
 
 CONDITION_FAILED = "ConditionalCheckFailed"
-_UNKNOWN: Any = object()
 CONFLICT = "TransactionConflict"
+_UNKNOWN: Any = object()  # "the counter's value is not known here"
 
 
 @dataclass
