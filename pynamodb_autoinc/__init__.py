@@ -18,6 +18,7 @@ from .exceptions import (
     SequenceExhaustedError,
     TransactionCanceledError,
     UnassignedIdError,
+    WriteOutcomeUnknownError,
 )
 from .mixin import AutoIncrementMixin
 from .signals import after_save, before_save
@@ -39,6 +40,7 @@ __all__ = [
     "SequenceExhaustedError",
     "TransactionCanceledError",
     "UnassignedIdError",
+    "WriteOutcomeUnknownError",
     "after_save",
     "before_save",
 ]

@@ -21,15 +21,16 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from pynamodb.constants import ITEM
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.models import Model
 
 from . import strategies
 from ._options import Options, options_for
 from .counter import new_request_token
-from .exceptions import AutoIncrementError, ContentionError, ItemWriteError
+from .exceptions import AutoIncrementError, ContentionError, ItemWriteError, error_code
 from .signals import before_save, send_after_save
-from .strategies import CONDITION_FAILED, CONFLICT, code_of, reasons_of
+from .strategies import CONDITION_FAILED, CONFLICT, code_of, landed, reasons_of, was_retried
 
 #: The most items one TransactWriteItems may hold.
 TRANSACTION_LIMIT = 100
@@ -153,6 +154,11 @@ def _commit(opts: Options, chunk: List[Model], swaps: List[Dict[str, Any]], *, n
         )
     except TransactWriteError as exc:
         reasons = reasons_of(exc)
+        # A transaction lands whole: if its first item is stored as we wrote it, all of it is.
+        if reasons and reasons[0] is not None and reasons[0].raw_item == puts[0][ITEM] and was_retried(exc):
+            return  # applied before its answer was lost; the resend found it
+        if error_code(exc) != "TransactionCanceledException" and landed(chunk[0], opts, puts[0][ITEM], exc):
+            return  # applied, though no answer said so
         swap_reasons = reasons[len(puts):]
         lost = any(code_of(r) in (CONDITION_FAILED, CONFLICT) for r in swap_reasons) or \
             any(code_of(r) == CONFLICT for r in reasons[:len(puts)])

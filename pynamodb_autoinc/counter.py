@@ -27,6 +27,7 @@ from .exceptions import (
     CounterTableMissingError,
     CounterValueError,
     SequenceExhaustedError,
+    error_code,
 )
 
 _C = TypeVar("_C", bound="NextId")
@@ -103,7 +104,7 @@ class NextId(Model):
                 return_values=UPDATED_NEW,
             )
         except UpdateError as exc:
-            if exc.cause_response_code == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 last = cls.currval(key)  # raises if the counter holds no integer
                 raise SequenceExhaustedError(
                     f"sequence {key!r} has reached its limit: {last} + {step} would pass {limit}; "
@@ -151,7 +152,7 @@ class NextId(Model):
             cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.set(int(value))],
                                                condition=attr.does_not_exist() | (attr < int(value)))
         except UpdateError as exc:
-            if exc.cause_response_code == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 cls.currval(key)  # raises if the counter holds no integer
                 return False
             raise cls._request_failed("raise", key, exc) from exc
@@ -191,7 +192,7 @@ class NextId(Model):
             data = cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.add(by)],
                                                      return_values=UPDATED_NEW)
         except UpdateError as exc:
-            if exc.cause_response_code == "ValidationException":
+            if error_code(exc) == "ValidationException":
                 cls.currval(key)  # raises if the counter holds no number
             raise cls._request_failed("increment", key, exc) from exc
         return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
@@ -220,7 +221,7 @@ class NextId(Model):
 
     @classmethod
     def _request_failed(cls, verb: str, key: str, exc: PynamoDBException) -> AutoIncrementError:
-        if exc.cause_response_code == "ResourceNotFoundException":
+        if error_code(exc) == "ResourceNotFoundException":
             return CounterTableMissingError(
                 f"counter table {cls.Meta.table_name!r} does not exist; create it with "
                 f"{cls.__name__}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)",

@@ -20,6 +20,32 @@ from pynamodb.exceptions import (
 )
 
 
+def error_responses(exc: Optional[BaseException]) -> List[dict]:
+    """The botocore error responses behind ``exc`` (PynamoDB causes, chained exceptions), outermost first."""
+    found, visited = [], set()
+    while exc is not None and id(exc) not in visited:
+        visited.add(id(exc))
+        response = getattr(exc, "response", None)
+        if isinstance(response, dict):
+            found.append(response)
+        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
+    return found
+
+
+def error_code(exc: Optional[BaseException]) -> Optional[str]:
+    """The DynamoDB error code behind ``exc`` (``ConditionalCheckFailedException``, ...), or None.
+
+    Unlike PynamoDB's ``cause_response_code`` it does not fail on a cause
+    that has no response (a connection closed before any answer).
+    """
+    return next((r["Error"]["Code"] for r in error_responses(exc) if r.get("Error", {}).get("Code")), None)
+
+
+def error_message(exc: Optional[BaseException]) -> Optional[str]:
+    """The DynamoDB error message behind ``exc``, or None."""
+    return next((r["Error"]["Message"] for r in error_responses(exc) if r.get("Error", {}).get("Message")), None)
+
+
 class AutoIncrementError(PynamoDBException):
     """The base of every error this library raises."""
 
@@ -37,6 +63,16 @@ class AutoIncrementError(PynamoDBException):
             cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
+
+    @property
+    def cause_response_code(self) -> Optional[str]:
+        """The DynamoDB error code of the cause, or None (also when no answer ever came)."""
+        return error_code(self.cause)
+
+    @property
+    def cause_response_message(self) -> Optional[str]:
+        """The DynamoDB error message of the cause, or None."""
+        return error_message(self.cause)
 
     @property
     def cancellation_reasons(self) -> List[Optional[CancellationReason]]:
@@ -80,6 +116,14 @@ class ItemWriteError(AutoIncrementError, PutError):
     """The item carrying a new ID could not be written."""
 
 
+class WriteOutcomeUnknownError(ItemWriteError):
+    """The item write got no answer, and checking whether it landed failed too.
+
+    The item may be stored under the ID the instance still holds: read it
+    before saving again, or the record may be stored twice.
+    """
+
+
 class ItemExistsError(ItemWriteError):
     """An item with the new key already exists: nothing was overwritten."""
 
@@ -106,4 +150,5 @@ __all__ = [
     "SequenceExhaustedError",
     "TransactionCanceledError",
     "UnassignedIdError",
+    "WriteOutcomeUnknownError",
 ]

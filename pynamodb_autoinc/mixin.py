@@ -27,7 +27,7 @@ from pynamodb.transactions import TransactWrite
 from . import bulk, strategies
 from ._options import Options, options_for
 from .counter import RESERVED_PREFIX
-from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError
+from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError, WriteOutcomeUnknownError
 from .signals import before_save, send_after_save
 from .strategies import CONDITION_FAILED, CONFLICT, Claim, code_of, reasons_of
 
@@ -83,6 +83,8 @@ class AutoIncrementMixin(_Base):
                     data = strategies.transact_new(self, opts, claim, condition, add_version_condition)
                 else:
                     data = strategies.put_new(self, opts, condition, add_version_condition)
+            except WriteOutcomeUnknownError:
+                raise  # the item may be stored under this ID: keep it on the instance
             except BaseException:
                 setattr(self, opts.attribute, None)
                 raise

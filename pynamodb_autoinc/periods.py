@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional, Type
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from .exceptions import ConfigurationError, CounterError
+from .exceptions import ConfigurationError, CounterError, error_code
 
 #: The ``strftime`` format of each period's label.
 PERIODS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
@@ -105,7 +105,7 @@ def increment_in_period(
             data = connection.update_item(serialized_hash, range_key=serialized_range, actions=actions,
                                           condition=condition, return_values="UPDATED_NEW")
         except UpdateError as exc:
-            if exc.cause_response_code == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
         return result if result is not None else int(data["Attributes"][count.attr_name]["N"])

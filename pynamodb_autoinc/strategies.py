@@ -28,11 +28,11 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import ITEM, PUT_ITEM
-from pynamodb.exceptions import CancellationReason, TransactWriteError
+from pynamodb.exceptions import CancellationReason, PynamoDBException, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
@@ -42,10 +42,14 @@ from .exceptions import (
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
+    CounterError,
     ItemExistsError,
     ItemWriteError,
     SequenceExhaustedError,
     UnassignedIdError,
+    WriteOutcomeUnknownError,
+    error_code,
+    error_responses,
 )
 
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -176,8 +180,12 @@ def query_last(instance: Model, opts: Options) -> Claim:
             f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers {opts.attribute} "
             f"within each {model._hash_keyname}; set it before saving"
         )
-    last = next(iter(model.query(hash_value, scan_index_forward=False, limit=1, consistent_read=True,
-                                 attributes_to_get=[model._range_key_attribute().attr_name])), None)
+    try:
+        last = next(iter(model.query(hash_value, scan_index_forward=False, limit=1, consistent_read=True,
+                                     attributes_to_get=[model._range_key_attribute().attr_name])), None)
+    except PynamoDBException as exc:
+        raise CounterError(f"{model.__name__}: could not read the largest {opts.attribute} in partition "
+                           f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
     value = opts.start if last is None else getattr(last, opts.attribute) + opts.step
     key = f"{model.Meta.table_name}#{hash_value}"
     opts.check_limit(key, value)
@@ -213,13 +221,13 @@ def put_new(
     try:
         return dict(type(instance)._get_connection().connection.dispatch(PUT_ITEM, kwargs))
     except BOTOCORE_EXCEPTIONS as exc:
-        response = getattr(exc, "response", {})
-        code = response.get("Error", {}).get("Code")
-        if code == "ConditionalCheckFailedException":
+        if error_code(exc) == "ConditionalCheckFailedException":
             old = _returned_item(exc)
-            if old == kwargs[ITEM] and _was_retried(exc):
+            if old == kwargs[ITEM] and was_retried(exc):
                 return {}  # our own write, applied before its response was lost
             raise _condition_error(instance, opts, old, exc) from exc
+        if landed(instance, opts, kwargs[ITEM], exc):
+            return {}  # applied, though no answer said so
         raise _write_error(instance, opts, exc, spent=True) from exc
 
 
@@ -251,9 +259,12 @@ def transact_new(
         except TransactWriteError as exc:
             reasons = reasons_of(exc)
             put_reason, swap_reason = (reasons + [None, None])[:2]
-            if exc.cause_response_code != "TransactionCanceledException":
+            if error_code(exc) != "TransactionCanceledException":
+                if landed(instance, opts, put[ITEM], exc):
+                    remember(opts, claim.key, claim.value)
+                    return {}  # applied (counter and item together), though no answer said so
                 raise _write_error(instance, opts, exc, spent=False) from exc
-            if put_reason is not None and put_reason.raw_item == put[ITEM] and _was_retried(exc):
+            if put_reason is not None and put_reason.raw_item == put[ITEM] and was_retried(exc):
                 remember(opts, claim.key, claim.value)
                 return {}  # our own transaction, applied before its response was lost
             lost_race = code_of(swap_reason) in (CONDITION_FAILED, CONFLICT) or code_of(put_reason) == CONFLICT
@@ -278,26 +289,37 @@ def transact_new(
             claim = reserve(instance, opts, current)
 
 
-def _responses(exc: BaseException) -> Iterator[Dict[str, Any]]:
-    """The botocore error responses behind ``exc``, outermost first."""
-    seen: Optional[BaseException] = exc
-    visited = set()
-    while seen is not None and id(seen) not in visited:
-        visited.add(id(seen))
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            yield response
-        seen = getattr(seen, "cause", None) or seen.__cause__ or seen.__context__
+def landed(instance: Model, opts: Options, item: Dict[str, Any], cause: Exception) -> bool:
+    """After a write failed without a verdict, whether ``item`` is stored after all (a consistent read).
+
+    A request can be applied and its answer lost, and its resends then fail
+    (throttled, or no answer again): the outcome is unknown to the client.
+    One read settles it; if that fails too, :class:`WriteOutcomeUnknownError`.
+    """
+    if error_code(cause) is not None and not was_retried(cause):
+        return False  # the only attempt was answered: it was not applied
+    model = type(instance)
+    hash_key, range_key = model._get_hash_range_key_serialized_values(instance)
+    try:
+        stored = model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get(ITEM)
+    except Exception as exc:
+        raise WriteOutcomeUnknownError(
+            f"{_describe(instance, opts)}: the write got no answer ({error_code(cause) or type(cause).__name__}) "
+            f"and checking whether it landed failed too ({error_code(exc) or type(exc).__name__}); it may be "
+            f"stored: read it before saving again, or the record may be stored twice",
+            cause,
+        ) from exc
+    return bool(stored == item)
 
 
 def _returned_item(exc: BaseException) -> Optional[Dict[str, Any]]:
     """The old item a failed condition returned (ALL_OLD)."""
-    return next((dict(r["Item"]) for r in _responses(exc) if "Item" in r), None)
+    return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
 
 
-def _was_retried(exc: BaseException) -> bool:
+def was_retried(exc: BaseException) -> bool:
     """Whether botocore sent the failed request more than once (an earlier try may have applied)."""
-    for response in _responses(exc):
+    for response in error_responses(exc):
         attempts = response.get("ResponseMetadata", {}).get("RetryAttempts")
         if attempts is not None:
             return bool(attempts)

@@ -40,7 +40,7 @@ class Faults:
     }
 
     def __init__(self, *models: Any) -> None:
-        self.plan: Dict[str, Tuple[str, int]] = {}
+        self.plan: Dict[str, List[str]] = {}
         self.sent: List[Tuple[str, Optional[str]]] = []
         self.fired: List[Tuple[str, str]] = []
         self.http = URLLib3Session()
@@ -53,21 +53,24 @@ class Faults:
             client.meta.events.unregister("before-send.dynamodb", self.hook)
 
     def inject(self, operation: str, kind: str, times: int = 1) -> None:
-        self.plan[operation] = (kind, times)
+        """Answer the next ``times`` sends of ``operation`` (after any faults already planned) with ``kind``."""
+        self.plan.setdefault(operation, []).extend([kind] * times)
 
     def hook(self, request: Any, **_: Any) -> Optional[AWSResponse]:
         target = request.headers["X-Amz-Target"]
         operation = (target.decode() if isinstance(target, bytes) else target).split(".")[-1]
         body = json.loads(request.body or b"{}")
         self.sent.append((operation, body.get("ClientRequestToken")))
-        kind, times = self.plan.get(operation, ("", 0))
-        if not times:
+        planned = self.plan.get(operation)
+        if not planned:
             return None
-        self.plan[operation] = (kind, times - 1)
+        kind = planned.pop(0)
         self.fired.append((operation, kind))
         if kind == "drop-after-commit":
             self.http.send(request)  # the server applies it; the client never hears back
             raise ConnectionClosedError(endpoint_url=request.url)
+        if kind == "no-answer":
+            raise ConnectionClosedError(endpoint_url=request.url)  # never reaches the server
         status, code = self.ERRORS[kind]
         payload = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}).encode()
         return AWSResponse(request.url, status, {"x-amzn-RequestId": "fault"}, _Body(payload))
@@ -233,3 +236,41 @@ def test_persistent_throttling_gives_a_library_error(model, mode, step, faults_f
     assert stored == []
     # only a fast put spends its value
     assert counter == (1 if (mode, step) == ("fast", 1) else None)
+
+
+@pytest.mark.engine
+def test_applied_write_with_failed_resends_is_a_success(model, mode, faults_for):
+    """A write applied whose answer was lost, and whose resends were throttled, is found stored: success."""
+    faults = faults_for(model)
+    operation = OPERATIONS[mode][1]
+    if mode == "gapless":
+        model(name="first").save()  # the counter value is known: the next save sends only its transaction
+    faults.inject(operation, "drop-after-commit")
+    faults.inject(operation, "throttling", times=2)
+    user = model(name="Uhura")
+    user.save()
+    assert faults.fired == [(operation, "drop-after-commit"), (operation, "throttling"), (operation, "throttling")]
+    faults.remove()
+    stored, counter = state(model)
+    assert user.id == stored[-1] == counter
+    assert model.get(user.id).name == "Uhura"
+
+
+@pytest.mark.engine
+def test_unknown_outcome_is_said_and_the_id_kept(model, mode, faults_for):
+    """No answer to any attempt, and the check read throttled too: WriteOutcomeUnknownError, the ID kept."""
+    from pynamodb_autoinc import WriteOutcomeUnknownError
+
+    faults = faults_for(model)
+    operation = OPERATIONS[mode][1]
+    if mode == "gapless":
+        model().save()  # the counter value is known: the next save sends only its transaction
+    faults.inject(operation, "no-answer", times=3)
+    faults.inject("GetItem", "throttling", times=3)
+    user = model()
+    with pytest.raises(WriteOutcomeUnknownError, match="it may be stored: read it before saving again"):
+        user.save()
+    assert user.id == (2 if mode == "gapless" else 1)
+    faults.remove()
+    stored, _ = state(model)
+    assert user.id not in stored
