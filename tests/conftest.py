@@ -12,15 +12,9 @@ from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
+import tests.fake_aws  # noqa: F401  (dummy AWS settings)
 from pynamodb_autoinc import AutoIncrementMixin, NextId
 from pynamodb_autoinc.counter import bind_counter
-
-for _name, _value in {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-}.items():
-    os.environ.setdefault(_name, _value)
 
 BACKENDS = ("moto", "local")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Type
 
@@ -11,16 +10,10 @@ from moto.dynamodb.models import dynamodb_backends
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
+import tests.fake_aws  # noqa: F401  (dummy AWS settings)
 from pynamodb_autoinc import AutoIncrementMixin, NextId
 
 from .scheduler import Interposer
-
-for _name, _value in {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-}.items():
-    os.environ.setdefault(_name, _value)
 
 SaveFn = Callable[[str], Any]
 
