@@ -6,6 +6,9 @@
 - no ID was handed to two saves;
 - every save that returned an ID is stored under that ID, with its own owner
   tag: nothing was overwritten and nothing is missing;
+- a failed save leaves the instance's ID at ``None``, except
+  ``WriteOutcomeUnknownError``, which keeps it: the ID its item is stored
+  under, if it is stored;
 - every stored item belongs to a save that returned its ID, or that crashed,
   or that failed after a request of it was applied with its answer lost (the
   only case where a client cannot know), and then the error does not claim
@@ -24,10 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from pynamodb_autoinc import AutoIncrementError, ContentionError
+from pynamodb_autoinc import AutoIncrementError, ContentionError, WriteOutcomeUnknownError
 
 from .scheduler import DROP, Client, Outcome
-from .world import Mode, Snapshot
+from .world import ID_AFTER, Mode, Snapshot
+
+UNKNOWN = object()
 
 #: What an error message may say that is false when the save's item was stored after all.
 CLAIMS_NOTHING_STORED = ("nothing was written", "the value is spent (a gap)")
@@ -97,6 +102,15 @@ def check(mode: Mode, clients: Sequence[Client], snapshot: Snapshot, strict: boo
             report(f"{tag} raised an undocumented error: {type(error).__name__}: {error}", tag)
         elif not faults[tag] and not isinstance(error, ContentionError):
             report(f"{tag} raised {type(error).__name__} ({error}), but no request of it met a fault", tag)
+        kept = getattr(error, ID_AFTER, UNKNOWN)
+        if kept is UNKNOWN:
+            continue  # not a library save (the harness's own allocators)
+        if isinstance(error, WriteOutcomeUnknownError):
+            if kept is None:
+                report(f"{tag} raised WriteOutcomeUnknownError but dropped the instance's ID", tag)
+        elif kept is not None:
+            report(f"{tag} raised {type(error).__name__} but left ID {kept!r} on the instance "
+                   "(a failed save leaves it at None)", tag)
 
     returned: Dict[int, str] = {}
     for tag, outcome in outcomes.items():
@@ -129,6 +143,10 @@ def check(mode: Mode, clients: Sequence[Client], snapshot: Snapshot, strict: boo
         if saved.status != "error":
             continue
         error = saved.error
+        kept = getattr(error, ID_AFTER, UNKNOWN)
+        if isinstance(error, WriteOutcomeUnknownError) and kept not in (UNKNOWN, None) and keys != [kept]:
+            report(f"{owner} raised WriteOutcomeUnknownError keeping ID {kept}, but its item is stored as {keys}",
+                   owner)
         if not any(f.startswith(DROP) for f in faults[owner]):
             report(f"{owner} raised {type(error).__name__} ({error}), but its item is stored as {keys}, "
                    "and no answer of it was lost", owner)

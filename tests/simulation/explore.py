@@ -388,13 +388,14 @@ def owner(prefix: Sequence[int], workers: int) -> int:
 
 
 def exhaust(world: World, bounds: Bounds, stop_after: int = 1, share: Tuple[int, int] = (0, 1),
-            split: int = 4) -> Stats:
+            split: int = 4, stop: Callable[[], bool] = lambda: False) -> Stats:
     """Run every schedule within ``bounds``; stop after ``stop_after`` failing ones.
 
     ``share=(i, n)``: explore only the subtrees whose first ``split`` choices
     worker ``i`` of ``n`` owns (:func:`owner`); the ``n`` shares together
     cover every schedule exactly once. A worker runs each foreign subtree's
     first schedule once, to learn its choices, and does not count it.
+    ``stop()`` true ends the exploration early (its caller is gone).
     """
     index, workers = share
 
@@ -403,7 +404,7 @@ def exhaust(world: World, bounds: Bounds, stop_after: int = 1, share: Tuple[int,
 
     stats = Stats()
     explorer = DepthFirst()
-    while True:
+    while not stop():
         try:
             run = run_once(world, bounds, explorer)
         except (StepTimeout, NondeterminismError) as exc:
@@ -419,6 +420,7 @@ def exhaust(world: World, bounds: Bounds, stop_after: int = 1, share: Tuple[int,
         except NondeterminismError as exc:
             stats.failures.append((f"SIM_PATH={','.join(map(str, explorer.path))}", f"{type(exc).__name__}: {exc}"))
             return stats
+    return stats
 
 
 def seeded_run(world: World, seed: int, strict: bool = False) -> Run:
@@ -428,10 +430,12 @@ def seeded_run(world: World, seed: int, strict: bool = False) -> Run:
     return run_once(world, bounds, Seeded(rng, rate), strict=strict)
 
 
-def sample(world: World, seeds: Sequence[int], stop_after: int = 1) -> Stats:
+def sample(world: World, seeds: Sequence[int], stop_after: int = 1, stop: Callable[[], bool] = lambda: False) -> Stats:
     """One random run per seed (its bounds drawn from the seed too); stop after ``stop_after`` failing ones."""
     stats = Stats()
     for seed in seeds:
+        if stop():
+            break
         try:
             run = seeded_run(world, seed)
         except StepTimeout as exc:

@@ -33,6 +33,11 @@ class Job:
     stop_after: int = 1
 
     def run(self) -> Stats:
+        parent = os.getppid()
+
+        def orphaned() -> bool:
+            return os.getppid() != parent  # the test process died: stop rather than run on
+
         with mock_aws():
             world = World(MODES[self.mode])
             try:
@@ -43,8 +48,8 @@ class Job:
                               f"SIM_PATH={','.join(map(str, self.path))}")
                     return stats
                 if self.bounds is not None:
-                    return exhaust(world, self.bounds, self.stop_after, self.share)
-                return sample(world, self.seeds, self.stop_after)
+                    return exhaust(world, self.bounds, self.stop_after, self.share, stop=orphaned)
+                return sample(world, self.seeds, self.stop_after, stop=orphaned)
             finally:
                 world.close()
 

@@ -215,10 +215,16 @@ class Interposer:
     the final state) pass straight to moto.
     """
 
+    #: The interposer holding each botocore client (by id): one at a time, or requests would be applied twice.
+    active: Dict[int, Interposer] = {}
+
     def __init__(self, botocore_clients: Sequence[Any]) -> None:
         self.clients = list({id(c): c for c in botocore_clients}.values())
         self.scheduler: Optional[Scheduler] = None
+        if any(id(c) in Interposer.active for c in self.clients):
+            raise RuntimeError("a botocore client is already interposed: close the other World first")
         for client in self.clients:
+            Interposer.active[id(client)] = self
             client.meta.events.unregister("before-send", botocore_stubber)
             client.meta.events.register_first("before-send.dynamodb", self.hook)
 
@@ -239,9 +245,12 @@ class Interposer:
             quota._available_capacity = quota._max_capacity
 
     def close(self) -> None:
+        """Give the botocore clients back to moto's own handler."""
         for client in self.clients:
-            client.meta.events.unregister("before-send.dynamodb", self.hook)
-            client.meta.events.register("before-send", botocore_stubber)
+            if Interposer.active.get(id(client)) is self:
+                del Interposer.active[id(client)]
+                client.meta.events.unregister("before-send.dynamodb", self.hook)
+                client.meta.events.register("before-send", botocore_stubber)
 
     @staticmethod
     def apply(event_name: str, request: Any) -> Any:

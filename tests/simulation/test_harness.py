@@ -9,12 +9,13 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import NextId
+from pynamodb_autoinc import ItemWriteError, NextId, WriteOutcomeUnknownError
 from pynamodb_autoinc.counter import bind_counter
 
+from .checker import check
 from .explore import Bounds, DepthFirst, Replay, Scripted, exhaust, run_once, seeded_run
-from .scheduler import CRASH, DROP, NONE, THROTTLE, StepTimeout
-from .world import MAX_RETRY_ATTEMPTS, MODES, REGION, Mode, World, build_model
+from .scheduler import CRASH, DROP, NONE, THROTTLE, Client, Outcome, StepTimeout
+from .world import ID_AFTER, MAX_RETRY_ATTEMPTS, MODES, REGION, Mode, Snapshot, World, build_model
 
 MakeWorld = Callable[..., World]
 
@@ -163,3 +164,22 @@ def test_stuck_client_fails_the_run_in_time(make_world: MakeWorld) -> None:
             if thread.name.startswith("sim-client-"):
                 thread.join(10)
     assert not [t for t in threading.enumerate() if t.name.startswith("sim-client-")]
+
+
+def test_checker_flags_an_id_left_on_a_failed_instance() -> None:
+    """A failed save must leave the instance's ID at None; the checker says so when it does not."""
+    error = ItemWriteError("write failed")
+    setattr(error, ID_AFTER, 1)
+    client = Client(0, outcomes=[Outcome("c0s0", "error", error=error)], faults={0: ["throttle:PutItem"]})
+    verdict = check(MODES["fast"], [client], Snapshot({}, 1))
+    assert verdict.problems == ["c0s0 raised ItemWriteError but left ID 1 on the instance "
+                                "(a failed save leaves it at None)"]
+
+
+def test_checker_flags_an_unknown_outcome_kept_under_another_id() -> None:
+    """WriteOutcomeUnknownError keeps the ID; the item, if stored, must be under that very ID."""
+    error = WriteOutcomeUnknownError("no answer")
+    setattr(error, ID_AFTER, 1)
+    client = Client(0, outcomes=[Outcome("c0s0", "error", error=error)], faults={0: ["drop:PutItem"]})
+    verdict = check(MODES["fast"], [client], Snapshot({2: "c0s0"}, 2))
+    assert verdict.problems == ["c0s0 raised WriteOutcomeUnknownError keeping ID 1, but its item is stored as [2]"]

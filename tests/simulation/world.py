@@ -20,6 +20,9 @@ SaveFn = Callable[[str], Any]
 REGION = "us-east-1"
 PARTITION = "p"
 
+#: The attribute a failed library save's exception gets: the ID left on the instance.
+ID_AFTER = "sim_id_after"
+
 #: Retries botocore makes for a throttled or unanswered request (PynamoDB's Meta.max_retry_attempts).
 MAX_RETRY_ATTEMPTS = 2
 
@@ -91,8 +94,13 @@ class World:
         if self._save is not None:
             return self._save(tag)
         item: Any = self.model(PARTITION, owner=tag) if self.mode.query else self.model(owner=tag)
-        item.save()
-        return item.num if self.mode.query else item.id
+        attribute = "num" if self.mode.query else "id"
+        try:
+            item.save()
+        except Exception as exc:
+            setattr(exc, ID_AFTER, getattr(item, attribute))  # for the checker: the ID the instance kept
+            raise
+        return getattr(item, attribute)
 
     def _stored(self, table: Type[Model]) -> Any:
         """moto's own table behind ``table`` (reading and clearing it there takes no request)."""
