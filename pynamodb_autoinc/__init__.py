@@ -1,11 +1,11 @@
 """Integer IDs for PynamoDB models, like AUTO_INCREMENT or a PostgreSQL SEQUENCE."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
 
-from .bulk import BulkSaveError
 from .counter import NextId
 from .exceptions import (
     AutoIncrementError,
+    BulkSaveError,
     ConditionFailedError,
     ConfigurationError,
     ContentionError,
@@ -22,6 +22,11 @@ from .exceptions import (
 )
 from .mixin import AutoIncrementMixin
 from .signals import after_save, before_save
+
+try:
+    __version__ = version("pynamodb-autoinc")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0.0.0"
 
 __all__ = [
     "AutoIncrementError",

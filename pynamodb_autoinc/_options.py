@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import string
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 from weakref import WeakKeyDictionary
 
@@ -90,10 +92,17 @@ class Options:
                     f"{type(instance).__name__}.{name} is None, but {self.attribute} is numbered per {name} "
                     f"(Meta.autoinc_scope); set {name} before saving"
                 )
-            parts.append(str(value).replace("\\", "\\\\").replace("#", "\\#"))
+            parts.append(_scope_part(value).replace("\\", "\\\\").replace("#", "\\#"))
         if period is not None:
             parts.append(period)
         return "#".join(parts)
+
+    def remaining(self, last: Optional[int]) -> int:
+        """How many values are left before ``Meta.autoinc_max`` after the counter's ``last`` value."""
+        following = self.start if last is None else last + self.step
+        if self.limit is None:
+            return NUMBER_LIMIT
+        return max(0, (self.limit - following) // self.step + 1)
 
     def check_limit(self, key: str, value: int) -> None:
         """Raise SequenceExhaustedError if ``value`` lies past ``Meta.autoinc_max``."""
@@ -102,6 +111,15 @@ class Options:
                 f"sequence {key!r} has reached its limit: {value} would pass {self.limit}; nothing was spent. "
                 "Raise Meta.autoinc_max, or start a new sequence"
             )
+
+
+def _scope_part(value: Any) -> str:
+    """A scope value as it appears in a counter key: numbers in one canonical form (1, 1.0 and 1.00 agree)."""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        number = Decimal(str(value))
+        if number.is_finite():
+            return format(number.normalize(), "f") if number != 0 else "0"
+    return str(value)
 
 
 def options_for(model: Type[Model]) -> Options:
@@ -144,6 +162,9 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if isinstance(attribute, VersionAttribute) or not isinstance(attribute, (NumberAttribute, UnicodeAttribute)):
         raise _fail(model, f"auto-increment attribute {name!r} is a {type(attribute).__name__}; "
                            "make it a NumberAttribute (or a UnicodeAttribute for decimal strings)")
+    if attribute.default is not None or attribute.default_for_new is not None:
+        raise _fail(model, f"auto-increment attribute {name!r} has a default, so every new instance would be "
+                           "saved with that value instead of the next one; remove default / default_for_new")
     if not attribute.is_hash_key and not attribute.is_range_key and not attribute.null:
         raise _fail(model, f"auto-increment attribute {name!r} must allow None until the ID is assigned; "
                            "declare it with null=True")
@@ -207,6 +228,13 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         except (KeyError, IndexError, ValueError, AttributeError) as exc:
             raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
                                "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
+
+    if period is not None and attribute.is_hash_key:
+        fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
+        if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
+            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the key {name!r} "
+                               "would repeat the last period's values; put the period in the ID with "
+                               "Meta.autoinc_format, e.g. '{period}-{value:06d}'")
 
     strategy = opts["autoinc_strategy"]
     if strategy not in STRATEGIES:

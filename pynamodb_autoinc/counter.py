@@ -90,10 +90,11 @@ class NextId(Model):
         leaves a gap.
         """
         attr = cls.next_id
-        condition = attr.does_not_exist() | attr.is_type()
+        condition = attr.is_type()
         if limit is not None:
-            room = (attr <= limit - step) if step > 0 else (attr >= limit - step)
-            condition = attr.does_not_exist() | (attr.is_type() & room)
+            condition &= (attr <= limit - step) if step > 0 else (attr >= limit - step)
+        if limit is None or (start <= limit if step > 0 else start >= limit):
+            condition = attr.does_not_exist() | condition  # a new counter starts within the bound
         hash_key, range_key = cls._item_key(key)
         try:
             data = cls._get_connection().update_item(
@@ -106,8 +107,9 @@ class NextId(Model):
         except UpdateError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 last = cls.currval(key)  # raises if the counter holds no integer
+                after = f"{last} + {step}" if last is not None else f"starting at {start}"
                 raise SequenceExhaustedError(
-                    f"sequence {key!r} has reached its limit: {last} + {step} would pass {limit}; "
+                    f"sequence {key!r} has reached its limit: {after} would pass {limit}; "
                     "nothing was spent. Raise Meta.autoinc_max, or start a new sequence",
                     exc,
                 ) from exc

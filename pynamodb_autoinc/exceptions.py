@@ -10,7 +10,7 @@ that a plain ``Model.save()`` would have raised (``PutError`` or
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from pynamodb.exceptions import (
     CancellationReason,
@@ -18,6 +18,9 @@ from pynamodb.exceptions import (
     PynamoDBException,
     TransactWriteError,
 )
+
+if TYPE_CHECKING:
+    from pynamodb.models import Model
 
 
 def error_responses(exc: Optional[BaseException]) -> List[dict]:
@@ -116,6 +119,13 @@ class ItemWriteError(AutoIncrementError, PutError):
     """The item carrying a new ID could not be written."""
 
 
+class BulkSaveError(ItemWriteError):
+    """Part of a ``save_all()`` failed; ``saved`` and ``unsaved`` say which instances landed."""
+
+    saved: List[Model]
+    unsaved: List[Model]
+
+
 class WriteOutcomeUnknownError(ItemWriteError):
     """The item write got no answer, and checking whether it landed failed too.
 
@@ -138,6 +148,7 @@ class TransactionCanceledError(AutoIncrementError, TransactWriteError):
 
 __all__ = [
     "AutoIncrementError",
+    "BulkSaveError",
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",

@@ -1,35 +1,42 @@
-"""``AutoIncrementMixin``: the save paths of a model with an auto-increment ID.
-
-Every write path of a PynamoDB model goes through here:
+"""``AutoIncrementMixin``: the ways a model with an auto-increment ID is written.
 
 - ``Model.save()`` sends :data:`~pynamodb_autoinc.signals.before_save`, whose
-  library receiver (:func:`assign_id`) assigns a new instance's ID, then
-  writes the item (:mod:`pynamodb_autoinc.strategies` says how);
-- ``TransactWrite.save()`` does the same inside the user's transaction: a
-  gapless model adds its counter swap to that transaction, a fast model takes
-  its ID before the transaction is sent;
-- ``Model.batch_write()`` sends the signal for every item, and refuses new
-  instances: a batch write cannot carry the condition that keeps a new ID
-  from overwriting an existing item.
+  library receiver (:func:`assign_id`) claims a new instance's ID, then
+  writes the item through the engine (:mod:`pynamodb_autoinc._engine`);
+- ``Model.save_all()`` claims the IDs of many new instances at once and
+  writes them in transactions of up to 100 items;
+- ``TransactWrite.save()`` claims the ID inside the user's transaction; the
+  transaction is then sent by the engine, which adds the gapless counter
+  swaps and, when a counter race is lost, sends it again with new values.
+  An exception in its ``with`` block, or a transaction dropped unsent,
+  releases the claims;
+- ``Model.batch_write()`` refuses new instances: a batch write cannot carry
+  the condition that keeps a new ID from overwriting an existing item.
+
+Every claim ends committed or released (its attribute back to ``None``); see
+:mod:`pynamodb_autoinc.strategies`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import sys
+import weakref
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.constants import PUT
-from pynamodb.exceptions import TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite
 
-from . import bulk, strategies
+from . import _engine, strategies
+from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, options_for
 from .counter import RESERVED_PREFIX
-from .exceptions import InvalidIdError, TransactionCanceledError, UnassignedIdError, WriteOutcomeUnknownError
+from .exceptions import AutoIncrementError, BulkSaveError, InvalidIdError, UnassignedIdError
 from .signals import before_save, send_after_save
-from .strategies import CONDITION_FAILED, CONFLICT, Claim, code_of, reasons_of
+from .strategies import Claim
 
 _T = TypeVar("_T", bound=Model)
 
@@ -37,6 +44,11 @@ if TYPE_CHECKING:
     _Base = Model
 else:
     _Base = object
+
+# The write in progress, for the library's before_save receiver: its claims so far, and whether a
+# gapless claim must read its counter rather than trust this process's memory.
+_pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextvars.ContextVar(
+    "autoinc_pending", default=None)
 
 
 class AutoIncrementMixin(_Base):
@@ -52,11 +64,9 @@ class AutoIncrementMixin(_Base):
             id = NumberAttribute(hash_key=True)
 
     An instance whose auto-increment attribute is ``None`` is new: saving it
-    allocates the next value and writes the item only if no item with its key
+    claims the next value and writes the item only if no item with its key
     exists. Any other save is an ordinary PynamoDB save.
     """
-
-    _autoinc_claim: Optional[Claim] = None
 
     @classmethod
     def autoinc_options(cls) -> Options:
@@ -68,26 +78,19 @@ class AutoIncrementMixin(_Base):
 
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
-        :raises ContentionError: gapless mode lost the counter race too many times
+        :raises ContentionError: the counter (or partition) race was lost too many times
         """
         opts = options_for(type(self))
         is_new = getattr(self, opts.attribute) is None
-        claim = self._autoinc_prepare(opts, is_new, "save")
-        if claim is None:
+        claims = _claim(self, opts, is_new, "save")
+        if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
-            try:
-                if opts.strategy == "query":
-                    data = strategies.put_next_in_partition(self, opts, condition, add_version_condition)
-                elif opts.gapless:
-                    data = strategies.transact_new(self, opts, claim, condition, add_version_condition)
-                else:
-                    data = strategies.put_new(self, opts, condition, add_version_condition)
-            except WriteOutcomeUnknownError:
-                raise  # the item may be stored under this ID: keep it on the instance
-            except BaseException:
-                setattr(self, opts.attribute, None)
-                raise
+            with strategies.held(claims):
+                put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
+                write = Write(type(self)._get_connection().connection, [put], [Entry(self, claims[0], 0)],
+                              purpose="save")
+            data = _engine.commit(write)
             self.update_local_version_attribute()
         send_after_save(type(self), instance=self, is_new=is_new, operation="save")
         return data
@@ -97,26 +100,25 @@ class AutoIncrementMixin(_Base):
         condition: Optional[Condition] = None,
         return_values_on_condition_failure: Optional[str] = None,
     ) -> Dict[str, Any]:
-        # Called by TransactWrite.save(model, ...): find that transaction.
-        caller = sys._getframe(1).f_locals.get("self")
-        transaction = caller if isinstance(caller, TransactWrite) else None
         opts = options_for(type(self))
+        transaction = _calling_transaction(self)
         is_new = getattr(self, opts.attribute) is None
-        claim = self._autoinc_prepare(opts, is_new, "transaction")
-        if claim is not None:
-            if claim.swap and transaction is None:
-                setattr(self, opts.attribute, None)
-                raise UnassignedIdError(
-                    f"{type(self).__name__} is gapless: a new instance can only be saved with save() or "
-                    "TransactWrite.save(), which write its counter in the same request"
-                )
-            condition = strategies.key_absent(self, condition)
         if transaction is None:
+            if is_new:
+                raise UnassignedIdError(
+                    f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with "
+                    "save(), save_all() or TransactWrite.save(), which hold its ID until the write commits"
+                )
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
-        hook = _TransactionHook.of(transaction)
-        hook.join(self, opts, claim)
-        kwargs = super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
-        hook.add(self, opts, claim, is_new)
+        hook = _Hook.of(transaction)
+        claims = _claim(self, opts, is_new, "transaction", hook.claims(),
+                        fresh=transaction._client_request_token is not None)
+        with strategies.held(claims):
+            if claims:
+                condition = _engine.key_absent(self, condition)
+                return_values_on_condition_failure = "ALL_OLD"
+            kwargs = super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
+        hook.entries.append((Entry(self, claims[0] if claims else None, len(transaction._put_items)), is_new))
         return kwargs
 
     def serialize(self, null_check: bool = True) -> Dict[str, Dict[str, Any]]:
@@ -125,7 +127,7 @@ class AutoIncrementMixin(_Base):
             if getattr(self, opts.attribute) is None:
                 raise UnassignedIdError(
                     f"{type(self).__name__} has no {opts.attribute} yet; a new instance gets its ID from "
-                    "save() or TransactWrite.save(), not from a batch write or serialize()"
+                    "save(), save_all() or TransactWrite.save(), not from a batch write or serialize()"
                 )
         return super().serialize(null_check=null_check)
 
@@ -139,40 +141,96 @@ class AutoIncrementMixin(_Base):
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
-        """Save many instances; new ones get their IDs with one counter request per batch.
+        """Save many instances; new ones get their IDs with one counter request per counter key.
 
-        Items are written in transactions of up to 100, each new one with
-        ``attribute_not_exists`` on its key (see :mod:`pynamodb_autoinc.bulk`).
+        Items are written in TransactWriteItems of up to 100, each new one
+        with ``attribute_not_exists`` on its key. Fast mode reserves the values
+        of every counter key with one UpdateItem; gapless mode puts one counter
+        swap in each transaction (99 items and the swap), so each lands whole
+        or not at all. A BatchWriteItem is not used: it cannot carry the
+        condition that keeps a new item from overwriting an existing one.
 
-        :raises BulkSaveError: a transaction failed; ``saved`` and ``unsaved`` say what landed
+        :raises BulkSaveError: a transaction failed; ``saved`` and ``unsaved``
+            say which instances landed (new unsaved ones are left without IDs)
         """
-        bulk.save_all(cls, instances)
+        items = list(instances)
+        opts = options_for(cls)
+        for item in items:
+            if not isinstance(item, cls):
+                raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}")
+        is_new = [getattr(item, opts.attribute) is None for item in items]
+        for item, new in zip(items, is_new):
+            before_save.send(type(item), instance=item, is_new=new, operation="bulk")
+        fresh = [item for item in items if getattr(item, opts.attribute) is None]
+        chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(
+            [item for item in items if getattr(item, opts.attribute) is not None], TRANSACTION_LIMIT)]
+        saved: List[Model] = []
+        claims: List[Claim] = []
+        try:
+            with strategies.held(claims):
+                if not opts.gapless and fresh:
+                    claims.extend(strategies.take_spent(fresh, opts))
+                spent = {id(c.instance): c for c in claims}
+                for claiming, chunk in chunks:
+                    entries: List[Entry] = []
+                    for index, item in enumerate(chunk):
+                        claim = spent.get(id(item))
+                        if claiming and claim is None:
+                            claim = strategies.take(item, opts, [e.claim for e in entries if e.claim])
+                            claims.append(claim)
+                        entries.append(Entry(item, claim, index))
+                    puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
+                            for e in entries]
+                    _engine.commit(Write(cls._get_connection().connection, puts, entries, purpose="bulk"))
+                    saved.extend(chunk)
+        except AutoIncrementError as exc:
+            unsaved = [item for item in items if not any(item is s for s in saved)]
+            error = BulkSaveError(f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
+                                  exc.cause, cancellation_reasons=exc.cancellation_reasons)
+            error.saved, error.unsaved = saved, unsaved
+            raise error from exc
+        finally:
+            for item, new_item in zip(items, is_new):
+                if any(item is s for s in saved):
+                    item.update_local_version_attribute()
+                    send_after_save(type(item), instance=item, is_new=new_item, operation="bulk")
 
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
         return _BatchWrite(cls, auto_commit=auto_commit)
 
-    def _autoinc_prepare(self, opts: Options, is_new: bool, operation: str) -> Optional[Claim]:
-        """Send before_save and return the claim its library receiver made, if any."""
-        self._autoinc_claim = None
-        before_save.send(type(self), instance=self, is_new=is_new, operation=operation)
-        claim, self._autoinc_claim = self._autoinc_claim, None
-        value = getattr(self, opts.attribute)
-        if value is None:
-            raise UnassignedIdError(
-                f"{type(self).__name__}.{opts.attribute} is still None after before_save: the library's "
-                "receiver did not run (is the signal muted, or assign_id disconnected?)"
-            )
-        if claim is None and not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidIdError(
-                f"{type(self).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
-                "or leave it None to have the next value assigned"
-            )
-        return claim
+
+def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,
+           *, fresh: bool = False) -> List[Claim]:
+    """Send before_save; return the claim the library's receiver took (an empty list: none)."""
+    claims: List[Claim] = list(pending or [])
+    before = len(claims)
+    token = _pending.set((claims, fresh))
+    try:
+        before_save.send(type(instance), instance=instance, is_new=is_new, operation=operation)
+    except BaseException:
+        for claim in claims[before:]:
+            claim.release()
+        raise
+    finally:
+        _pending.reset(token)
+    taken = claims[before:]
+    value = getattr(instance, opts.attribute)
+    if value is None:
+        raise UnassignedIdError(
+            f"{type(instance).__name__}.{opts.attribute} is still None after before_save: the library's "
+            "receiver did not run (is the signal muted, or assign_id disconnected?)"
+        )
+    if not taken and not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidIdError(
+            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
+            "or leave it None to have the next value assigned"
+        )
+    return taken
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:
-    """The library's :data:`before_save` receiver: give a new instance its ID.
+    """The library's :data:`before_save` receiver: claim a new instance's ID.
 
     It runs after every other receiver, and only if the auto-increment
     attribute is still ``None`` (a receiver may have set an explicit ID).
@@ -180,26 +238,40 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     if not isinstance(instance, AutoIncrementMixin):
         return
     opts = options_for(type(instance))
-    if getattr(instance, opts.attribute) is not None:
-        return
-    if operation == "bulk":
-        return  # save_all() assigns the IDs of a whole batch at once
+    if getattr(instance, opts.attribute) is not None or operation == "bulk":
+        return  # an explicit ID; or save_all(), which claims the IDs of a whole batch at once
     if operation == "batch":
         raise UnassignedIdError(
             f"{type(instance).__name__} has no {opts.attribute} yet: a batch write cannot carry the condition "
-            "that keeps a new ID from overwriting an existing item; save new instances with save() or "
-            "TransactWrite.save()"
+            "that keeps a new ID from overwriting an existing item; save new instances with save(), "
+            "save_all() or TransactWrite.save()"
         )
-    if opts.strategy == "query":
-        instance._autoinc_claim = strategies.query_last(instance, opts)
-    elif opts.gapless:
-        instance._autoinc_claim = strategies.reserve(instance, opts)
-    else:
-        instance._autoinc_claim = strategies.allocate(instance, opts)
+    pending = _pending.get()
+    if pending is None:
+        return  # sent by hand, outside a save: nobody would own the claim
+    claims, fresh = pending
+    claims.append(strategies.take(instance, opts, claims, fresh=fresh))
 
 
 assign_id._autoinc_runs_last = True  # type: ignore[attr-defined]
 before_save.connect(assign_id, weak=False)
+
+
+def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
+    """New instances in transactions: one counter (or partition) per chunk, room left for its swap."""
+    if not opts.gapless:
+        return [(True, chunk) for chunk in _split(new, TRANSACTION_LIMIT)]
+    groups: Dict[str, List[Model]] = {}
+    period = opts.current_period()
+    for item in new:
+        key = strategies.partition_key(item, opts) if opts.strategy == "query" else opts.counter_key(item, period)
+        groups.setdefault(key, []).append(item)
+    size = TRANSACTION_LIMIT - (opts.strategy != "query")
+    return [(True, chunk) for group in groups.values() for chunk in _split(group, size)]
+
+
+def _split(items: List[Model], size: int) -> List[List[Model]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 class _BatchWrite(BatchWrite[_T]):
@@ -218,94 +290,92 @@ class _BatchWrite(BatchWrite[_T]):
             send_after_save(type(item), instance=item, is_new=False, operation="batch")
 
 
-class _TransactionHook:
-    """What the new auto-increment items of one user ``TransactWrite`` need at commit."""
+# -- a user's TransactWrite ------------------------------------------------------
 
-    def __init__(self, transaction: TransactWrite) -> None:
-        self.transaction = transaction
-        self.saved: List[Tuple[Model, Options, Optional[Claim], bool, int]] = []
-        self.counters: Dict[Tuple[str, str], Tuple[int, Optional[int], int]] = {}
-        self.commit = transaction._commit
-        transaction._commit = self.run  # type: ignore[method-assign]
+_SAVE_CODE = TransactWrite.save.__code__
+
+
+def _calling_transaction(instance: Model) -> Optional[TransactWrite]:
+    """The ``TransactWrite`` whose ``save(instance)`` is on the stack, if any.
+
+    PynamoDB gives the model no handle on the transaction; the frame of
+    ``TransactWrite.save`` is found by its code, however many overrides of
+    ``get_save_kwargs_from_instance`` (other mixins) run in between.
+    """
+    frame: Optional[FrameType] = sys._getframe(2)
+    for _ in range(64):
+        if frame is None:
+            return None
+        if frame.f_code is _SAVE_CODE and frame.f_locals.get("model") is instance:
+            transaction = frame.f_locals.get("self")
+            return transaction if isinstance(transaction, TransactWrite) else None
+        frame = frame.f_back
+    return None
+
+
+class _Hook:
+    """The auto-increment items of one user ``TransactWrite``, and how it is sent.
+
+    The transaction's class is swapped for a subclass (:func:`_hooked`) whose
+    ``_commit`` sends it through the engine and whose ``__exit__`` releases
+    the claims when the ``with`` block is left by an exception. A transaction
+    dropped without being sent releases them when it is collected.
+    """
+
+    def __init__(self) -> None:
+        self.entries: List[Tuple[Entry, bool]] = []
+
+    def claims(self) -> List[Claim]:
+        return [e.claim for e, _ in self.entries if e.claim is not None]
 
     @classmethod
-    def of(cls, transaction: TransactWrite) -> _TransactionHook:
+    def of(cls, transaction: TransactWrite) -> _Hook:
         hook = transaction.__dict__.get("_autoinc_hook")
         if hook is None:
-            hook = transaction.__dict__["_autoinc_hook"] = cls(transaction)
+            hook = transaction.__dict__["_autoinc_hook"] = cls()
+            transaction.__class__ = _hooked(type(transaction))
+            weakref.finalize(transaction, hook.release)
         return hook
 
-    def join(self, instance: Model, opts: Options, claim: Optional[Claim]) -> None:
-        """Give a gapless claim its value within this transaction (before the put is built).
+    def release(self) -> None:
+        for claim in self.claims():
+            claim.release()
 
-        Several new items on one counter share one counter swap, from the value
-        first read to the last value handed out.
-        """
-        if claim is None or not claim.swap:
-            return
-        counter_id = (opts.counter.Meta.table_name, claim.key)
-        if counter_id in self.counters:
-            _, expected, last = self.counters[counter_id]
-            claim.expected, claim.value = expected, last + opts.step
-            opts.check_limit(claim.key, claim.value)
-            setattr(instance, opts.attribute, opts.to_python(claim.value, claim.period))
-
-    def add(self, instance: Model, opts: Options, claim: Optional[Claim], is_new: bool) -> None:
-        """Record ``instance``'s put (appended next by TransactWrite.save) and its counter swap."""
-        tx = self.transaction
-        self.saved.append((instance, opts, claim, is_new, len(tx._put_items)))
-        if claim is None or not claim.swap:
-            return
-        counter_id = (opts.counter.Meta.table_name, claim.key)
-        swap = opts.counter.swap_kwargs(claim.key, claim.expected, claim.value)
-        if counter_id in self.counters:
-            index = self.counters[counter_id][0]
-            tx._update_items[index] = swap
-        else:
-            index = len(tx._update_items)
-            tx._update_items.append(swap)
-        self.counters[counter_id] = (index, claim.expected, claim.value)
-
-    def run(self) -> Any:
-        try:
-            response = self.commit()
-        except TransactWriteError as exc:
-            message = self.explain(exc)
-            for instance, opts, claim, _, _ in self.saved:
-                if claim is not None:
-                    setattr(instance, opts.attribute, None)
-                    if claim.swap:
-                        strategies.remember(opts, claim.key, None)  # read it afresh next time
-            raise TransactionCanceledError(message, exc, cancellation_reasons=reasons_of(exc)) from exc
-        for instance, opts, claim, is_new, _ in self.saved:
-            if claim is not None and claim.swap:
-                strategies.remember(opts, claim.key, claim.value)
-            send_after_save(type(instance), instance=instance, is_new=is_new, operation="transaction")
+    def commit(self, tx: TransactWrite) -> Any:
+        write = Write(
+            tx._connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
+            checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
+            token=tx._client_request_token, retry=tx._client_request_token is None,
+            extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
+                                     ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v},
+        )
+        response = _engine.commit(write)
+        for model in tx._models_for_version_attribute_update:
+            model.update_local_version_attribute()
+        for entry, is_new in self.entries:
+            send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
         return response
 
-    def explain(self, exc: TransactWriteError) -> str:
-        tx = self.transaction
-        reasons = reasons_of(exc)
-        if not reasons:
-            return f"the transaction failed: {exc.cause or exc}"
-        first_put = len(tx._condition_check_items) + len(tx._delete_items)
-        first_update = first_put + len(tx._put_items)
-        ours: Dict[int, str] = {}
-        for instance, opts, claim, _, put_index in self.saved:
-            what = f"{type(instance).__name__} {opts.attribute}={getattr(instance, opts.attribute)!r}"
-            if claim is not None:
-                what += " (new: " + ("an item with this key already exists, or your condition failed)"
-                                     if code_of(reasons[first_put + put_index]) == CONDITION_FAILED else ")")
-            ours[first_put + put_index] = what
-        for (_, key), (index, _, _) in self.counters.items():
-            ours[first_update + index] = (f"counter {key!r} (another writer advanced it since it was read: "
-                                          "run the transaction again)")
-        parts = [
-            f"item {i}: {reason.code}" + (f" on {ours[i]}" if i in ours else "")
-            for i, reason in enumerate(reasons)
-            if reason is not None
-        ]
-        retry = any(code_of(reasons[first_update + i]) in (CONDITION_FAILED, CONFLICT)
-                    for i, _, _ in self.counters.values())
-        return ("transaction cancelled: " + "; ".join(parts)
-                + ("; retrying the whole transaction will read the counter again" if retry else ""))
+
+_HOOKED: Dict[type, type] = {}
+
+
+def _hooked(cls: Type[TransactWrite]) -> Type[TransactWrite]:
+    """``cls`` with its commit sent through the engine and its claims released on an exception."""
+    if getattr(cls, "_autoinc_hooked", False):
+        return cls
+    hooked = _HOOKED.get(cls)
+    if hooked is None:
+        def _commit(self: TransactWrite) -> Any:
+            return self.__dict__["_autoinc_hook"].commit(self)
+
+        def __exit__(self: TransactWrite, exc_type: Any, exc: Any, tb: Any) -> Any:
+            if exc_type is not None:
+                self.__dict__["_autoinc_hook"].release()
+            return cls.__exit__(self, exc_type, exc, tb)
+
+        hooked = _HOOKED[cls] = type(cls.__name__, (cls,), {
+            "_commit": _commit, "__exit__": __exit__, "_autoinc_hooked": True,
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+        })
+    return hooked

@@ -49,22 +49,37 @@ def test_cancelled_transaction_leaves_no_item(make_model, mode):
         tx.save(new)
         tx.save(User(id=50, name="clash"), condition=User.id.does_not_exist())
     assert isinstance(info.value, TransactWriteError)
-    assert "ConditionalCheckFailed on User id=50" in str(info.value)
+    assert "ConditionalCheckFailed on User with id=50" in str(info.value)
     assert new.id is None
     assert [(u.id, u.name) for u in User.scan()] == [(50, "existing")]
     # gapless: the counter swap was cancelled with the rest; fast: the value was spent before
     assert counter_of(User) == (1 if mode == "fast" else None)
 
 
-def test_gapless_transaction_lost_race_is_explained(make_model):
-    """A gapless counter that moved before commit cancels the transaction with advice to rerun it."""
+def test_gapless_transaction_lost_race_is_sent_again(make_model):
+    """A gapless counter that moved after tx.save() does not cancel the transaction: it is sent again."""
     User = make_model("User", autoinc_gapless=True)
     tx = transaction(User)
     new = User()
     tx.save(new)
+    assert new.id == 1
     User().save()  # another writer takes value 1 first
-    with pytest.raises(TransactionCanceledError, match="another writer advanced it"):
+    tx._commit()
+    assert new.id == 2
+    assert sorted(u.id for u in User.scan()) == [1, 2]
+    assert counter_of(User) == 2
+
+
+def test_gapless_transaction_with_own_token_lost_race_is_explained(make_model):
+    """A transaction with its own client_request_token is not resent with other values: it says why."""
+    User = make_model("User", autoinc_gapless=True)
+    tx = TransactWrite(connection=User._get_connection().connection, client_request_token="order-17")
+    new = User()
+    tx.save(new)
+    User().save()  # another writer takes value 1 first
+    with pytest.raises(TransactionCanceledError, match="changed under concurrent writers since it was read"):
         tx._commit()
+    assert new.id is None
     assert [u.id for u in User.scan()] == [1]
     assert counter_of(User) == 1
 

@@ -1,0 +1,345 @@
+"""The write engine: every request that stores an item carrying a new ID.
+
+``Model.save()``, ``Model.save_all()`` and a user's ``TransactWrite`` hand
+their items to :func:`commit` as one :class:`Write`. Building a request and
+reading its answer are kept apart from sending it:
+
+- :meth:`Write.request` builds the request: a PutItem for a lone item, or a
+  TransactWriteItems holding the items and one counter swap per chain of
+  gapless claims (see :mod:`pynamodb_autoinc.strategies`);
+- :meth:`Write.verdict` reads a failed answer: applied after all (the answer
+  to our own write was lost), a lost race to retry, or the error that names
+  the item;
+- :func:`commit` sends the request (:func:`send`), retries lost races with
+  backoff, and commits the claims, or releases them on any other exit.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from pynamodb.connection import Connection
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.constants import ITEM, PUT_ITEM, TRANSACT_WRITE_ITEMS
+from pynamodb.exceptions import CancellationReason
+from pynamodb.expressions.condition import Condition
+from pynamodb.models import Model
+
+from . import strategies
+from ._options import options_for
+from .exceptions import (
+    AutoIncrementError,
+    ConditionFailedError,
+    ContentionError,
+    ItemExistsError,
+    ItemWriteError,
+    TransactionCanceledError,
+    WriteOutcomeUnknownError,
+    error_code,
+    error_responses,
+)
+from .strategies import ChainId, Claim
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+CONFLICT = "TransactionConflict"
+
+#: The most items one TransactWriteItems may hold.
+TRANSACTION_LIMIT = 100
+
+APPLIED: Any = object()
+"""A verdict: the request was applied, though its answer said otherwise or never came."""
+
+
+class Entry:
+    """One item of a write: the instance, its claim (None: no new ID), and its put's position."""
+
+    def __init__(self, instance: Model, claim: Optional[Claim], index: int) -> None:
+        self.instance, self.claim, self.index = instance, claim, index
+
+
+class Write:
+    """One request storing items, some carrying new IDs; perhaps inside a user's transaction.
+
+    ``puts`` are PutItem arguments; ``entries`` say which of them are this
+    library's. ``checks``, ``deletes`` and ``updates`` are the other parts of
+    a user's transaction. ``purpose`` (``"save"``, ``"bulk"`` or
+    ``"transaction"``) decides the error a failure raises. ``retry``: lost
+    races are retried by sending the request again with new values.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        puts: List[Dict[str, Any]],
+        entries: List[Entry],
+        *,
+        purpose: str,
+        checks: Sequence[Dict[str, Any]] = (),
+        deletes: Sequence[Dict[str, Any]] = (),
+        updates: Sequence[Dict[str, Any]] = (),
+        token: Optional[str] = None,
+        retry: bool = True,
+        extra: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.connection, self.puts, self.entries, self.purpose = connection, puts, entries, purpose
+        self.checks, self.deletes, self.updates = checks, deletes, updates
+        self.token, self.retry, self.extra = token, retry, dict(extra or {})
+        self.claims = [e.claim for e in entries if e.claim is not None]
+
+    # -- building ---------------------------------------------------------
+
+    def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
+        """Each chain of swap claims as (chain, head, last): its counter moves from head.expected to last.value."""
+        found: Dict[ChainId, List[Claim]] = {}
+        for claim in self.claims:
+            if claim.kind == "swap":
+                found.setdefault(claim.chain, []).append(claim)
+        return [(chain, group[0], group[-1]) for chain, group in found.items()]
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        """The request to send: (operation name, its arguments)."""
+        for entry in self.entries:
+            if entry.claim is not None:
+                attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
+                value = getattr(entry.instance, entry.claim.opts.attribute)
+                self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
+        swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value) for _, head, last in self.chains()]
+        if self.purpose != "transaction" and len(self.puts) == 1 and not swaps:
+            return PUT_ITEM, dict(self.puts[0])
+        items = ([{"ConditionCheck": c} for c in self.checks] + [{"Delete": d} for d in self.deletes]
+                 + [{"Put": p} for p in self.puts] + [{"Update": u} for u in [*self.updates, *swaps]])
+        token = self.token if self.token is not None else uuid.uuid4().hex
+        return TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
+
+    # -- reading answers ----------------------------------------------------
+
+    def verdict(self, exc: Exception) -> Any:
+        """What a failed request means: APPLIED, a lost race ({chain: counter value}), or it raises."""
+        code = error_code(exc)
+        if code == "ConditionalCheckFailedException":
+            reasons: List[Optional[CancellationReason]] = [
+                CancellationReason(code=CONDITION_FAILED, raw_item=_returned(exc))]
+        elif code == "TransactionCanceledException":
+            reasons = reasons_of(exc)
+        else:
+            return self._settle(exc)
+        first_put = len(self.checks) + len(self.deletes)
+        first_swap = first_put + len(self.puts) + len(self.updates)
+        reasons += [None] * (first_swap + len(self.chains()) - len(reasons))
+        ours = {first_put + e.index: e for e in self.entries if e.claim is not None}
+        if was_retried(exc) and any(getattr(reasons[i], "raw_item", None) == self.puts[e.index][ITEM]
+                                    for i, e in ours.items()):
+            return APPLIED  # our own write, applied before its answer was lost; the resend found it
+        current: Dict[ChainId, Any] = {}
+        lost, blocking, taken = False, [], []
+        for i, reason in enumerate(reasons):
+            if reason is None:
+                continue
+            if reason.code == CONFLICT:
+                lost = True  # a concurrent transaction touched an item: send it again
+            elif i >= first_swap and reason.code == CONDITION_FAILED:
+                lost = True  # another writer moved the counter: retry from its value now
+                chain = self.chains()[i - first_swap][0]
+                current[chain] = counter_value(self.chains()[i - first_swap][2], reason)
+            elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
+                taken.append(ours[i].claim)
+            else:
+                blocking.append(i)
+        for claim in taken:
+            # the value is stored already: taken by a racing writer, unless a swap's counter held (it is behind)
+            if claim is not None and (claim.kind == "query" or (claim.kind == "swap" and claim.chain in current)):
+                lost = True
+            else:
+                blocking.append(first_put + next(e.index for e in self.entries if e.claim is claim))
+        if lost and not blocking and self.claims:
+            return current
+        raise self.failure(exc, reasons, sorted(blocking))
+
+    def _settle(self, exc: Exception) -> Any:
+        """A failure with no verdict: find out with one consistent read whether the write landed."""
+        entry = next((e for e in self.entries if e.claim is not None), None)
+        if entry is None or (error_code(exc) is not None and not was_retried(exc)):
+            raise self.failure(exc, [], [])  # answered, and so not applied
+        model = type(entry.instance)
+        hash_key, range_key = model._get_hash_range_key_serialized_values(entry.instance)
+        try:
+            stored = model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get(ITEM)
+        except Exception as read_error:
+            raise WriteOutcomeUnknownError(
+                f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "
+                f"and checking whether it landed failed too ({error_code(read_error) or type(read_error).__name__})"
+                "; it may be stored: read it before saving again, or the record may be stored twice",
+                exc,
+            ) from read_error
+        if stored == self.puts[entry.index][ITEM]:
+            return APPLIED
+        raise self.failure(exc, [], [])
+
+    # -- errors ---------------------------------------------------------------
+
+    def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
+                blocking: List[int]) -> AutoIncrementError:
+        """The error for a request that was not applied; ``blocking``: the positions that failed it."""
+        first_put = len(self.checks) + len(self.deletes)
+        spent = " (the value is spent)" if any(c.kind == "counter" for c in self.claims) else ""
+        if self.purpose == "save":
+            entry = self.entries[0]
+            reason = reasons[first_put] if reasons else None
+            if reason is not None and reason.code == CONDITION_FAILED:
+                if reason.raw_item is not None:
+                    return ItemExistsError(f"{describe(entry.instance)}: {exists_advice(entry)}; nothing was "
+                                           f"written{spent}", exc, cancellation_reasons=reasons)
+                return ConditionFailedError(f"{describe(entry.instance)}: the condition passed to save() did not "
+                                            f"hold; nothing was written{spent}", exc, cancellation_reasons=reasons)
+            return ItemWriteError(f"{describe(entry.instance)}: {_failed_with(exc, entry.instance)}; nothing was "
+                                  f"written{spent}", exc, cancellation_reasons=reasons)
+        if not reasons:
+            what = _failed_with(exc, self.entries[0].instance if self.entries else None)
+        else:
+            names = self._names(reasons)
+            what = "; ".join(f"item {i}: {reasons[i].code} on {names.get(i, 'your item')}"  # type: ignore[union-attr]
+                             for i in blocking)
+        error = TransactionCanceledError if self.purpose == "transaction" else ItemWriteError
+        return error(f"transaction cancelled: {what}; nothing of it was written{spent}", exc,
+                     cancellation_reasons=reasons)
+
+    def contention(self, exc: Exception, attempts: int) -> AutoIncrementError:
+        """The error once lost races used up the retries (or may not be retried)."""
+        claim = self.claims[0]
+        what = (f"another writer took the next {claim.opts.attribute} in partition {claim.key!r}"
+                if claim.kind == "query" else f"counter {claim.key!r} changed under concurrent writers")
+        if self.purpose == "transaction" and not self.retry:
+            return TransactionCanceledError(
+                f"transaction cancelled: {what} since it was read (the transaction has its own "
+                "client_request_token, so it is not sent again with other values); run the transaction again",
+                exc, cancellation_reasons=reasons_of(exc))
+        message = (f"{describe(claim.instance)}: {what} {attempts} times in a row; nothing was written. "
+                   "Retry the save later, or raise Meta.autoinc_retries")
+        error = TransactionCanceledError if self.purpose == "transaction" else ContentionError
+        return error(message, exc, cancellation_reasons=reasons_of(exc))
+
+    def _names(self, reasons: List[Optional[CancellationReason]]) -> Dict[int, str]:
+        first_put = len(self.checks) + len(self.deletes)
+        first_swap = first_put + len(self.puts) + len(self.updates)
+        names = {}
+        for entry in self.entries:
+            i = first_put + entry.index
+            names[i] = describe(entry.instance)
+            reason = reasons[i]
+            if entry.claim is not None and reason is not None and reason.code == CONDITION_FAILED:
+                names[i] += (f" (new: {exists_advice(entry)})" if reason.raw_item is not None
+                             else " (new: your condition failed)")
+        for n, (_, _, last) in enumerate(self.chains()):
+            names[first_swap + n] = f"counter {last.key!r}"
+        return names
+
+
+def commit(write: Write) -> Dict[str, Any]:
+    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure."""
+    attempt = 0
+    with strategies.held(write.claims):
+        while True:
+            operation, kwargs = write.request()
+            try:
+                response = send(write.connection, operation, kwargs)
+                break
+            except BOTOCORE_EXCEPTIONS as exc:
+                outcome = write.verdict(exc)
+                if outcome is APPLIED:
+                    response = {}
+                    break
+                attempt += 1
+                opts = write.claims[0].opts if write.claims else None
+                if opts is None or not write.retry or attempt > opts.retries:
+                    raise write.contention(exc, attempt) from exc
+                time.sleep(strategies.backoff_delay(opts.backoff, attempt))
+                strategies.retake(write.claims, outcome)
+        for claim in write.claims:
+            claim.commit()
+        for _, _, last in write.chains():
+            strategies.remember(last.opts, last.key, last.value)
+    return response
+
+
+def send(connection: Connection, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Send one request; botocore's own retries of transient errors happen in here."""
+    return dict(connection.dispatch(operation, kwargs))
+
+
+# -- helpers -------------------------------------------------------------------
+
+def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
+    """The condition that no item with ``instance``'s key exists, ANDed with ``condition``."""
+    absent: Condition = type(instance)._hash_key_attribute().does_not_exist()
+    return absent if condition is None else absent & condition
+
+
+def put_kwargs(instance: Model, condition: Optional[Condition], add_version_condition: bool = True) -> Dict[str, Any]:
+    """The PutItem arguments for ``instance``, asking for the old item if a condition fails."""
+    args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
+    kwargs.update(key=ITEM, return_values_on_condition_failure="ALL_OLD")
+    return dict(type(instance)._get_connection().get_operation_kwargs(*args, **kwargs))
+
+
+def counter_value(claim: Claim, reason: CancellationReason) -> Any:
+    """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown."""
+    if reason.raw_item is None:
+        return strategies._UNKNOWN
+    raw = reason.raw_item.get(claim.opts.counter.next_id.attr_name)
+    if raw is None:
+        return None
+    return int(raw["N"]) if "N" in raw and float(raw["N"]).is_integer() else strategies._UNKNOWN
+
+
+def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
+    """The cancellation reasons of a failed transaction, or [] when there are none."""
+    while exc is not None:
+        reasons = getattr(exc, "cancellation_reasons", None)
+        if reasons:
+            return list(reasons)
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return []
+
+
+def was_retried(exc: BaseException) -> bool:
+    """Whether botocore sent the failed request more than once (an earlier try may have applied)."""
+    for response in error_responses(exc):
+        attempts = response.get("ResponseMetadata", {}).get("RetryAttempts")
+        if attempts is not None:
+            return bool(attempts)
+    return False
+
+
+def _returned(exc: BaseException) -> Optional[Dict[str, Any]]:
+    """The old item a failed PutItem condition returned (ALL_OLD)."""
+    return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
+
+
+def describe(instance: Model) -> str:
+    """``User with id=5``: how errors name an instance."""
+    attribute = options_for(type(instance)).attribute
+    return f"{type(instance).__name__} with {attribute}={getattr(instance, attribute)!r}"
+
+
+def exists_advice(entry: Entry) -> str:
+    """Why a new item's key can already be in use, and what to do."""
+    claim = entry.claim
+    if claim is None or claim.opts.attribute != type(entry.instance)._hash_keyname:
+        return "an item with this key already exists and was not overwritten; choose a key that is not in use, " \
+               "or update the existing item instead"
+    return (f"an item with this key already exists and was not overwritten; the counter {claim.key!r} is behind "
+            f"the IDs already stored: raise it to the largest stored ID with "
+            f"{claim.opts.counter.__name__}.setval({claim.key!r}, N)")
+
+
+def _failed_with(exc: Exception, instance: Optional[Model]) -> str:
+    code = error_code(exc)
+    if code == "ResourceNotFoundException" and instance is not None:
+        model = type(instance)
+        return (f"table {model.Meta.table_name!r} (or counter table "
+                f"{options_for(model).counter.Meta.table_name!r}) does not exist; create it with "
+                f"{model.__name__}.create_table(...)")
+    message = next((r["Error"].get("Message") for r in error_responses(exc) if r.get("Error")), None)
+    return f"the write failed with {code or type(exc).__name__}: {message or exc}"
