@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Dict, Optional, Tuple, Type, TypeVar, cast
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.constants import KEY, UPDATED_NEW
@@ -74,10 +74,21 @@ class NextId(Model):
 
     # -- operations -----------------------------------------------------
 
+    #: What precedes a counter key in its item's hash key (counters kept in a model's own table).
+    _autoinc_prefix = ""
+
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
         """The (hash key, range key) of counter ``key``'s item."""
-        return key, None
+        return cls._autoinc_prefix + key, None
+
+    @classmethod
+    def keys(cls) -> List[str]:
+        """The key of every counter in the table (a consistent scan)."""
+        attr = cls.next_key
+        only = attr.startswith(cls._autoinc_prefix) if cls._autoinc_prefix else None
+        return [item.next_key[len(cls._autoinc_prefix):]
+                for item in cls.scan(only, attributes_to_get=[attr.attr_name], consistent_read=True)]
 
     @classmethod
     def nextval(cls, key: str, *, step: int = 1, start: int = 1, limit: Optional[int] = None) -> int:
@@ -200,8 +211,10 @@ class NextId(Model):
         return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
 
     @classmethod
-    def current(cls, name: str, *, period: Optional[str] = None, now: Optional[datetime] = None) -> Optional[int]:
-        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
+    def current(cls, name: str, *, period: Optional[str] = "month",
+                now: Optional[datetime] = None) -> Optional[int]:
+        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`, whose default
+        it shares), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
     # -- errors ---------------------------------------------------------
@@ -301,6 +314,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         "Meta": meta,
         "__module__": model.__module__,
         "_autoinc_bound": True,
+        "_autoinc_prefix": RESERVED_PREFIX,
         "_item_key": classmethod(_item_key),
         **attrs,
     }))

@@ -21,7 +21,8 @@ def required_actions(model: Type[Model]) -> Dict[str, Set[str]]:
     """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included)."""
     opts = options_for(model)
     table = model.Meta.table_name
-    actions: Dict[str, Set[str]] = {table: {"dynamodb:PutItem"}}
+    # PutItem writes the items (alone or in a transaction); GetItem settles a write whose answer was lost.
+    actions: Dict[str, Set[str]] = {table: {"dynamodb:PutItem", "dynamodb:GetItem"}}
     if opts.strategy == "query":
         actions[table].add("dynamodb:Query")
         return actions

@@ -9,7 +9,7 @@
   transaction is then sent by the engine, which adds the gapless counter
   swaps and, when a counter race is lost, sends it again with new values.
   An exception in its ``with`` block, or a transaction dropped unsent,
-  releases the claims;
+  releases the claims (see the end of this module);
 - ``Model.batch_write()`` refuses new instances: a batch write cannot carry
   the condition that keeps a new ID from overwriting an existing item.
 
@@ -20,15 +20,14 @@ Every claim ends committed or released (its attribute back to ``None``); see
 from __future__ import annotations
 
 import contextvars
-import sys
+import functools
 import weakref
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.constants import PUT
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
-from pynamodb.transactions import TransactWrite
+from pynamodb.transactions import Transaction, TransactWrite
 
 from . import _engine, strategies
 from ._engine import TRANSACTION_LIMIT, Entry, Write
@@ -291,36 +290,35 @@ class _BatchWrite(BatchWrite[_T]):
 
 
 # -- a user's TransactWrite ------------------------------------------------------
+#
+# PynamoDB gives a model no handle on the transaction that saves it, and a
+# ``with`` block looks ``__exit__`` up on the class when it is entered. So
+# three methods of PynamoDB's transactions are wrapped once, at import; each
+# wrapper does nothing more than the original unless the transaction holds
+# new auto-increment items:
+#
+# - ``TransactWrite.save`` makes the transaction known to the model's
+#   ``get_save_kwargs_from_instance`` (however many other mixins override it);
+# - ``TransactWrite._commit`` sends a transaction holding claims through the
+#   engine;
+# - ``Transaction.__exit__`` releases the claims when the block is left by an
+#   exception (nothing is sent then).
+#
+# A transaction dropped without being sent releases its claims when it is
+# collected.
 
-_SAVE_CODE = TransactWrite.save.__code__
+_saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = contextvars.ContextVar(
+    "autoinc_saving", default=None)
 
 
 def _calling_transaction(instance: Model) -> Optional[TransactWrite]:
-    """The ``TransactWrite`` whose ``save(instance)`` is on the stack, if any.
-
-    PynamoDB gives the model no handle on the transaction; the frame of
-    ``TransactWrite.save`` is found by its code, however many overrides of
-    ``get_save_kwargs_from_instance`` (other mixins) run in between.
-    """
-    frame: Optional[FrameType] = sys._getframe(2)
-    for _ in range(64):
-        if frame is None:
-            return None
-        if frame.f_code is _SAVE_CODE and frame.f_locals.get("model") is instance:
-            transaction = frame.f_locals.get("self")
-            return transaction if isinstance(transaction, TransactWrite) else None
-        frame = frame.f_back
-    return None
+    """The ``TransactWrite`` whose ``save(instance)`` is running, if any."""
+    saving = _saving.get()
+    return saving[0] if saving is not None and saving[1] is instance else None
 
 
 class _Hook:
-    """The auto-increment items of one user ``TransactWrite``, and how it is sent.
-
-    The transaction's class is swapped for a subclass (:func:`_hooked`) whose
-    ``_commit`` sends it through the engine and whose ``__exit__`` releases
-    the claims when the ``with`` block is left by an exception. A transaction
-    dropped without being sent releases them when it is collected.
-    """
+    """The auto-increment items of one user ``TransactWrite``, and how it is sent."""
 
     def __init__(self) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
@@ -333,7 +331,6 @@ class _Hook:
         hook = transaction.__dict__.get("_autoinc_hook")
         if hook is None:
             hook = transaction.__dict__["_autoinc_hook"] = cls()
-            transaction.__class__ = _hooked(type(transaction))
             weakref.finalize(transaction, hook.release)
         return hook
 
@@ -357,25 +354,35 @@ class _Hook:
         return response
 
 
-_HOOKED: Dict[type, type] = {}
+def _wrap_transactions() -> None:
+    if getattr(TransactWrite, "_autoinc_wrapped", False):
+        return
+    save, commit, exit_ = TransactWrite.save, TransactWrite._commit, Transaction.__exit__
+
+    @functools.wraps(save)
+    def _save(self: TransactWrite, model: Model, *args: Any, **kwargs: Any) -> None:
+        token = _saving.set((self, model))
+        try:
+            save(self, model, *args, **kwargs)
+        finally:
+            _saving.reset(token)
+
+    @functools.wraps(commit)
+    def _commit(self: TransactWrite) -> Any:
+        hook = self.__dict__.get("_autoinc_hook")
+        return commit(self) if hook is None else hook.commit(self)
+
+    @functools.wraps(exit_)
+    def __exit__(self: Transaction, exc_type: Any, exc: Any, tb: Any) -> Any:
+        hook = self.__dict__.get("_autoinc_hook")
+        if hook is not None and exc_type is not None:
+            hook.release()
+        return exit_(self, exc_type, exc, tb)
+
+    TransactWrite.save = _save  # type: ignore[method-assign]
+    TransactWrite._commit = _commit  # type: ignore[method-assign]
+    Transaction.__exit__ = __exit__  # type: ignore[method-assign]
+    TransactWrite._autoinc_wrapped = True  # type: ignore[attr-defined]
 
 
-def _hooked(cls: Type[TransactWrite]) -> Type[TransactWrite]:
-    """``cls`` with its commit sent through the engine and its claims released on an exception."""
-    if getattr(cls, "_autoinc_hooked", False):
-        return cls
-    hooked = _HOOKED.get(cls)
-    if hooked is None:
-        def _commit(self: TransactWrite) -> Any:
-            return self.__dict__["_autoinc_hook"].commit(self)
-
-        def __exit__(self: TransactWrite, exc_type: Any, exc: Any, tb: Any) -> Any:
-            if exc_type is not None:
-                self.__dict__["_autoinc_hook"].release()
-            return cls.__exit__(self, exc_type, exc, tb)
-
-        hooked = _HOOKED[cls] = type(cls.__name__, (cls,), {
-            "_commit": _commit, "__exit__": __exit__, "_autoinc_hooked": True,
-            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
-        })
-    return hooked
+_wrap_transactions()

@@ -46,8 +46,7 @@ def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = 
     """
     bound = counter_for(model, counter)
     if keys is None:
-        keys = [item.next_key for item in bound.scan(attributes_to_get=[bound.next_key.attr_name],
-                                                     consistent_read=True)]
+        keys = bound.keys()
     removed = 0
     for key in keys:
         hash_key, range_key = bound._item_key(key)
