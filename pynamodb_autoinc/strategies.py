@@ -249,14 +249,17 @@ def _from_block(opts: Options, key: str) -> int:
     sequence = (counter_id(opts, key), opts.start, opts.step, opts.limit)
     with _state.lock:
         block = _state.blocks.get(sequence)
-        if block is None:
+        count = opts.block
+        while block is None:
             try:
-                values = _reserve(opts, key, opts.block)
+                values = _reserve(opts, key, count)
             except SequenceExhaustedError:
-                if opts.limit is None:
-                    raise
                 # fewer than a block's worth is left before the bound: reserve what is left
-                values = _reserve(opts, key, max(1, opts.remaining(opts.counter.currval(key))))
+                left = opts.remaining(opts.counter.currval(key)) if opts.limit is not None else 0
+                if not 0 < left < count:
+                    raise
+                count = left
+                continue
             block = _state.blocks[sequence] = [values[0], values[-1]]
         value = block[0]
         if value == block[1]:
