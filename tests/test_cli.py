@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -27,15 +28,36 @@ def moto_server() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(params=("moto", "local"))
-def endpoint(request: pytest.FixtureRequest) -> str:
-    if request.param == "moto":
+@pytest.fixture
+def endpoint(backend_name: str, request: pytest.FixtureRequest) -> str:
+    """The server the command talks to: moto's or DynamoDB Local (``pytest --backend`` picks)."""
+    if backend_name == "moto":
         return str(request.getfixturevalue("moto_server"))
     return str(request.getfixturevalue("dynamodb_local").url)
 
 
+@functools.cache
+def command() -> List[str]:
+    """How to run the command line so that it runs this checkout's code.
+
+    The installed console script is what an operator runs (it imports models
+    from the current directory, not from its own sys.path), so it is used when
+    it imports ``pynamodb_autoinc`` from this checkout. An install from another
+    checkout (an editable install of a sibling work tree) would test that
+    code instead: then ``python -m pynamodb_autoinc`` runs from this
+    checkout's root, which puts this checkout first on sys.path.
+    """
+    script = Path(sys.executable).with_name("pynamodb-autoinc")
+    if script.exists():
+        where = subprocess.run([sys.executable, "-c", "import pynamodb_autoinc; print(pynamodb_autoinc.__file__)"],
+                               capture_output=True, text=True, cwd=script.parent, timeout=60)
+        if where.returncode == 0 and Path(where.stdout.strip()).resolve().parent.parent == ROOT:
+            return [str(script)]
+    return [sys.executable, "-m", "pynamodb_autoinc"]
+
+
 class Cli:
-    """Runs ``python -m pynamodb_autoinc`` against one endpoint with a fresh set of table names."""
+    """Runs the command line against one endpoint with a fresh set of table names."""
 
     def __init__(self, host: str) -> None:
         self.host = host
@@ -45,10 +67,7 @@ class Cli:
                     "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
 
     def __call__(self, *args: str, table: bool = True) -> subprocess.CompletedProcess:
-        # the installed console script, as an operator runs it (it imports models from the current directory)
-        script = Path(sys.executable).with_name("pynamodb-autoinc")
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "pynamodb_autoinc"]
-        argv = [*command, "--host", self.host, "--region", "us-east-1"]
+        argv = [*command(), "--host", self.host, "--region", "us-east-1"]
         if table:
             argv += ["--table", self.table]
         return subprocess.run([*argv, *args], capture_output=True, text=True, env=self.env, cwd=ROOT, timeout=300)
