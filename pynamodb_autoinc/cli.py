@@ -70,8 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     set_ = commands.add_parser("set", help="set a counter; the next value handed out is VALUE + step")
     set_.add_argument("value", type=int)
     set_.add_argument("--key", help="counter key (default: the model's)")
-    set_.add_argument("--model", help="package.module:Model: refuse to go below its largest stored ID")
-    set_.add_argument("--force", action="store_true", help="set it even below the largest stored ID")
+    set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs (below the "
+                                      "largest; above the smallest, for a negative step)")
+    set_.add_argument("--force", action="store_true", help="set it even behind the stored IDs")
     set_.set_defaults(run=_set)
 
     seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table")
@@ -178,12 +179,16 @@ def _get(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     if model is not None and not args.force:
-        largest = _largest_ids(model, segments=4).get(key)
-        if largest is not None and args.value < largest:
+        opts = options_for(model)
+        furthest = _furthest_ids(model, segments=4).get(key)
+        if furthest is not None and _behind(args.value, furthest, opts.step):
+            below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
+            counts = "" if opts.step > 0 else f" counts down (Meta.autoinc_step = {opts.step}) and"
             raise CommandError(
-                f"{model.__name__} already stores {options_for(model).attribute}={largest} under counter "
-                f"{key!r}; setting it to {args.value} would make the next saves collide with stored items "
-                "(they are refused, never overwritten). Use --force to set it anyway"
+                f"{model.__name__}{counts} already stores {opts.attribute}={furthest} under counter {key!r}; "
+                f"setting the counter to {args.value}, {below} that, would make the next saves take IDs that are "
+                f"already stored (those saves are refused, never overwritten). Set it to {furthest} or {more}, "
+                "as `seed` does. Use --force to set it anyway"
             )
     counter = _counter(args, model)
     counter.setval(key, args.value)
@@ -198,11 +203,11 @@ def _seed(args: argparse.Namespace) -> int:
         raise CommandError(f"{model.__name__} uses the query strategy: it keeps no counter to seed")
     if opts.period or opts.fmt:
         raise CommandError(f"{model.__name__} formats or periods its IDs; seed each period's counter with `set`")
-    largest = _largest_ids(model, args.segments)
-    for key, value in sorted(largest.items()):
+    furthest = _furthest_ids(model, args.segments)
+    for key, value in sorted(furthest.items()):
         raised = opts.counter.raise_to(key, value)
         print(f"{key}: {'raised to' if raised else 'already at or above'} {value}")
-    if not largest:
+    if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
     return 0
 
@@ -260,7 +265,13 @@ def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
             return items
 
 
-def _largest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
+def _behind(value: int, furthest: int, step: int) -> bool:
+    """Whether a counter at ``value`` is behind the stored ID ``furthest``: its next values could be taken."""
+    return value < furthest if step > 0 else value > furthest
+
+
+def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
+    """The furthest stored ID per counter key: the largest, or the smallest for a negative step."""
     ids, _ = _ids_by_counter(model, segments)
     opts = options_for(model)
     pick = max if opts.step > 0 else min

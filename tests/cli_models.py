@@ -48,3 +48,16 @@ class Issue(AutoIncrementMixin, Model):
 
     project = UnicodeAttribute(hash_key=True)
     number = NumberAttribute(range_key=True)
+
+
+class Countdown(AutoIncrementMixin, Model):
+    """A descending sequence: 100, 95, 90, ..."""
+
+    class Meta:
+        table_name = f"{PREFIX}-countdown"
+        autoinc_start = 100
+        autoinc_step = -5
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)

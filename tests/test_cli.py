@@ -156,6 +156,39 @@ def test_set_refuses_to_go_below_stored_ids(cli):
     assert cli("get", "--model", "tests.cli_models:User", table=False).stdout.strip() == "4"
 
 
+def seed_countdown(cli: Cli, ids: List[int]) -> Any:
+    """Store Countdown items with these IDs (100, 95, 90, ... is its sequence) and create the counter table."""
+    models = cli.models()
+    models.Countdown.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    with models.Countdown.batch_write() as batch:
+        for i in ids:
+            batch.save(models.Countdown(id=i))
+    cli("create-table", table=False)
+    return models
+
+
+def test_set_refuses_to_go_above_stored_ids_counting_down(cli):
+    """set with --model refuses a value above the smallest stored ID of a descending sequence."""
+    seed_countdown(cli, [100, 95, 60])
+    refused = cli("set", "70", "--model", "tests.cli_models:Countdown", table=False)
+    assert refused.returncode == 1
+    assert "counts down (Meta.autoinc_step = -5)" in refused.stderr
+    assert "already stores id=60" in refused.stderr and "above that" in refused.stderr
+    assert "Set it to 60 or lower" in refused.stderr and "Use --force" in refused.stderr
+    assert "has no value yet" in cli("get", "--model", "tests.cli_models:Countdown", table=False).stderr
+
+
+def test_set_accepts_a_value_below_stored_ids_counting_down(cli):
+    """set with --model takes a value at or below the smallest stored ID of a descending sequence."""
+    models = seed_countdown(cli, [100, 95, 60])
+    done = cli("set", "50", "--model", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert cli("get", "--model", "tests.cli_models:Countdown", table=False).stdout.strip() == "50"
+    item = models.Countdown()
+    item.save()
+    assert item.id == 45
+
+
 def test_check_reports_holes_and_duplicates(cli):
     """check summarises each counter; holes in a gapless model exit 3."""
     models = cli.models()
