@@ -75,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     set_.add_argument("--force", action="store_true", help="set it even behind the stored IDs")
     set_.set_defaults(run=_set)
 
-    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table")
+    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table "
+                                            "(lower them to the smallest, for a negative step); never moves one back")
     seed.add_argument("model", help="package.module:Model")
     seed.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
     seed.set_defaults(run=_seed)
@@ -204,9 +205,9 @@ def _seed(args: argparse.Namespace) -> int:
     if opts.period or opts.fmt:
         raise CommandError(f"{model.__name__} formats or periods its IDs; seed each period's counter with `set`")
     furthest = _furthest_ids(model, args.segments)
+    moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
-        raised = opts.counter.raise_to(key, value)
-        print(f"{key}: {'raised to' if raised else 'already at or above'} {value}")
+        print(f"{key}: {moved if opts.counter.raise_to(key, value, step=opts.step) else already} {value}")
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
     return 0

@@ -189,6 +189,29 @@ def test_set_accepts_a_value_below_stored_ids_counting_down(cli):
     assert item.id == 45
 
 
+def test_seed_lowers_a_descending_counter_to_the_smallest_id(cli):
+    """seed moves a descending sequence's counter down to its smallest stored ID, once."""
+    models = seed_countdown(cli, [100, 95, 60])
+    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{cli.prefix}-countdown: lowered to 60" in done.stdout
+    again = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert f"{cli.prefix}-countdown: already at or below 60" in again.stdout
+    item = models.Countdown()
+    item.save()
+    assert item.id == 55
+
+
+def test_seed_never_raises_a_descending_counter(cli):
+    """seed leaves a descending counter that is already below the smallest stored ID where it is."""
+    seed_countdown(cli, [100, 95, 60])
+    assert cli("set", "30", "--model", "tests.cli_models:Countdown", table=False).returncode == 0
+    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{cli.prefix}-countdown: already at or below 60" in done.stdout
+    assert cli("get", "--model", "tests.cli_models:Countdown", table=False).stdout.strip() == "30"
+
+
 def test_check_reports_holes_and_duplicates(cli):
     """check summarises each counter; holes in a gapless model exit 3."""
     models = cli.models()
