@@ -81,7 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     seed.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
     seed.set_defaults(run=_seed)
 
-    check = commands.add_parser("check", help="look for duplicates and holes in a model's auto-increment IDs")
+    check = commands.add_parser(
+        "check", help="look for duplicates and holes in a model's auto-increment IDs",
+        description="Look for duplicates and holes in a model's auto-increment IDs, per counter. Holes are the "
+                    "values of the sequence (start, start + step, ...) up to the furthest stored one that no item "
+                    "holds; stored values that are not on the sequence are counted apart (OFF-SEQUENCE). Exits 3 "
+                    "on duplicates, or on holes in a gapless model.")
     check.add_argument("model", help="package.module:Model")
     check.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -219,29 +224,68 @@ def _check(args: argparse.Namespace) -> int:
     report: List[Dict[str, Any]] = []
     bad = False
     for key, values in sorted(_ids_by_counter(model, args.segments)[0].items()):
-        seen: Dict[int, int] = {}
-        for value in values:
-            seen[value] = seen.get(value, 0) + 1
-        duplicates = sorted(v for v, n in seen.items() if n > 1)
-        step = opts.step
-        lo, hi = (opts.start, max(seen)) if step > 0 else (min(seen), opts.start)
-        expected = set(range(lo, hi + 1, abs(step))) if step > 0 else set(range(hi, lo - 1, step))
-        holes = sorted(expected - set(seen))
-        bad = bad or bool(duplicates) or (opts.gapless and bool(holes))
-        report.append({"key": key, "items": len(values), "min": min(seen), "max": max(seen),
-                       "duplicates": duplicates, "holes": len(holes), "first_holes": holes[:10]})
+        row = {"key": key, **_audit(values, opts.start, opts.step)}
+        bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
+        report.append(row)
     if args.json:
         print(json.dumps(report))
     else:
-        _table(sys.stdout, ("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES"), [
+        _table(sys.stdout, ("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), [
             (r["key"], str(r["items"]), str(r["min"]), str(r["max"]),
-             ", ".join(map(str, r["duplicates"][:10])) or "0",
-             str(r["holes"]) + (f" (first: {', '.join(map(str, r['first_holes']))})" if r["holes"] else ""))
+             ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
+             str(r["holes"]) + (f" (first: {', '.join(map(_span, r['hole_ranges']))})" if r["holes"] else ""),
+             str(r["off_sequence"]) + (f" ({', '.join(map(str, r['first_off_sequence']))})"
+                                       if r["off_sequence"] else ""))
             for r in report
         ])
         if not report:
             print(f"{model.__name__} stores no IDs")
     return EXIT_PROBLEMS if bad else 0
+
+
+_FIRST = 10
+"""How many duplicates, hole ranges and off-sequence values a report names."""
+
+
+def _audit(values: List[int], start: int, step: int) -> Dict[str, Any]:
+    """Duplicates, holes and off-sequence values among the stored IDs of one counter.
+
+    The sequence is ``start, start + step, ...``; a stored value is at
+    position ``(value - start) / step`` of it when that is a whole number
+    ``>= 0``, and off the sequence otherwise. Holes are the positions before
+    the furthest stored one that no item holds; they are counted from the
+    sorted positions, neighbour to neighbour, so a huge ID costs no memory.
+    ``hole_ranges`` lists the first runs of holes as ``[first, last]`` in
+    sequence order (``last < first`` for a negative step).
+    """
+    values = sorted(values)
+    duplicates = sorted({a for a, b in zip(values, values[1:]) if a == b})
+    positions: List[int] = []
+    off: List[int] = []
+    for value in values:
+        position, rest = divmod(value - start, step)
+        if rest or position < 0:
+            off.append(value)
+        elif not positions or positions[-1] != position:
+            positions.append(position)
+    if step < 0:
+        positions.reverse()  # values ascend, so positions descend for a negative step
+    holes, previous = 0, -1
+    ranges: List[List[int]] = []
+    for position in positions:
+        if position > previous + 1:
+            holes += position - previous - 1
+            if len(ranges) < _FIRST:
+                ranges.append([start + (previous + 1) * step, start + (position - 1) * step])
+        previous = position
+    return {"items": len(values), "min": values[0], "max": values[-1], "duplicates": duplicates,
+            "holes": holes, "hole_ranges": ranges,
+            "off_sequence": len(off), "first_off_sequence": sorted(set(off))[:_FIRST]}
+
+
+def _span(bounds: List[int]) -> str:
+    first, last = bounds
+    return str(first) if first == last else f"{first}..{last}"
 
 
 def _policy(args: argparse.Namespace) -> int:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -222,7 +224,7 @@ def test_check_reports_holes_and_duplicates(cli):
     assert done.returncode == 3
     row = done.stdout.splitlines()[1].split()
     assert row[:6] == [f"{cli.prefix}-invoices", "4", "1", "7", "0", "3"]
-    assert "(first: 3, 5, 6)" in done.stdout
+    assert "(first: 3, 5..6)" in done.stdout
 
 
 def test_check_scoped_model_is_clean(cli):
@@ -236,3 +238,48 @@ def test_check_scoped_model_is_clean(cli):
     assert done.returncode == 0, done.stderr
     report = {r["key"]: (r["items"], r["max"], r["holes"]) for r in json.loads(done.stdout)}
     assert report == {f"{cli.prefix}-issues#A": (2, 2, 0), f"{cli.prefix}-issues#B": (1, 1, 0)}
+
+
+def test_check_counts_holes_below_a_huge_id_without_building_the_range(cli):
+    """check counts the holes below a stored ID of 10**12 arithmetically and names them as one range."""
+    seed_users(cli, [1, 2, 10**12])
+    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["holes"], row["hole_ranges"]) == (10**12 - 3, [[3, 10**12 - 1]])
+
+
+def test_check_follows_a_descending_sequence_step_by_step(cli):
+    """check looks for holes along start, start + step, ... of a negative step, in sequence order."""
+    seed_countdown(cli, [100, 90, 75])
+    done = cli("check", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    row = done.stdout.splitlines()[1].split()
+    assert row[:6] == [f"{cli.prefix}-countdown", "3", "75", "100", "0", "3"]
+    assert "(first: 95, 85..80)" in done.stdout
+
+
+def test_check_counts_values_off_the_sequence_apart_from_holes(cli):
+    """check counts stored values that are not on the sequence (between steps, or before the start) apart."""
+    seed_countdown(cli, [100, 95, 73, 105])
+    done = cli("check", "tests.cli_models:Countdown", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["holes"], row["off_sequence"], row["first_off_sequence"]) == (0, 2, [73, 105])
+
+
+@given(start=st.integers(-20, 20), step=st.integers(-4, 4).filter(bool),
+       values=st.lists(st.integers(-60, 60), min_size=1, max_size=8))
+def test_check_hole_count_matches_the_sequence_spelled_out(start, step, values):
+    """check's arithmetic hole count and ranges agree with listing the sequence value by value."""
+    from pynamodb_autoinc.cli import _audit
+
+    report = _audit(values, start, step)
+    sequence = [start + i * step for i in range(100)]
+    on = [v for v in values if v in sequence]
+    spelled = sequence[:max(map(sequence.index, on)) + 1] if on else []
+    holes = [v for v in spelled if v not in values]
+    assert report["holes"] == len(holes)
+    named = [v for first, last in report["hole_ranges"] for v in range(first, last + (1 if step > 0 else -1), step)]
+    assert named == holes[:len(named)]
+    assert report["off_sequence"] == len(values) - len(on)
