@@ -7,8 +7,10 @@ A model is named as ``package.module:Model``; its Meta settings pick the
 endpoint, the counter table and the counter key, unless ``--host`` or
 ``--region`` say otherwise.
 
-Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3
-``check`` found duplicates (or holes in a gapless sequence).
+Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
+problem found in the data, reported in full: ``check`` found duplicates (or
+holes in a gapless sequence), or ``list`` found a counter that holds no
+integer.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Type
 
 from pynamodb.exceptions import PynamoDBException
@@ -58,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.set_defaults(run=_create_table)
 
-    listing = commands.add_parser("list", help="list the counters and their values")
+    listing = commands.add_parser(
+        "list", help="list the counters and their values",
+        description="List the counters and their values. A counter that holds no integer (a fraction, or no "
+                    "number at all) is listed too, marked as such, with how to fix it on stderr; the command then "
+                    "exits 3, after listing every counter.")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(run=_list)
 
@@ -152,16 +159,46 @@ def _create_table(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     counter = _counter(args)
-    rows = []
+    key_name, value_name = counter.next_key.attr_name, counter.next_id.attr_name
+    rows: List[Dict[str, Any]] = []
     for raw in _scan_raw(counter):
-        value = raw.get("NextId", {})
-        rows.append((raw["NextKey"]["S"], int(value["N"]) if "N" in value else value or None))
-    rows.sort(key=lambda row: row[0])
+        key = raw.get(key_name, {}).get("S")
+        if key is None:
+            raise CommandError(f"table {counter.Meta.table_name!r} holds an item without a string {key_name} "
+                               f"({sorted(raw)}), so it is not a counter table; name the counter table with --table")
+        rows.append({"key": key, **_counter_value(raw.get(value_name))})
+    rows.sort(key=lambda row: row["key"])
     if args.json:
-        print(json.dumps([{"key": key, "value": value} for key, value in rows]))
+        print(json.dumps(rows))
     else:
-        _table(sys.stdout, ("KEY", "VALUE"), [(key, "" if value is None else str(value)) for key, value in rows])
-    return 0
+        _table(sys.stdout, ("KEY", "VALUE"), [
+            (row["key"], _shown(row["stored"]) + f" ({row['problem']})" if "problem" in row
+             else "" if row["value"] is None else str(row["value"]))
+            for row in rows
+        ])
+    bad = [row for row in rows if "problem" in row]
+    for row in bad:
+        print(f"error: counter {row['key']!r} holds {_shown(row['stored'])}, {row['problem']}: saves that use it "
+              f"fail until it is set. Set it to the last ID handed out: pynamodb-autoinc set N --key {row['key']} "
+              "(with --model package.module:Model, set refuses a value behind the stored IDs)", file=sys.stderr)
+    return EXIT_PROBLEMS if bad else 0
+
+
+def _counter_value(stored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A counter's value for ``list``: ``{"value": int or None}``, or the stored attribute and its problem."""
+    if stored is None:
+        return {"value": None}
+    if "N" in stored:
+        number = Decimal(stored["N"])
+        if number == number.to_integral_value():
+            return {"value": int(number)}
+        return {"value": None, "stored": stored, "problem": "not an integer"}
+    return {"value": None, "stored": stored, "problem": "not a number"}
+
+
+def _shown(stored: Dict[str, Any]) -> str:
+    """A stored DynamoDB attribute as a person reads it: ``1.5``, or ``{"S": "x"}`` when it is no number."""
+    return str(stored["N"]) if "N" in stored else json.dumps(stored)
 
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:

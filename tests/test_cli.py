@@ -111,6 +111,42 @@ def test_create_list_get_set(cli):
     assert json.loads(cli("list", "--json").stdout) == [{"key": "order", "value": 7}, {"key": "user", "value": 41}]
 
 
+def put_raw_counter(cli: Cli, key: str, value: Any) -> None:
+    """Write a counter item as another tool might: ``value`` is the DynamoDB attribute, e.g. {"N": "1.5"}."""
+    import boto3  # type: ignore[import-untyped, unused-ignore]
+
+    client = boto3.client("dynamodb", endpoint_url=cli.host, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    client.put_item(TableName=cli.table, Item={"NextKey": {"S": key}, "NextId": value})
+
+
+def test_list_marks_a_fractional_counter_and_lists_the_rest(cli):
+    """list shows every counter; one holding a fraction is marked as not an integer, with the fix, and exits 3."""
+    cli("create-table")
+    cli("set", "41", "--key", "user")
+    cli("set", "7", "--key", "order")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("list")
+    assert done.returncode == 3
+    assert [line.split() for line in done.stdout.splitlines()[1:]] == [
+        ["half", "1.5", "(not", "an", "integer)"], ["order", "7"], ["user", "41"]]
+    assert "counter 'half' holds 1.5, not an integer" in done.stderr
+    assert "pynamodb-autoinc set N --key half" in done.stderr
+
+
+def test_list_json_marks_a_fractional_counter(cli):
+    """list --json gives a counter holding a fraction no value, its stored attribute and the problem."""
+    cli("create-table")
+    cli("set", "7", "--key", "order")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("list", "--json")
+    assert done.returncode == 3
+    assert json.loads(done.stdout) == [
+        {"key": "half", "value": None, "stored": {"N": "1.5"}, "problem": "not an integer"},
+        {"key": "order", "value": 7},
+    ]
+
+
 def test_errors_exit_non_zero(cli):
     """A missing counter, a missing table and a bad model name each exit 1 with a message; bad usage exits 2."""
     missing_table = cli("get", "user")
