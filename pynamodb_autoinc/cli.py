@@ -16,6 +16,7 @@ integer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -23,13 +24,14 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Type
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
+from .exceptions import CounterTableMissingError, CounterValueError, error_code
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
@@ -43,9 +45,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except (CommandError, PynamoDBException, ValueError) as exc:
+    except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except (PynamoDBException, ValueError) as exc:
+        print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _fix_for(exc: BaseException) -> str:
+    """What to do about a failed request, from the error behind it: ``"; check ..."``, or ``""``."""
+    seen: List[BaseException] = []
+    cause: Optional[BaseException] = exc
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        cause = getattr(cause, "cause", None) or cause.__cause__ or cause.__context__
+    names = {c.__name__ for e in seen for c in type(e).__mro__}
+    code = error_code(exc)
+    if "NoRegionError" in names:
+        return "; name the AWS region with --region (or set AWS_DEFAULT_REGION)"
+    if "NoCredentialsError" in names:
+        return ("; give AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); "
+                "DynamoDB Local takes any")
+    if "ConnectionError" in names or "ConnectTimeoutError" in names:
+        return "; check the endpoint (--host, or the model's Meta.host) and that the server is running"
+    if code in ("AccessDeniedException", "UnrecognizedClientException"):
+        return ("; use credentials that are allowed the request (the README's IAM section lists what the "
+                "command line needs)")
+    if code == "ResourceNotFoundException":
+        return "; check --host, --region and --table, or create the table"
+    return ""
+
+
+def _where(model: Type[Model]) -> str:
+    """Where ``model``'s table is reached: `` at http://...`` or `` in AWS region ...``."""
+    host = getattr(model.Meta, "host", None)
+    region = getattr(model.Meta, "region", None) or os.environ.get("AWS_DEFAULT_REGION")
+    return f" at {host}" if host else f" in AWS region {region}" if region else ""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,11 +151,20 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # import from the current directory, as `python -m` would
     try:
-        model = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as exc:
-        raise CommandError(f"cannot import {spec!r}: {exc}") from exc
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"cannot import {spec!r}: {exc}; run the command from the directory that holds "
+                           "the package (models are imported from the current directory), or add that "
+                           "directory to PYTHONPATH") from exc
+    except Exception as exc:
+        raise CommandError(f"cannot import {spec!r}: importing {module_name} raised "
+                           f"{type(exc).__name__}: {exc}; fix the module so that it imports") from exc
+    model = getattr(module, name, None)
+    if model is None:
+        raise CommandError(f"cannot import {spec!r}: module {module_name!r} has no attribute {name!r}; "
+                           "name a model class defined in it")
     if not (isinstance(model, type) and issubclass(model, Model)):
-        raise CommandError(f"{spec!r} is not a PynamoDB model")
+        raise CommandError(f"{spec!r} is not a PynamoDB model; name a Model subclass")
     for setting, value in (("host", host), ("region", region)):
         if value is not None:
             setattr(model.Meta, setting, value)
@@ -136,6 +181,29 @@ def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> T
             meta[setting] = getattr(args, setting)
     counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__})
     return bind_counter(counter, model) if model is not None else counter
+
+
+@contextlib.contextmanager
+def _counter_errors(counter: Type[NextId], key: str, model: Optional[Type[Model]] = None) -> Iterator[None]:
+    """Report a missing counter table, or a counter holding no integer, with the command that fixes it."""
+    try:
+        yield
+    except CounterTableMissingError as exc:
+        table = counter.Meta.table_name
+        if model is not None and table == model.Meta.table_name:
+            raise CommandError(f"{model.__name__}'s table {table!r}{_where(counter)}, which keeps its counters, "
+                               "does not exist; create it, or point --host and --region at the endpoint that "
+                               "holds it") from exc
+        command = ["pynamodb-autoinc"]
+        for option, value in (("--host", getattr(counter.Meta, "host", None)),
+                              ("--region", getattr(counter.Meta, "region", None)),
+                              ("--table", table if table != NextId.Meta.table_name else None)):
+            command += [option, value] if value else []
+        raise CommandError(f"counter table {table!r}{_where(counter)} does not exist; create it with "
+                           f"`{' '.join([*command, 'create-table'])}`, or name the table in use with --table "
+                           "(and --host, --region)") from exc
+    except CounterValueError as exc:
+        raise CommandError(f"{exc}, or from the command line with `pynamodb-autoinc set N --key {key}`") from exc
 
 
 def _model_arg(args: argparse.Namespace) -> Optional[Type[Model]]:
@@ -203,18 +271,35 @@ def _shown(stored: Dict[str, Any]) -> str:
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
     """The model named by --model (if any) and the counter key: the one given, or the model's."""
+    name_it = "give KEY" if args.command == "get" else "use --key"
     model = _model_arg(args)
-    key = args.key or (options_for(model).key if model else None)
-    if key is None:
-        raise CommandError("name a counter key, or a model with --model")
-    return model, key
+    if model is None:
+        if not args.key:
+            raise CommandError(f"name the counter: {name_it}, or name a model with --model package.module:Model")
+        return None, args.key
+    opts = options_for(model)
+    if opts.strategy == "query":
+        raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
+                           f"numbers each partition from its stored items and keeps no counter to {args.command}")
+    if args.key:
+        return model, args.key
+    if opts.scope or opts.period:
+        per = [*opts.scope, *(["period"] if opts.period else [])]
+        example = "#".join([opts.key, *(f"<{name}>" for name in opts.scope),
+                            *([str(opts.current_period())] if opts.period else [])])
+        raise CommandError(f"{model.__name__} keeps one counter per {' and '.join(per)}, so the model alone does "
+                           f"not name one; {name_it}, such as {example!r} (`list` shows the counters)")
+    return model, opts.key
 
 
 def _get(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
-    value = _counter(args, model).currval(key)
+    counter = _counter(args, model)
+    with _counter_errors(counter, key, model):
+        value = counter.currval(key)
     if value is None:
-        raise CommandError(f"counter {key!r} has no value yet")
+        raise CommandError(f"counter {key!r} has no value yet; check the key (`list` shows the counters), or "
+                           f"set it with `pynamodb-autoinc set N --key {key}`")
     print(value)
     return 0
 
@@ -223,6 +308,12 @@ def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     if model is not None and not args.force:
         opts = options_for(model)
+        if opts.period or opts.fmt:
+            raise CommandError(
+                f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
+                f"(Meta.autoinc_{'period' if opts.period else 'format'}), so set cannot compare {args.value} "
+                "with the stored IDs; look up the last ID of that counter yourself and use --force"
+            )
         furthest = _furthest_ids(model, segments=4).get(key)
         if furthest is not None and _behind(args.value, furthest, opts.step):
             below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
@@ -234,7 +325,8 @@ def _set(args: argparse.Namespace) -> int:
                 "as `seed` does. Use --force to set it anyway"
             )
     counter = _counter(args, model)
-    counter.setval(key, args.value)
+    with _counter_errors(counter, key, model):
+        counter.setval(key, args.value)
     print(f"{key} = {args.value}")
     return 0
 
@@ -243,13 +335,20 @@ def _seed(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.host, args.region)
     opts = options_for(model)
     if opts.strategy == "query":
-        raise CommandError(f"{model.__name__} uses the query strategy: it keeps no counter to seed")
+        raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
+                           "numbers each partition from its stored items and keeps no counter to seed")
     if opts.period or opts.fmt:
-        raise CommandError(f"{model.__name__} formats or periods its IDs; seed each period's counter with `set`")
+        raise CommandError(
+            f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
+            f"(Meta.autoinc_{'period' if opts.period else 'format'}), so seed cannot read the counter each ID "
+            "belongs to; set each counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)"
+        )
     furthest = _furthest_ids(model, args.segments)
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
-        print(f"{key}: {moved if opts.counter.raise_to(key, value, step=opts.step) else already} {value}")
+        with _counter_errors(opts.counter, key, model):
+            done = opts.counter.raise_to(key, value, step=opts.step)
+        print(f"{key}: {moved if done else already} {value}")
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
     return 0
@@ -258,6 +357,13 @@ def _seed(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.host, args.region)
     opts = options_for(model)
+    if opts.period or opts.fmt:
+        raise CommandError(
+            f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
+            f"(Meta.autoinc_{'period' if opts.period else 'format'}), and check reads plain integer IDs of one "
+            "sequence per counter; it cannot tell which sequence a stored ID belongs to. Check such IDs with "
+            "your own query"
+        )
     report: List[Dict[str, Any]] = []
     bad = False
     for key, values in sorted(_ids_by_counter(model, args.segments)[0].items()):
@@ -335,12 +441,26 @@ def _policy(args: argparse.Namespace) -> int:
 
 # -- scanning ------------------------------------------------------------------
 
+def _scan_failed(model: Type[Model], exc: PynamoDBException, counters: bool) -> CommandError:
+    table = model.Meta.table_name
+    if error_code(exc) != "ResourceNotFoundException":
+        return CommandError(f"could not scan table {table!r}{_where(model)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
+    if counters:
+        return CommandError(f"counter table {table!r}{_where(model)} does not exist; name the table in use with "
+                            "--table (and --host, --region), or create it with `pynamodb-autoinc create-table`")
+    return CommandError(f"{model.__name__}'s table {table!r}{_where(model)} does not exist; point --host and "
+                        "--region at the endpoint that holds it, or create the table")
+
+
 def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
     connection = counter._get_connection()
     items: List[Dict[str, Any]] = []
     start: Any = None
     while True:
-        page = connection.scan(exclusive_start_key=start, consistent_read=True)
+        try:
+            page = connection.scan(exclusive_start_key=start, consistent_read=True)
+        except PynamoDBException as exc:
+            raise _scan_failed(counter, exc, counters=True) from exc
         items.extend(page.get("Items", []))
         start = page.get("LastEvaluatedKey")
         if not start:
@@ -388,8 +508,11 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[i
                 groups.setdefault(key, []).append(number)
 
     with ThreadPoolExecutor(max_workers=max(1, segments)) as pool:
-        for future in [pool.submit(scan, segment) for segment in range(max(1, segments))]:
-            future.result()
+        try:
+            for future in [pool.submit(scan, segment) for segment in range(max(1, segments))]:
+                future.result()
+        except PynamoDBException as exc:
+            raise _scan_failed(model, exc, counters=False) from exc
     progress.done()
     return groups, skipped
 

@@ -61,3 +61,15 @@ class Countdown(AutoIncrementMixin, Model):
         region = "us-east-1"
 
     id = NumberAttribute(hash_key=True)
+
+
+class Receipt(AutoIncrementMixin, Model):
+    """Numbered from 1 again each year: its counter keys end in the year."""
+
+    class Meta:
+        table_name = f"{PREFIX}-receipts"
+        autoinc_period = "year"
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -157,6 +158,54 @@ def test_errors_exit_non_zero(cli):
     bad_model = cli("seed", "no_such_module:User")
     assert bad_model.returncode == 1 and "cannot import 'no_such_module:User'" in bad_model.stderr
     assert cli("frobnicate").returncode == 2
+
+
+def test_missing_counter_table_names_the_command_that_creates_it(cli):
+    """A counter table that does not exist is an error naming the create-table command for it."""
+    done = cli("get", "user")
+    assert done.returncode == 1
+    assert f"counter table '{cli.table}' at {cli.host} does not exist" in done.stderr
+    assert f"--table {cli.table} create-table`" in done.stderr
+
+
+def test_missing_model_table_is_named(cli):
+    """seed on a model whose table does not exist names the model, the table and the endpoint."""
+    done = cli("seed", "tests.cli_models:User", table=False)
+    assert done.returncode == 1
+    assert f"User's table '{cli.prefix}-users' at {cli.host} does not exist" in done.stderr
+
+
+def test_get_names_the_command_that_fixes_a_fractional_counter(cli):
+    """get on a counter holding a fraction says it is not an integer and how to set it from the command line."""
+    cli("create-table")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("get", "half")
+    assert done.returncode == 1
+    assert "not an integer" in done.stderr and "`pynamodb-autoinc set N --key half`" in done.stderr
+
+
+def test_scoped_model_alone_names_no_counter(cli):
+    """get --model on a model with one counter per scope value asks for the key and shows its form."""
+    done = cli("get", "--model", "tests.cli_models:Issue", table=False)
+    assert done.returncode == 1
+    assert "keeps one counter per project" in done.stderr and f"'{cli.prefix}-issues#<project>'" in done.stderr
+
+
+def test_check_refuses_a_model_numbered_per_period():
+    """check refuses a model whose IDs restart each period, since it cannot tell their sequences apart."""
+    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:Receipt", table=False)
+    assert done.returncode == 1
+    assert "numbers its IDs per period (Meta.autoinc_period)" in done.stderr
+
+
+def test_unreachable_endpoint_names_the_fix():
+    """An endpoint nobody answers on is an error that says to check --host and the server."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = Cli(f"http://127.0.0.1:{port}")("get", "user")
+    assert done.returncode == 1
+    assert "Could not connect" in done.stderr and "check the endpoint (--host" in done.stderr
 
 
 def seed_users(cli: Cli, ids: List[int]) -> Any:
