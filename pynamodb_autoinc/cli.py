@@ -84,6 +84,13 @@ def _where(model: Type[Model]) -> str:
     return f" at {host}" if host else f" in AWS region {region}" if region else ""
 
 
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
@@ -121,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table "
                                             "(lower them to the smallest, for a negative step); never moves one back")
     seed.add_argument("model", help="package.module:Model")
-    seed.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    seed.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
     seed.set_defaults(run=_seed)
 
     check = commands.add_parser(
@@ -131,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
                     "holds; stored values that are not on the sequence are counted apart (OFF-SEQUENCE). Exits 3 "
                     "on duplicates, or on holes in a gapless model.")
     check.add_argument("model", help="package.module:Model")
-    check.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    check.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(run=_check)
     iam = commands.add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
@@ -507,9 +514,9 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[i
                     continue
                 groups.setdefault(key, []).append(number)
 
-    with ThreadPoolExecutor(max_workers=max(1, segments)) as pool:
+    with ThreadPoolExecutor(max_workers=segments) as pool:
         try:
-            for future in [pool.submit(scan, segment) for segment in range(max(1, segments))]:
+            for future in [pool.submit(scan, segment) for segment in range(segments)]:
                 future.result()
         except PynamoDBException as exc:
             raise _scan_failed(model, exc, counters=False) from exc

@@ -198,6 +198,12 @@ def test_check_refuses_a_model_numbered_per_period():
     assert "numbers its IDs per period (Meta.autoinc_period)" in done.stderr
 
 
+def test_segments_must_be_positive():
+    """--segments 0 is bad usage (exit 2), not a failed scan."""
+    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:User", "--segments", "0", table=False)
+    assert done.returncode == 2 and "--segments: must be 1 or more, not 0" in done.stderr
+
+
 def test_unreachable_endpoint_names_the_fix():
     """An endpoint nobody answers on is an error that says to check --host and the server."""
     with socket.socket() as probe:
