@@ -350,11 +350,12 @@ def _seed(args: argparse.Namespace) -> int:
             f"(Meta.autoinc_{'period' if opts.period else 'format'}), so seed cannot read the counter each ID "
             "belongs to; set each counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)"
         )
+    counter = _counter(args, model)
     furthest = _furthest_ids(model, args.segments)
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
-        with _counter_errors(opts.counter, key, model):
-            done = opts.counter.raise_to(key, value, step=opts.step)
+        with _counter_errors(counter, key, model):
+            done = counter.raise_to(key, value, step=opts.step)
         print(f"{key}: {moved if done else already} {value}")
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")

@@ -237,6 +237,15 @@ def test_seed_raises_the_counter_only(cli):
     assert user.id == 18
 
 
+def test_seed_writes_to_the_table_named_by_table(cli):
+    """seed with --table moves the counter in that table, as get and set do."""
+    seed_users(cli, [3, 17, 5])
+    cli("create-table")
+    done = cli("seed", "tests.cli_models:User")
+    assert done.returncode == 0, done.stderr
+    assert cli("get", f"{cli.prefix}-user").stdout.strip() == "17"
+
+
 def test_set_refuses_to_go_below_stored_ids(cli):
     """set with --model refuses a value below the largest stored ID unless --force."""
     seed_users(cli, [1, 2, 9])
