@@ -374,7 +374,7 @@ def _check(args: argparse.Namespace) -> int:
         )
     report: List[Dict[str, Any]] = []
     bad = False
-    for key, values in sorted(_ids_by_counter(model, args.segments)[0].items()):
+    for key, values in sorted(_ids_by_counter(model, args.segments).items()):
         row = {"key": key, **_audit(values, opts.start, opts.step)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
         report.append(row)
@@ -482,14 +482,17 @@ def _behind(value: int, furthest: int, step: int) -> bool:
 
 def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
     """The furthest stored ID per counter key: the largest, or the smallest for a negative step."""
-    ids, _ = _ids_by_counter(model, segments)
+    ids = _ids_by_counter(model, segments)
     opts = options_for(model)
     pick = max if opts.step > 0 else min
     return {key: pick(values) for key, values in ids.items() if values}
 
 
-def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[int]], int]:
-    """Every stored auto-increment value, grouped by counter key, from a parallel scan."""
+def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
+    """Every stored auto-increment value, grouped by counter key, from a parallel scan.
+
+    Items whose value is no integer (or that lack a scope value) are left out, with a note on stderr.
+    """
     opts = options_for(model)
     names = [opts.attribute, *opts.scope]
     if opts.strategy == "query":
@@ -522,7 +525,12 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[i
         except PynamoDBException as exc:
             raise _scan_failed(model, exc, counters=False) from exc
     progress.done()
-    return groups, skipped
+    if skipped:
+        items, holds, lack = ("item", "holds", "lacks") if skipped == 1 else ("items", "hold", "lack")
+        lacks = f" or {lack} a value of {', '.join(opts.scope)}" if opts.scope else ""
+        print(f"note: {skipped} {items} of {model.__name__} {holds} no integer {opts.attribute}{lacks}; left out",
+              file=sys.stderr)
+    return groups
 
 
 def _key_of(opts: Options, item: Model) -> Optional[str]:

@@ -214,7 +214,7 @@ def test_unreachable_endpoint_names_the_fix():
     assert "Could not connect" in done.stderr and "check the endpoint (--host" in done.stderr
 
 
-def seed_users(cli: Cli, ids: List[int]) -> Any:
+def seed_users(cli: Cli, ids: List[Any]) -> Any:
     models = cli.models()
     models.User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     with models.User.batch_write() as batch:
@@ -338,6 +338,15 @@ def test_check_scoped_model_is_clean(cli):
     assert done.returncode == 0, done.stderr
     report = {r["key"]: (r["items"], r["max"], r["holes"]) for r in json.loads(done.stdout)}
     assert report == {f"{cli.prefix}-issues#A": (2, 2, 0), f"{cli.prefix}-issues#B": (1, 1, 0)}
+
+
+def test_check_notes_items_whose_id_is_not_an_integer(cli):
+    """check leaves out an item whose ID is no integer and says so on stderr."""
+    seed_users(cli, [1, 2.5, 2])
+    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 item of User holds no integer id; left out" in done.stderr
+    assert [row["items"] for row in json.loads(done.stdout)] == [2]
 
 
 def test_check_counts_holes_below_a_huge_id_without_building_the_range(cli):
