@@ -85,7 +85,10 @@ def _where(model: Type[Model]) -> str:
 
 
 def _positive(text: str) -> int:
-    number = int(text)
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
     return number
@@ -299,6 +302,13 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
     return model, opts.key
 
 
+def _numbering(opts: Options) -> str:
+    """Why the stored IDs of a model with a period or a format do not show their counter."""
+    if opts.period:
+        return f"{opts.model.__name__} numbers its IDs per period (Meta.autoinc_period = {opts.period!r})"
+    return f"{opts.model.__name__} formats its IDs (Meta.autoinc_format = {opts.fmt!r})"
+
+
 def _get(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     counter = _counter(args, model)
@@ -316,11 +326,8 @@ def _set(args: argparse.Namespace) -> int:
     if model is not None and not args.force:
         opts = options_for(model)
         if opts.period or opts.fmt:
-            raise CommandError(
-                f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
-                f"(Meta.autoinc_{'period' if opts.period else 'format'}), so set cannot compare {args.value} "
-                "with the stored IDs; look up the last ID of that counter yourself and use --force"
-            )
+            raise CommandError(f"{_numbering(opts)}, so set cannot compare {args.value} with the stored IDs; "
+                               "look up the last ID of that counter yourself and use --force")
         furthest = _furthest_ids(model, segments=4).get(key)
         if furthest is not None and _behind(args.value, furthest, opts.step):
             below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
@@ -345,11 +352,8 @@ def _seed(args: argparse.Namespace) -> int:
         raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
                            "numbers each partition from its stored items and keeps no counter to seed")
     if opts.period or opts.fmt:
-        raise CommandError(
-            f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
-            f"(Meta.autoinc_{'period' if opts.period else 'format'}), so seed cannot read the counter each ID "
-            "belongs to; set each counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)"
-        )
+        raise CommandError(f"{_numbering(opts)}, so seed cannot read the counter each ID belongs to; set each "
+                           "counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
     counter = _counter(args, model)
     furthest = _furthest_ids(model, args.segments)
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
@@ -366,12 +370,9 @@ def _check(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.host, args.region)
     opts = options_for(model)
     if opts.period or opts.fmt:
-        raise CommandError(
-            f"{model.__name__} {'numbers its IDs per period' if opts.period else 'formats its IDs'} "
-            f"(Meta.autoinc_{'period' if opts.period else 'format'}), and check reads plain integer IDs of one "
-            "sequence per counter; it cannot tell which sequence a stored ID belongs to. Check such IDs with "
-            "your own query"
-        )
+        raise CommandError(f"{_numbering(opts)}, so check cannot tell which sequence a stored ID belongs to "
+                           "(it reads plain integer IDs, one sequence per counter); check such IDs with a query "
+                           "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
     for key, values in sorted(_ids_by_counter(model, args.segments).items()):

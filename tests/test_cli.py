@@ -195,7 +195,7 @@ def test_check_refuses_a_model_numbered_per_period():
     """check refuses a model whose IDs restart each period, since it cannot tell their sequences apart."""
     done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:Receipt", table=False)
     assert done.returncode == 1
-    assert "numbers its IDs per period (Meta.autoinc_period)" in done.stderr
+    assert "Receipt numbers its IDs per period (Meta.autoinc_period = 'year')" in done.stderr
 
 
 def test_segments_must_be_positive():
