@@ -7,26 +7,31 @@ A model is named as ``package.module:Model``; its Meta settings pick the
 endpoint, the counter table and the counter key, unless ``--host`` or
 ``--region`` say otherwise.
 
-Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3
-``check`` found duplicates (or holes in a gapless sequence).
+Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
+problem found in the data, reported in full: ``check`` found duplicates (or
+holes in a gapless sequence), or ``list`` found a counter that holds no
+integer.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Type
+from decimal import Decimal
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
+from .exceptions import CounterTableMissingError, CounterValueError, error_code
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
@@ -40,9 +45,53 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except (CommandError, PynamoDBException, ValueError) as exc:
+    except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except (PynamoDBException, ValueError) as exc:
+        print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _fix_for(exc: BaseException) -> str:
+    """What to do about a failed request, from the error behind it: ``"; check ..."``, or ``""``."""
+    seen: List[BaseException] = []
+    cause: Optional[BaseException] = exc
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        cause = getattr(cause, "cause", None) or cause.__cause__ or cause.__context__
+    names = {c.__name__ for e in seen for c in type(e).__mro__}
+    code = error_code(exc)
+    if "NoRegionError" in names:
+        return "; name the AWS region with --region (or set AWS_DEFAULT_REGION)"
+    if "NoCredentialsError" in names:
+        return ("; give AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); "
+                "DynamoDB Local takes any")
+    if "ConnectionError" in names or "ConnectTimeoutError" in names:
+        return "; check the endpoint (--host, or the model's Meta.host) and that the server is running"
+    if code in ("AccessDeniedException", "UnrecognizedClientException"):
+        return ("; use credentials that are allowed the request (the README's IAM section lists what the "
+                "command line needs)")
+    if code == "ResourceNotFoundException":
+        return "; check --host, --region and --table, or create the table"
+    return ""
+
+
+def _where(model: Type[Model]) -> str:
+    """Where ``model``'s table is reached: `` at http://...`` or `` in AWS region ...``."""
+    host = getattr(model.Meta, "host", None)
+    region = getattr(model.Meta, "region", None) or os.environ.get("AWS_DEFAULT_REGION")
+    return f" at {host}" if host else f" in AWS region {region}" if region else ""
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,7 +107,11 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.set_defaults(run=_create_table)
 
-    listing = commands.add_parser("list", help="list the counters and their values")
+    listing = commands.add_parser(
+        "list", help="list the counters and their values",
+        description="List the counters and their values. A counter that holds no integer (a fraction, or no "
+                    "number at all) is listed too, marked as such, with how to fix it on stderr; the command then "
+                    "exits 3, after listing every counter.")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(run=_list)
 
@@ -70,18 +123,25 @@ def _parser() -> argparse.ArgumentParser:
     set_ = commands.add_parser("set", help="set a counter; the next value handed out is VALUE + step")
     set_.add_argument("value", type=int)
     set_.add_argument("--key", help="counter key (default: the model's)")
-    set_.add_argument("--model", help="package.module:Model: refuse to go below its largest stored ID")
-    set_.add_argument("--force", action="store_true", help="set it even below the largest stored ID")
+    set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs (below the "
+                                      "largest; above the smallest, for a negative step)")
+    set_.add_argument("--force", action="store_true", help="set it even behind the stored IDs")
     set_.set_defaults(run=_set)
 
-    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table")
+    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table "
+                                            "(lower them to the smallest, for a negative step); never moves one back")
     seed.add_argument("model", help="package.module:Model")
-    seed.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    seed.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
     seed.set_defaults(run=_seed)
 
-    check = commands.add_parser("check", help="look for duplicates and holes in a model's auto-increment IDs")
+    check = commands.add_parser(
+        "check", help="look for duplicates and holes in a model's auto-increment IDs",
+        description="Look for duplicates and holes in a model's auto-increment IDs, per counter. Holes are the "
+                    "values of the sequence (start, start + step, ...) up to the furthest stored one that no item "
+                    "holds; stored values that are not on the sequence are counted apart (OFF-SEQUENCE). Exits 3 "
+                    "on duplicates, or on holes in a gapless model.")
     check.add_argument("model", help="package.module:Model")
-    check.add_argument("--segments", type=int, default=4, help="parallel scan segments (default 4)")
+    check.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(run=_check)
     iam = commands.add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
@@ -101,11 +161,20 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # import from the current directory, as `python -m` would
     try:
-        model = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as exc:
-        raise CommandError(f"cannot import {spec!r}: {exc}") from exc
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"cannot import {spec!r}: {exc}; run the command from the directory that holds "
+                           "the package (models are imported from the current directory), or add that "
+                           "directory to PYTHONPATH") from exc
+    except Exception as exc:
+        raise CommandError(f"cannot import {spec!r}: importing {module_name} raised "
+                           f"{type(exc).__name__}: {exc}; fix the module so that it imports") from exc
+    model = getattr(module, name, None)
+    if model is None:
+        raise CommandError(f"cannot import {spec!r}: module {module_name!r} has no attribute {name!r}; "
+                           "name a model class defined in it")
     if not (isinstance(model, type) and issubclass(model, Model)):
-        raise CommandError(f"{spec!r} is not a PynamoDB model")
+        raise CommandError(f"{spec!r} is not a PynamoDB model; name a Model subclass")
     for setting, value in (("host", host), ("region", region)):
         if value is not None:
             setattr(model.Meta, setting, value)
@@ -122,6 +191,29 @@ def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> T
             meta[setting] = getattr(args, setting)
     counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__})
     return bind_counter(counter, model) if model is not None else counter
+
+
+@contextlib.contextmanager
+def _counter_errors(counter: Type[NextId], key: str, model: Optional[Type[Model]] = None) -> Iterator[None]:
+    """Report a missing counter table, or a counter holding no integer, with the command that fixes it."""
+    try:
+        yield
+    except CounterTableMissingError as exc:
+        table = counter.Meta.table_name
+        if model is not None and table == model.Meta.table_name:
+            raise CommandError(f"{model.__name__}'s table {table!r}{_where(counter)}, which keeps its counters, "
+                               "does not exist; create it, or point --host and --region at the endpoint that "
+                               "holds it") from exc
+        command = ["pynamodb-autoinc"]
+        for option, value in (("--host", getattr(counter.Meta, "host", None)),
+                              ("--region", getattr(counter.Meta, "region", None)),
+                              ("--table", table if table != NextId.Meta.table_name else None)):
+            command += [option, value] if value else []
+        raise CommandError(f"counter table {table!r}{_where(counter)} does not exist; create it with "
+                           f"`{' '.join([*command, 'create-table'])}`, or name the table in use with --table "
+                           "(and --host, --region)") from exc
+    except CounterValueError as exc:
+        raise CommandError(f"{exc}, or from the command line with `pynamodb-autoinc set N --key {key}`") from exc
 
 
 def _model_arg(args: argparse.Namespace) -> Optional[Type[Model]]:
@@ -145,32 +237,86 @@ def _create_table(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     counter = _counter(args)
-    rows = []
+    key_name, value_name = counter.next_key.attr_name, counter.next_id.attr_name
+    rows: List[Dict[str, Any]] = []
     for raw in _scan_raw(counter):
-        value = raw.get("NextId", {})
-        rows.append((raw["NextKey"]["S"], int(value["N"]) if "N" in value else value or None))
-    rows.sort(key=lambda row: row[0])
+        key = raw.get(key_name, {}).get("S")
+        if key is None:
+            raise CommandError(f"table {counter.Meta.table_name!r} holds an item without a string {key_name} "
+                               f"({sorted(raw)}), so it is not a counter table; name the counter table with --table")
+        rows.append({"key": key, **_counter_value(raw.get(value_name))})
+    rows.sort(key=lambda row: row["key"])
     if args.json:
-        print(json.dumps([{"key": key, "value": value} for key, value in rows]))
+        print(json.dumps(rows))
     else:
-        _table(sys.stdout, ("KEY", "VALUE"), [(key, "" if value is None else str(value)) for key, value in rows])
-    return 0
+        _table(sys.stdout, ("KEY", "VALUE"), [
+            (row["key"], _shown(row["stored"]) + f" ({row['problem']})" if "problem" in row
+             else "" if row["value"] is None else str(row["value"]))
+            for row in rows
+        ])
+    bad = [row for row in rows if "problem" in row]
+    for row in bad:
+        print(f"error: counter {row['key']!r} holds {_shown(row['stored'])}, {row['problem']}: saves that use it "
+              f"fail until it is set. Set it to the last ID handed out: pynamodb-autoinc set N --key {row['key']} "
+              "(with --model package.module:Model, set refuses a value behind the stored IDs)", file=sys.stderr)
+    return EXIT_PROBLEMS if bad else 0
+
+
+def _counter_value(stored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A counter's value for ``list``: ``{"value": int or None}``, or the stored attribute and its problem."""
+    if stored is None:
+        return {"value": None}
+    if "N" in stored:
+        number = Decimal(stored["N"])
+        if number == number.to_integral_value():
+            return {"value": int(number)}
+        return {"value": None, "stored": stored, "problem": "not an integer"}
+    return {"value": None, "stored": stored, "problem": "not a number"}
+
+
+def _shown(stored: Dict[str, Any]) -> str:
+    """A stored DynamoDB attribute as a person reads it: ``1.5``, or ``{"S": "x"}`` when it is no number."""
+    return str(stored["N"]) if "N" in stored else json.dumps(stored)
 
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
     """The model named by --model (if any) and the counter key: the one given, or the model's."""
+    name_it = "give KEY" if args.command == "get" else "use --key"
     model = _model_arg(args)
-    key = args.key or (options_for(model).key if model else None)
-    if key is None:
-        raise CommandError("name a counter key, or a model with --model")
-    return model, key
+    if model is None:
+        if not args.key:
+            raise CommandError(f"name the counter: {name_it}, or name a model with --model package.module:Model")
+        return None, args.key
+    opts = options_for(model)
+    if opts.strategy == "query":
+        raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
+                           f"numbers each partition from its stored items and keeps no counter to {args.command}")
+    if args.key:
+        return model, args.key
+    if opts.scope or opts.period:
+        per = [*opts.scope, *(["period"] if opts.period else [])]
+        example = "#".join([opts.key, *(f"<{name}>" for name in opts.scope),
+                            *([str(opts.current_period())] if opts.period else [])])
+        raise CommandError(f"{model.__name__} keeps one counter per {' and '.join(per)}, so the model alone does "
+                           f"not name one; {name_it}, such as {example!r} (`list` shows the counters)")
+    return model, opts.key
+
+
+def _numbering(opts: Options) -> str:
+    """Why the stored IDs of a model with a period or a format do not show their counter."""
+    if opts.period:
+        return f"{opts.model.__name__} numbers its IDs per period (Meta.autoinc_period = {opts.period!r})"
+    return f"{opts.model.__name__} formats its IDs (Meta.autoinc_format = {opts.fmt!r})"
 
 
 def _get(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
-    value = _counter(args, model).currval(key)
+    counter = _counter(args, model)
+    with _counter_errors(counter, key, model):
+        value = counter.currval(key)
     if value is None:
-        raise CommandError(f"counter {key!r} has no value yet")
+        raise CommandError(f"counter {key!r} has no value yet; check the key (`list` shows the counters), or "
+                           f"set it with `pynamodb-autoinc set N --key {key}`")
     print(value)
     return 0
 
@@ -178,15 +324,23 @@ def _get(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     if model is not None and not args.force:
-        largest = _largest_ids(model, segments=4).get(key)
-        if largest is not None and args.value < largest:
+        opts = options_for(model)
+        if opts.period or opts.fmt:
+            raise CommandError(f"{_numbering(opts)}, so set cannot compare {args.value} with the stored IDs; "
+                               "look up the last ID of that counter yourself and use --force")
+        furthest = _furthest_ids(model, segments=4).get(key)
+        if furthest is not None and _behind(args.value, furthest, opts.step):
+            below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
+            counts = "" if opts.step > 0 else f" counts down (Meta.autoinc_step = {opts.step}) and"
             raise CommandError(
-                f"{model.__name__} already stores {options_for(model).attribute}={largest} under counter "
-                f"{key!r}; setting it to {args.value} would make the next saves collide with stored items "
-                "(they are refused, never overwritten). Use --force to set it anyway"
+                f"{model.__name__}{counts} already stores {opts.attribute}={furthest} under counter {key!r}; "
+                f"setting the counter to {args.value}, {below} that, would make the next saves take IDs that are "
+                f"already stored (those saves are refused, never overwritten). Set it to {furthest} or {more}, "
+                "as `seed` does. Use --force to set it anyway"
             )
     counter = _counter(args, model)
-    counter.setval(key, args.value)
+    with _counter_errors(counter, key, model):
+        counter.setval(key, args.value)
     print(f"{key} = {args.value}")
     return 0
 
@@ -195,14 +349,19 @@ def _seed(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.host, args.region)
     opts = options_for(model)
     if opts.strategy == "query":
-        raise CommandError(f"{model.__name__} uses the query strategy: it keeps no counter to seed")
+        raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
+                           "numbers each partition from its stored items and keeps no counter to seed")
     if opts.period or opts.fmt:
-        raise CommandError(f"{model.__name__} formats or periods its IDs; seed each period's counter with `set`")
-    largest = _largest_ids(model, args.segments)
-    for key, value in sorted(largest.items()):
-        raised = opts.counter.raise_to(key, value)
-        print(f"{key}: {'raised to' if raised else 'already at or above'} {value}")
-    if not largest:
+        raise CommandError(f"{_numbering(opts)}, so seed cannot read the counter each ID belongs to; set each "
+                           "counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
+    counter = _counter(args, model)
+    furthest = _furthest_ids(model, args.segments)
+    moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
+    for key, value in sorted(furthest.items()):
+        with _counter_errors(counter, key, model):
+            done = counter.raise_to(key, value, step=opts.step)
+        print(f"{key}: {moved if done else already} {value}")
+    if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
     return 0
 
@@ -210,32 +369,75 @@ def _seed(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.host, args.region)
     opts = options_for(model)
+    if opts.period or opts.fmt:
+        raise CommandError(f"{_numbering(opts)}, so check cannot tell which sequence a stored ID belongs to "
+                           "(it reads plain integer IDs, one sequence per counter); check such IDs with a query "
+                           "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
-    for key, values in sorted(_ids_by_counter(model, args.segments)[0].items()):
-        seen: Dict[int, int] = {}
-        for value in values:
-            seen[value] = seen.get(value, 0) + 1
-        duplicates = sorted(v for v, n in seen.items() if n > 1)
-        step = opts.step
-        lo, hi = (opts.start, max(seen)) if step > 0 else (min(seen), opts.start)
-        expected = set(range(lo, hi + 1, abs(step))) if step > 0 else set(range(hi, lo - 1, step))
-        holes = sorted(expected - set(seen))
-        bad = bad or bool(duplicates) or (opts.gapless and bool(holes))
-        report.append({"key": key, "items": len(values), "min": min(seen), "max": max(seen),
-                       "duplicates": duplicates, "holes": len(holes), "first_holes": holes[:10]})
+    for key, values in sorted(_ids_by_counter(model, args.segments).items()):
+        row = {"key": key, **_audit(values, opts.start, opts.step)}
+        bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
+        report.append(row)
     if args.json:
         print(json.dumps(report))
     else:
-        _table(sys.stdout, ("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES"), [
+        _table(sys.stdout, ("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), [
             (r["key"], str(r["items"]), str(r["min"]), str(r["max"]),
-             ", ".join(map(str, r["duplicates"][:10])) or "0",
-             str(r["holes"]) + (f" (first: {', '.join(map(str, r['first_holes']))})" if r["holes"] else ""))
+             ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
+             str(r["holes"]) + (f" (first: {', '.join(map(_span, r['hole_ranges']))})" if r["holes"] else ""),
+             str(r["off_sequence"]) + (f" ({', '.join(map(str, r['first_off_sequence']))})"
+                                       if r["off_sequence"] else ""))
             for r in report
         ])
         if not report:
             print(f"{model.__name__} stores no IDs")
     return EXIT_PROBLEMS if bad else 0
+
+
+_FIRST = 10
+"""How many duplicates, hole ranges and off-sequence values a report names."""
+
+
+def _audit(values: List[int], start: int, step: int) -> Dict[str, Any]:
+    """Duplicates, holes and off-sequence values among the stored IDs of one counter.
+
+    The sequence is ``start, start + step, ...``; a stored value is at
+    position ``(value - start) / step`` of it when that is a whole number
+    ``>= 0``, and off the sequence otherwise. Holes are the positions before
+    the furthest stored one that no item holds; they are counted from the
+    sorted positions, neighbour to neighbour, so a huge ID costs no memory.
+    ``hole_ranges`` lists the first runs of holes as ``[first, last]`` in
+    sequence order (``last < first`` for a negative step).
+    """
+    values = sorted(values)
+    duplicates = sorted({a for a, b in zip(values, values[1:]) if a == b})
+    positions: List[int] = []
+    off: List[int] = []
+    for value in values:
+        position, rest = divmod(value - start, step)
+        if rest or position < 0:
+            off.append(value)
+        elif not positions or positions[-1] != position:
+            positions.append(position)
+    if step < 0:
+        positions.reverse()  # values ascend, so positions descend for a negative step
+    holes, previous = 0, -1
+    ranges: List[List[int]] = []
+    for position in positions:
+        if position > previous + 1:
+            holes += position - previous - 1
+            if len(ranges) < _FIRST:
+                ranges.append([start + (previous + 1) * step, start + (position - 1) * step])
+        previous = position
+    return {"items": len(values), "min": values[0], "max": values[-1], "duplicates": duplicates,
+            "holes": holes, "hole_ranges": ranges,
+            "off_sequence": len(off), "first_off_sequence": sorted(set(off))[:_FIRST]}
+
+
+def _span(bounds: List[int]) -> str:
+    first, last = bounds
+    return str(first) if first == last else f"{first}..{last}"
 
 
 def _policy(args: argparse.Namespace) -> int:
@@ -248,27 +450,50 @@ def _policy(args: argparse.Namespace) -> int:
 
 # -- scanning ------------------------------------------------------------------
 
+def _scan_failed(model: Type[Model], exc: PynamoDBException, counters: bool) -> CommandError:
+    table = model.Meta.table_name
+    if error_code(exc) != "ResourceNotFoundException":
+        return CommandError(f"could not scan table {table!r}{_where(model)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
+    if counters:
+        return CommandError(f"counter table {table!r}{_where(model)} does not exist; name the table in use with "
+                            "--table (and --host, --region), or create it with `pynamodb-autoinc create-table`")
+    return CommandError(f"{model.__name__}'s table {table!r}{_where(model)} does not exist; point --host and "
+                        "--region at the endpoint that holds it, or create the table")
+
+
 def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
     connection = counter._get_connection()
     items: List[Dict[str, Any]] = []
     start: Any = None
     while True:
-        page = connection.scan(exclusive_start_key=start, consistent_read=True)
+        try:
+            page = connection.scan(exclusive_start_key=start, consistent_read=True)
+        except PynamoDBException as exc:
+            raise _scan_failed(counter, exc, counters=True) from exc
         items.extend(page.get("Items", []))
         start = page.get("LastEvaluatedKey")
         if not start:
             return items
 
 
-def _largest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
-    ids, _ = _ids_by_counter(model, segments)
+def _behind(value: int, furthest: int, step: int) -> bool:
+    """Whether a counter at ``value`` is behind the stored ID ``furthest``: its next values could be taken."""
+    return value < furthest if step > 0 else value > furthest
+
+
+def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
+    """The furthest stored ID per counter key: the largest, or the smallest for a negative step."""
+    ids = _ids_by_counter(model, segments)
     opts = options_for(model)
     pick = max if opts.step > 0 else min
     return {key: pick(values) for key, values in ids.items() if values}
 
 
-def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[int]], int]:
-    """Every stored auto-increment value, grouped by counter key, from a parallel scan."""
+def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
+    """Every stored auto-increment value, grouped by counter key, from a parallel scan.
+
+    Items whose value is no integer (or that lack a scope value) are left out, with a note on stderr.
+    """
     opts = options_for(model)
     names = [opts.attribute, *opts.scope]
     if opts.strategy == "query":
@@ -294,11 +519,19 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Tuple[Dict[str, List[i
                     continue
                 groups.setdefault(key, []).append(number)
 
-    with ThreadPoolExecutor(max_workers=max(1, segments)) as pool:
-        for future in [pool.submit(scan, segment) for segment in range(max(1, segments))]:
-            future.result()
+    with ThreadPoolExecutor(max_workers=segments) as pool:
+        try:
+            for future in [pool.submit(scan, segment) for segment in range(segments)]:
+                future.result()
+        except PynamoDBException as exc:
+            raise _scan_failed(model, exc, counters=False) from exc
     progress.done()
-    return groups, skipped
+    if skipped:
+        items, holds, lack = ("item", "holds", "lacks") if skipped == 1 else ("items", "hold", "lack")
+        lacks = f" or {lack} a value of {', '.join(opts.scope)}" if opts.scope else ""
+        print(f"note: {skipped} {items} of {model.__name__} {holds} no integer {opts.attribute}{lacks}; left out",
+              file=sys.stderr)
+    return groups
 
 
 def _key_of(opts: Options, item: Model) -> Optional[str]:

@@ -153,17 +153,21 @@ class NextId(Model):
             raise cls._request_failed("set", key, exc) from exc
 
     @classmethod
-    def raise_to(cls, key: str, value: int) -> bool:
-        """Raise counter ``key`` to ``value`` if it is lower (or unset); never lowers it.
+    def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
+        """Move counter ``key`` forward to ``value`` if it is behind (or unset); never moves it back.
 
-        Safe while other processes allocate: the update is conditional on the
-        counter being below ``value``. Returns whether it was raised.
+        Forward is the direction of ``step``: a positive step raises a lower
+        counter to ``value`` and never lowers it; a negative step lowers a
+        higher counter to ``value`` and never raises it. Safe while other
+        processes allocate: the update is conditional on the counter being
+        behind ``value``. Returns whether it was moved.
         """
         attr = cls.next_id
         hash_key, range_key = cls._item_key(key)
+        behind = (attr < int(value)) if step > 0 else (attr > int(value))
         try:
             cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.set(int(value))],
-                                               condition=attr.does_not_exist() | (attr < int(value)))
+                                               condition=attr.does_not_exist() | behind)
         except UpdateError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 cls.currval(key)  # raises if the counter holds no integer

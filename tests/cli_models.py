@@ -48,3 +48,28 @@ class Issue(AutoIncrementMixin, Model):
 
     project = UnicodeAttribute(hash_key=True)
     number = NumberAttribute(range_key=True)
+
+
+class Countdown(AutoIncrementMixin, Model):
+    """A descending sequence: 100, 95, 90, ..."""
+
+    class Meta:
+        table_name = f"{PREFIX}-countdown"
+        autoinc_start = 100
+        autoinc_step = -5
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)
+
+
+class Receipt(AutoIncrementMixin, Model):
+    """Numbered from 1 again each year: its counter keys end in the year."""
+
+    class Meta:
+        table_name = f"{PREFIX}-receipts"
+        autoinc_period = "year"
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -11,6 +13,8 @@ from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,15 +31,36 @@ def moto_server() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(params=("moto", "local"))
-def endpoint(request: pytest.FixtureRequest) -> str:
-    if request.param == "moto":
+@pytest.fixture
+def endpoint(backend_name: str, request: pytest.FixtureRequest) -> str:
+    """The server the command talks to: moto's or DynamoDB Local (``pytest --backend`` picks)."""
+    if backend_name == "moto":
         return str(request.getfixturevalue("moto_server"))
     return str(request.getfixturevalue("dynamodb_local").url)
 
 
+@functools.cache
+def command() -> List[str]:
+    """How to run the command line so that it runs this checkout's code.
+
+    The installed console script is what an operator runs (it imports models
+    from the current directory, not from its own sys.path), so it is used when
+    it imports ``pynamodb_autoinc`` from this checkout. An install from another
+    checkout (an editable install of a sibling work tree) would test that
+    code instead: then ``python -m pynamodb_autoinc`` runs from this
+    checkout's root, which puts this checkout first on sys.path.
+    """
+    script = Path(sys.executable).with_name("pynamodb-autoinc")
+    if script.exists():
+        where = subprocess.run([sys.executable, "-c", "import pynamodb_autoinc; print(pynamodb_autoinc.__file__)"],
+                               capture_output=True, text=True, cwd=script.parent, timeout=60)
+        if where.returncode == 0 and Path(where.stdout.strip()).resolve().parent.parent == ROOT:
+            return [str(script)]
+    return [sys.executable, "-m", "pynamodb_autoinc"]
+
+
 class Cli:
-    """Runs ``python -m pynamodb_autoinc`` against one endpoint with a fresh set of table names."""
+    """Runs the command line against one endpoint with a fresh set of table names."""
 
     def __init__(self, host: str) -> None:
         self.host = host
@@ -45,10 +70,7 @@ class Cli:
                     "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
 
     def __call__(self, *args: str, table: bool = True) -> subprocess.CompletedProcess:
-        # the installed console script, as an operator runs it (it imports models from the current directory)
-        script = Path(sys.executable).with_name("pynamodb-autoinc")
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "pynamodb_autoinc"]
-        argv = [*command, "--host", self.host, "--region", "us-east-1"]
+        argv = [*command(), "--host", self.host, "--region", "us-east-1"]
         if table:
             argv += ["--table", self.table]
         return subprocess.run([*argv, *args], capture_output=True, text=True, env=self.env, cwd=ROOT, timeout=300)
@@ -90,6 +112,42 @@ def test_create_list_get_set(cli):
     assert json.loads(cli("list", "--json").stdout) == [{"key": "order", "value": 7}, {"key": "user", "value": 41}]
 
 
+def put_raw_counter(cli: Cli, key: str, value: Any) -> None:
+    """Write a counter item as another tool might: ``value`` is the DynamoDB attribute, e.g. {"N": "1.5"}."""
+    import boto3  # type: ignore[import-untyped, unused-ignore]
+
+    client = boto3.client("dynamodb", endpoint_url=cli.host, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    client.put_item(TableName=cli.table, Item={"NextKey": {"S": key}, "NextId": value})
+
+
+def test_list_marks_a_fractional_counter_and_lists_the_rest(cli):
+    """list shows every counter; one holding a fraction is marked as not an integer, with the fix, and exits 3."""
+    cli("create-table")
+    cli("set", "41", "--key", "user")
+    cli("set", "7", "--key", "order")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("list")
+    assert done.returncode == 3
+    assert [line.split() for line in done.stdout.splitlines()[1:]] == [
+        ["half", "1.5", "(not", "an", "integer)"], ["order", "7"], ["user", "41"]]
+    assert "counter 'half' holds 1.5, not an integer" in done.stderr
+    assert "pynamodb-autoinc set N --key half" in done.stderr
+
+
+def test_list_json_marks_a_fractional_counter(cli):
+    """list --json gives a counter holding a fraction no value, its stored attribute and the problem."""
+    cli("create-table")
+    cli("set", "7", "--key", "order")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("list", "--json")
+    assert done.returncode == 3
+    assert json.loads(done.stdout) == [
+        {"key": "half", "value": None, "stored": {"N": "1.5"}, "problem": "not an integer"},
+        {"key": "order", "value": 7},
+    ]
+
+
 def test_errors_exit_non_zero(cli):
     """A missing counter, a missing table and a bad model name each exit 1 with a message; bad usage exits 2."""
     missing_table = cli("get", "user")
@@ -102,7 +160,61 @@ def test_errors_exit_non_zero(cli):
     assert cli("frobnicate").returncode == 2
 
 
-def seed_users(cli: Cli, ids: List[int]) -> Any:
+def test_missing_counter_table_names_the_command_that_creates_it(cli):
+    """A counter table that does not exist is an error naming the create-table command for it."""
+    done = cli("get", "user")
+    assert done.returncode == 1
+    assert f"counter table '{cli.table}' at {cli.host} does not exist" in done.stderr
+    assert f"--table {cli.table} create-table`" in done.stderr
+
+
+def test_missing_model_table_is_named(cli):
+    """seed on a model whose table does not exist names the model, the table and the endpoint."""
+    done = cli("seed", "tests.cli_models:User", table=False)
+    assert done.returncode == 1
+    assert f"User's table '{cli.prefix}-users' at {cli.host} does not exist" in done.stderr
+
+
+def test_get_names_the_command_that_fixes_a_fractional_counter(cli):
+    """get on a counter holding a fraction says it is not an integer and how to set it from the command line."""
+    cli("create-table")
+    put_raw_counter(cli, "half", {"N": "1.5"})
+    done = cli("get", "half")
+    assert done.returncode == 1
+    assert "not an integer" in done.stderr and "`pynamodb-autoinc set N --key half`" in done.stderr
+
+
+def test_scoped_model_alone_names_no_counter(cli):
+    """get --model on a model with one counter per scope value asks for the key and shows its form."""
+    done = cli("get", "--model", "tests.cli_models:Issue", table=False)
+    assert done.returncode == 1
+    assert "keeps one counter per project" in done.stderr and f"'{cli.prefix}-issues#<project>'" in done.stderr
+
+
+def test_check_refuses_a_model_numbered_per_period():
+    """check refuses a model whose IDs restart each period, since it cannot tell their sequences apart."""
+    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:Receipt", table=False)
+    assert done.returncode == 1
+    assert "Receipt numbers its IDs per period (Meta.autoinc_period = 'year')" in done.stderr
+
+
+def test_segments_must_be_positive():
+    """--segments 0 is bad usage (exit 2), not a failed scan."""
+    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:User", "--segments", "0", table=False)
+    assert done.returncode == 2 and "--segments: must be 1 or more, not 0" in done.stderr
+
+
+def test_unreachable_endpoint_names_the_fix():
+    """An endpoint nobody answers on is an error that says to check --host and the server."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = Cli(f"http://127.0.0.1:{port}")("get", "user")
+    assert done.returncode == 1
+    assert "Could not connect" in done.stderr and "check the endpoint (--host" in done.stderr
+
+
+def seed_users(cli: Cli, ids: List[Any]) -> Any:
     models = cli.models()
     models.User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     with models.User.batch_write() as batch:
@@ -125,6 +237,15 @@ def test_seed_raises_the_counter_only(cli):
     assert user.id == 18
 
 
+def test_seed_writes_to_the_table_named_by_table(cli):
+    """seed with --table moves the counter in that table, as get and set do."""
+    seed_users(cli, [3, 17, 5])
+    cli("create-table")
+    done = cli("seed", "tests.cli_models:User")
+    assert done.returncode == 0, done.stderr
+    assert cli("get", f"{cli.prefix}-user").stdout.strip() == "17"
+
+
 def test_set_refuses_to_go_below_stored_ids(cli):
     """set with --model refuses a value below the largest stored ID unless --force."""
     seed_users(cli, [1, 2, 9])
@@ -137,6 +258,62 @@ def test_set_refuses_to_go_below_stored_ids(cli):
     assert cli("get", "--model", "tests.cli_models:User", table=False).stdout.strip() == "4"
 
 
+def seed_countdown(cli: Cli, ids: List[int]) -> Any:
+    """Store Countdown items with these IDs (100, 95, 90, ... is its sequence) and create the counter table."""
+    models = cli.models()
+    models.Countdown.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    with models.Countdown.batch_write() as batch:
+        for i in ids:
+            batch.save(models.Countdown(id=i))
+    cli("create-table", table=False)
+    return models
+
+
+def test_set_refuses_to_go_above_stored_ids_counting_down(cli):
+    """set with --model refuses a value above the smallest stored ID of a descending sequence."""
+    seed_countdown(cli, [100, 95, 60])
+    refused = cli("set", "70", "--model", "tests.cli_models:Countdown", table=False)
+    assert refused.returncode == 1
+    assert "counts down (Meta.autoinc_step = -5)" in refused.stderr
+    assert "already stores id=60" in refused.stderr and "above that" in refused.stderr
+    assert "Set it to 60 or lower" in refused.stderr and "Use --force" in refused.stderr
+    assert "has no value yet" in cli("get", "--model", "tests.cli_models:Countdown", table=False).stderr
+
+
+def test_set_accepts_a_value_below_stored_ids_counting_down(cli):
+    """set with --model takes a value at or below the smallest stored ID of a descending sequence."""
+    models = seed_countdown(cli, [100, 95, 60])
+    done = cli("set", "50", "--model", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert cli("get", "--model", "tests.cli_models:Countdown", table=False).stdout.strip() == "50"
+    item = models.Countdown()
+    item.save()
+    assert item.id == 45
+
+
+def test_seed_lowers_a_descending_counter_to_the_smallest_id(cli):
+    """seed moves a descending sequence's counter down to its smallest stored ID, once."""
+    models = seed_countdown(cli, [100, 95, 60])
+    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{cli.prefix}-countdown: lowered to 60" in done.stdout
+    again = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert f"{cli.prefix}-countdown: already at or below 60" in again.stdout
+    item = models.Countdown()
+    item.save()
+    assert item.id == 55
+
+
+def test_seed_never_raises_a_descending_counter(cli):
+    """seed leaves a descending counter that is already below the smallest stored ID where it is."""
+    seed_countdown(cli, [100, 95, 60])
+    assert cli("set", "30", "--model", "tests.cli_models:Countdown", table=False).returncode == 0
+    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{cli.prefix}-countdown: already at or below 60" in done.stdout
+    assert cli("get", "--model", "tests.cli_models:Countdown", table=False).stdout.strip() == "30"
+
+
 def test_check_reports_holes_and_duplicates(cli):
     """check summarises each counter; holes in a gapless model exit 3."""
     models = cli.models()
@@ -147,7 +324,7 @@ def test_check_reports_holes_and_duplicates(cli):
     assert done.returncode == 3
     row = done.stdout.splitlines()[1].split()
     assert row[:6] == [f"{cli.prefix}-invoices", "4", "1", "7", "0", "3"]
-    assert "(first: 3, 5, 6)" in done.stdout
+    assert "(first: 3, 5..6)" in done.stdout
 
 
 def test_check_scoped_model_is_clean(cli):
@@ -161,3 +338,57 @@ def test_check_scoped_model_is_clean(cli):
     assert done.returncode == 0, done.stderr
     report = {r["key"]: (r["items"], r["max"], r["holes"]) for r in json.loads(done.stdout)}
     assert report == {f"{cli.prefix}-issues#A": (2, 2, 0), f"{cli.prefix}-issues#B": (1, 1, 0)}
+
+
+def test_check_notes_items_whose_id_is_not_an_integer(cli):
+    """check leaves out an item whose ID is no integer and says so on stderr."""
+    seed_users(cli, [1, 2.5, 2])
+    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 item of User holds no integer id; left out" in done.stderr
+    assert [row["items"] for row in json.loads(done.stdout)] == [2]
+
+
+def test_check_counts_holes_below_a_huge_id_without_building_the_range(cli):
+    """check counts the holes below a stored ID of 10**12 arithmetically and names them as one range."""
+    seed_users(cli, [1, 2, 10**12])
+    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["holes"], row["hole_ranges"]) == (10**12 - 3, [[3, 10**12 - 1]])
+
+
+def test_check_follows_a_descending_sequence_step_by_step(cli):
+    """check looks for holes along start, start + step, ... of a negative step, in sequence order."""
+    seed_countdown(cli, [100, 90, 75])
+    done = cli("check", "tests.cli_models:Countdown", table=False)
+    assert done.returncode == 0, done.stderr
+    row = done.stdout.splitlines()[1].split()
+    assert row[:6] == [f"{cli.prefix}-countdown", "3", "75", "100", "0", "3"]
+    assert "(first: 95, 85..80)" in done.stdout
+
+
+def test_check_counts_values_off_the_sequence_apart_from_holes(cli):
+    """check counts stored values that are not on the sequence (between steps, or before the start) apart."""
+    seed_countdown(cli, [100, 95, 73, 105])
+    done = cli("check", "tests.cli_models:Countdown", "--json", table=False)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["holes"], row["off_sequence"], row["first_off_sequence"]) == (0, 2, [73, 105])
+
+
+@given(start=st.integers(-20, 20), step=st.integers(-4, 4).filter(bool),
+       values=st.lists(st.integers(-60, 60), min_size=1, max_size=8))
+def test_check_hole_count_matches_the_sequence_spelled_out(start, step, values):
+    """check's arithmetic hole count and ranges agree with listing the sequence value by value."""
+    from pynamodb_autoinc.cli import _audit
+
+    report = _audit(values, start, step)
+    sequence = [start + i * step for i in range(100)]
+    on = [v for v in values if v in sequence]
+    spelled = sequence[:max(map(sequence.index, on)) + 1] if on else []
+    holes = [v for v in spelled if v not in values]
+    assert report["holes"] == len(holes)
+    named = [v for first, last in report["hole_ranges"] for v in range(first, last + (1 if step > 0 else -1), step)]
+    assert named == holes[:len(named)]
+    assert report["off_sequence"] == len(values) - len(on)
