@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pynamodb.connection import Connection
@@ -40,7 +41,7 @@ from .exceptions import (
     error_code,
     error_responses,
 )
-from .strategies import ChainId, Claim
+from .strategies import _UNKNOWN, ChainId, Claim
 
 CONDITION_FAILED = "ConditionalCheckFailed"
 CONFLICT = "TransactionConflict"
@@ -125,36 +126,37 @@ class Write:
             reasons = reasons_of(exc)
         else:
             return self._settle(exc)
+        chains = self.chains()
         first_put = len(self.checks) + len(self.deletes)
         first_swap = first_put + len(self.puts) + len(self.updates)
-        reasons += [None] * (first_swap + len(self.chains()) - len(reasons))
-        ours = {first_put + e.index: e for e in self.entries if e.claim is not None}
-        if was_retried(exc) and any(getattr(reasons[i], "raw_item", None) == self.puts[e.index][ITEM]
-                                    for i, e in ours.items()):
+        reasons += [None] * (first_swap + len(chains) - len(reasons))
+        ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
+        if was_retried(exc) and any(getattr(reasons[i], "raw_item", None) == self.puts[i - first_put][ITEM]
+                                    for i in ours):
             return APPLIED  # our own write, applied before its answer was lost; the resend found it
         current: Dict[ChainId, Any] = {}
         lost, blocking, taken = False, [], []
         for i, reason in enumerate(reasons):
             if reason is None:
                 continue
-            if reason.code == CONFLICT:
+            if i >= first_swap and reason.code in (CONDITION_FAILED, CONFLICT):
+                chain, _, last = chains[i - first_swap]  # another writer moved the counter
+                current[chain] = counter_value(last, reason) if reason.code == CONDITION_FAILED else _UNKNOWN
+            elif reason.code == CONFLICT:
                 lost = True  # a concurrent transaction touched an item: send it again
-            elif i >= first_swap and reason.code == CONDITION_FAILED:
-                lost = True  # another writer moved the counter: retry from its value now
-                chain = self.chains()[i - first_swap][0]
-                current[chain] = counter_value(self.chains()[i - first_swap][2], reason)
             elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
-                taken.append(ours[i].claim)
+                taken.append(i)  # the value is stored already
             else:
                 blocking.append(i)
-        for claim in taken:
-            # the value is stored already: taken by a racing writer, unless a swap's counter held (it is behind)
-            if claim is not None and (claim.kind == "query" or (claim.kind == "swap" and claim.chain in current)):
+        for i in taken:
+            # taken by a racing writer; unless it is a swap whose counter held: the counter is behind the items
+            claim = ours[i]
+            if claim.kind == "query" or claim.chain in current:
                 lost = True
             else:
-                blocking.append(first_put + next(e.index for e in self.entries if e.claim is claim))
-        if lost and not blocking and self.claims:
-            return current
+                blocking.append(i)
+        if (lost or current) and not blocking and self.claims:
+            return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
         raise self.failure(exc, reasons, sorted(blocking))
 
     def _settle(self, exc: Exception) -> Any:
@@ -286,11 +288,12 @@ def put_kwargs(instance: Model, condition: Optional[Condition], add_version_cond
 def counter_value(claim: Claim, reason: CancellationReason) -> Any:
     """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown."""
     if reason.raw_item is None:
-        return strategies._UNKNOWN
+        return _UNKNOWN
     raw = reason.raw_item.get(claim.opts.counter.next_id.attr_name)
     if raw is None:
         return None
-    return int(raw["N"]) if "N" in raw and float(raw["N"]).is_integer() else strategies._UNKNOWN
+    number = Decimal(raw["N"]) if "N" in raw else None
+    return int(number) if number is not None and number == number.to_integral_value() else _UNKNOWN
 
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
