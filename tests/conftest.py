@@ -80,19 +80,54 @@ def backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Backe
         with mock_aws():
             yield Backend("moto", {"region": "us-east-1"})
     else:
-        server = request.getfixturevalue("dynamodb_local")
-        local = Backend("local", {
-            "region": "us-east-1",
-            "host": server.url,
-            "aws_access_key_id": "local",
-            "aws_secret_access_key": "local",
-        })
+        local = request.getfixturevalue("local")
         # The server lives for the session: start each test with empty counters.
         counter = local.counter()
         with counter.batch_write() as batch:
             for item in counter.scan(consistent_read=True, attributes_to_get=["NextKey"]):
                 batch.delete(item)
         yield local
+
+
+@pytest.fixture
+def local(dynamodb_local: Any) -> Backend:
+    """DynamoDB Local as a :class:`Backend`, its NextId table created (for tests that need the real engine)."""
+    backend = Backend("local", {
+        "region": "us-east-1",
+        "host": dynamodb_local.url,
+        "aws_access_key_id": "local",
+        "aws_secret_access_key": "local",
+    })
+    backend.counter()
+    return backend
+
+
+@pytest.fixture
+def rival() -> Iterator[Any]:
+    """Another writer: ``rival(model, times=n)`` advances the model's counter before each of its next n transactions."""
+
+    class Rival:
+        times = 0
+        busy = False
+
+        def __call__(self, model: Any, times: int) -> None:
+            opts = model.autoinc_options()
+            self.times = times
+
+            def race(_: Any, operation_name: str, **__: Any) -> None:
+                if operation_name == "TransactWriteItems" and self.times and not self.busy:
+                    self.busy = True
+                    self.times -= 1
+                    opts.counter.nextval(opts.key)
+                    self.busy = False
+
+            self.race = race
+            pre_dynamodb_send.connect(race)
+
+    writer = Rival()
+    yield writer
+    if hasattr(writer, "race"):
+        pre_dynamodb_send.disconnect(writer.race)
 
 
 @pytest.fixture(autouse=True)

@@ -25,18 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def local(dynamodb_local: Any) -> Backend:
-    backend = Backend("local", {
-        "region": "us-east-1",
-        "host": dynamodb_local.url,
-        "aws_access_key_id": "local",
-        "aws_secret_access_key": "local",
-    })
-    backend.counter()
-    return backend
-
-
-@pytest.fixture
 def scale(request: pytest.FixtureRequest) -> int:
     """How many saves each worker makes: 25, or 250 with --soak."""
     return 250 if request.config.getoption("soak") else 25

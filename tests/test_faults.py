@@ -80,12 +80,6 @@ class Faults:
 
 
 @pytest.fixture
-def local(dynamodb_local: Any) -> Backend:
-    return Backend("local", {"region": "us-east-1", "host": dynamodb_local.url,
-                             "aws_access_key_id": "local", "aws_secret_access_key": "local"})
-
-
-@pytest.fixture
 def make(local: Backend) -> Any:
     """Build a model on DynamoDB Local in the given mode, with two retries per request."""
     from pynamodb.attributes import NumberAttribute, UnicodeAttribute

@@ -97,5 +97,6 @@ def test_policy_document(make_model):
     resources = {s["Resource"]: s["Action"] for s in document["Statement"]}
     assert resources == {
         "arn:aws:dynamodb:eu-west-1:123456789012:table/NextId": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
-        f"arn:aws:dynamodb:eu-west-1:123456789012:table/{User.Meta.table_name}": ["dynamodb:GetItem", "dynamodb:PutItem"],
+        f"arn:aws:dynamodb:eu-west-1:123456789012:table/{User.Meta.table_name}":
+            ["dynamodb:GetItem", "dynamodb:PutItem"],
     }
