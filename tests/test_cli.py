@@ -27,9 +27,10 @@ def moto_server() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(params=("moto", "local"))
-def endpoint(request: pytest.FixtureRequest) -> str:
-    if request.param == "moto":
+@pytest.fixture
+def endpoint(backend_name: str, request: pytest.FixtureRequest) -> str:
+    """moto's server or DynamoDB Local, as ``--backend`` chooses (conftest parametrizes ``backend_name``)."""
+    if backend_name == "moto":
         return str(request.getfixturevalue("moto_server"))
     return str(request.getfixturevalue("dynamodb_local").url)
 
