@@ -69,7 +69,9 @@ class Receipt(AutoIncrementMixin, Model):
     class Meta:
         table_name = f"{PREFIX}-receipts"
         autoinc_period = "year"
+        autoinc_attribute = "id"
         host = HOST
         region = "us-east-1"
 
-    id = NumberAttribute(hash_key=True)
+    year = UnicodeAttribute(hash_key=True)
+    id = NumberAttribute(range_key=True)
