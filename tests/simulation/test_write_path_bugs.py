@@ -19,6 +19,15 @@ block-passes-max-on-new-counter
     ``autoinc_block = 3`` and ``autoinc_max = 2``: the first reservation on a
     counter that does not exist yet sets it to 3 (``if_not_exists`` is not
     checked against the max), and the block's third value is handed out.
+lost-answer-reported-as-exhausted
+    Blocks of 3 under ``autoinc_max = 5``: once a block no longer fits, the
+    one value left is reserved alone, from inside the ``except
+    SequenceExhaustedError`` that refused the block. If that request's last
+    attempt gets no answer, ``exceptions.error_code`` finds no code on it
+    and follows ``__context__`` to the refused block's
+    ``ConditionalCheckFailedException``: the save raises
+    ``SequenceExhaustedError`` ("4 + 1 would pass 5; nothing was spent")
+    while the counter, at 4, has room, and the request did spend a value.
 
 Every run is checked strictly; the schedules are one client, no fault unless
 the script says so. ``MAX_RETRY_ATTEMPTS`` is 2, so three lost answers exhaust
@@ -32,8 +41,8 @@ from typing import Callable, List, Tuple
 import pytest
 
 from .explore import Bounds, Scripted, run_once, seeded_run
-from .scheduler import DROP, NONE
-from .world import World
+from .scheduler import DROP, NONE, THROTTLE
+from .world import Mode, World
 
 MakeWorld = Callable[..., World]
 Script = List[Tuple[int, str]]
@@ -42,6 +51,7 @@ ABANDONED_SIGN = "raised UserAbort but left ID"
 FAILED_ALLOCATION_SIGN = "raised CounterError but left ID"
 FOREIGN_ERROR_SIGN = "raised AttributeNullError but left ID"
 PAST_MAX_SIGN = "past autoinc_max"
+FALSE_EXHAUSTION_SIGN = "raised SequenceExhaustedError, but the counter ended at"
 
 
 def strict_run(world: World, saves: int, script: Script) -> List[str]:
@@ -76,6 +86,15 @@ def test_failed_batch_leaves_no_id(make_world: MakeWorld, mode: str) -> None:
 def test_block_never_passes_the_max(make_world: MakeWorld) -> None:
     """Blocks of 3 under autoinc_max = 2, on a new counter: 1 and 2 are handed out, then SequenceExhaustedError."""
     assert_fixed(strict_run(make_world("block-max-2"), 3, []), PAST_MAX_SIGN)
+
+
+def test_lost_answer_is_not_reported_as_exhaustion(make_world: MakeWorld) -> None:
+    """Client 0 takes 1..3; client 1's block is refused, and its one-value request is throttled twice, then its
+    answer is lost: the save fails, but not with SequenceExhaustedError while 5 is still free."""
+    world = make_world(Mode("block-max-5", {"autoinc_block": 3, "autoinc_max": 5}))
+    script = [(0, NONE), (0, NONE), (1, NONE), (1, NONE), (1, THROTTLE), (1, THROTTLE), (1, DROP)]
+    run = run_once(world, Bounds(clients=2, saves=1, faults=3), Scripted(script), strict=True)
+    assert_fixed(run.problems, FALSE_EXHAUSTION_SIGN)
 
 
 @pytest.mark.parametrize(("mode", "seed", "sign"), [
