@@ -390,7 +390,7 @@ class Stats:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items())) or "none"
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
         known = "".join(f"; known bug {k} in {v} runs" for k, v in sorted(self.known.items()))
-        return (f"{self.runs} schedules, {self.steps} requests; faults: {faults}; saves: {outcomes}{known}; "
+        return (f"{self.runs} schedules, {self.steps} requests; faults: {faults}; items: {outcomes}{known}; "
                 f"failing: {len(self.failures)}")
 
 

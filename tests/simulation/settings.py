@@ -12,7 +12,7 @@
     failing exhaustive test);
 ``SIM_CLIENTS``, ``SIM_SAVES``, ``SIM_FAULTS``, ``SIM_PREEMPTIONS``, ``SIM_BUDGET``
     the bounds of the exhaustive tests (``none``: unbounded), overriding
-    each mode's own (:func:`default_bounds`); a saved count is operations
+    each mode's own (:func:`default_bounds`); ``SIM_SAVES`` counts operations
     per client (a save, a transaction, a ``save_all()``);
 ``SIM_WORKERS``
     worker processes (default: the CPUs, at most 4).
