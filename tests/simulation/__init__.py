@@ -1,7 +1,8 @@
-"""Deterministic simulation of concurrent saves: every interleaving, every crash point, on the real code.
+"""Deterministic simulation of concurrent writes: every interleaving, every crash point, on the real code.
 
 Several clients (threads, each standing for a process) call the library's real
-``Model.save()`` against moto's in-process DynamoDB. Below the library, in
+write paths (``Model.save()``, a user's ``TransactWrite``, ``Model.save_all()``)
+against moto's in-process DynamoDB. Below the library, in
 botocore, every DynamoDB request stops at a boundary until the scheduler lets
 exactly one client send its request and run on to its next boundary, with or
 without a fault: a crash before the request is sent, an answer lost after the
@@ -18,15 +19,27 @@ Modules:
 - :mod:`~tests.simulation.checker`: the invariants, and the library bugs
   already known;
 - :mod:`~tests.simulation.world`: the models of each mode (fast, gapless,
-  block of 2, query strategy) on moto, reset and read back;
+  block of 2, query strategy; the other write paths in fast and gapless
+  mode; blocks of 3 near ``autoinc_max``) on moto, reset and read back;
+- :mod:`~tests.simulation.workloads`: what one client operation does on each
+  write path (a save; a transaction committed, cancelled or abandoned; a
+  batch, and a batch that cannot be stored);
 - :mod:`~tests.simulation.jobs`: explorations spread over worker processes;
 - :mod:`~tests.simulation.settings`: the environment variables.
 
 Running it::
 
     python -m pytest tests/simulation -s          # the default run; -s prints what was explored
-    SIM_SEED=123 python -m pytest tests/simulation -k 'random and gapless'    # replay one seed
-    SIM_PATH=0,4,2 python -m pytest tests/simulation -k 'every_schedule and fast'  # replay one schedule
+    # replay one seed, one schedule:
+    SIM_SEED=123 python -m pytest 'tests/simulation/test_random.py::test_random_schedules_keep_the_invariants[gapless]'
+    SIM_PATH=0,4,2 python -m pytest \
+        'tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[fast]'
+
+(a failing run prints the exact command, with the bounds it ran under). The
+modes are ``fast``, ``gapless``, ``block``, ``query`` (``Model.save()``),
+``tx-fast``, ``tx-gapless`` (a user's ``TransactWrite``), ``bulk-fast``,
+``bulk-gapless`` (``save_all()``), ``block-max`` and ``block-max-2`` (blocks
+of 3 with ``autoinc_max`` 4 and 2).
 
 Larger explorations::
 

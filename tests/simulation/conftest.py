@@ -12,7 +12,8 @@ from .world import MODES, World
 
 @pytest.fixture
 def make_world() -> Iterator[Callable[..., World]]:
-    """``make_world("gapless")`` or ``make_world(Mode(...), model=..., save=...)``: a world in this process's moto."""
+    """``make_world("gapless")``, or ``make_world(Mode(...), model=..., save=... or workload=...)``: a world in this
+    process's moto."""
     made: List[World] = []
 
     def make(mode: Any = "fast", **kwargs: Any) -> World:

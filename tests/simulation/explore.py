@@ -34,6 +34,7 @@ from .scheduler import (
     WAITING,
     Client,
     Outcome,
+    Report,
     Scheduler,
     SimAbort,
     SimCrash,
@@ -108,9 +109,10 @@ class Run:
     def describe(self) -> str:
         lines = ["schedule: " + " ".join(map(str, self.steps))]
         for client in self.clients:
-            lines.append(f"  client {client.index}: " + ", ".join(_outcome(o) for o in client.outcomes)
+            lines.append(f"  client {client.index}: " + ", ".join(_report(r) for r in client.reports)
                          + (f"  faults {client.faults}" if client.faults else ""))
-        lines.append(f"stored: {dict(sorted(self.snapshot.items.items()))}, counter {self.snapshot.counter}")
+        extras = f", unrelated items {sorted(self.snapshot.extras)}" if self.snapshot.extras else ""
+        lines.append(f"stored: {dict(sorted(self.snapshot.items.items()))}, counter {self.snapshot.counter}{extras}")
         lines.append("broken: " + "; ".join(self.problems) if self.problems else "all invariants hold")
         if self.known:
             lines.append("known bugs met: " + ", ".join(self.known))
@@ -121,8 +123,21 @@ def _outcome(outcome: Outcome) -> str:
     if outcome.status == "ok":
         return f"{outcome.tag}={outcome.value}"
     if outcome.status == "error":
-        return f"{outcome.tag} raised {type(outcome.error).__name__}"
+        kept = "" if outcome.value is None else f" keeping {outcome.value!r}"
+        return f"{outcome.tag} raised {type(outcome.error).__name__}{kept}"
     return f"{outcome.tag} crashed"
+
+
+def _report(report: Report) -> str:
+    """One operation: a plain save as before (``c0s1=4``), others as ``c0s1 commit [c0s1a=4, c0s1b=5]``."""
+    if report.kind == "save" and len(report.items) == 1:
+        return _outcome(report.items[0])
+    head = f"{report.tag} {report.kind}"
+    if report.status == "error":
+        head += f" raised {type(report.error).__name__}"
+    elif report.status == "crashed":
+        head += " crashed"
+    return f"{head} [" + ", ".join(_outcome(o) for o in report.items) + "]"
 
 
 class Chooser(Protocol):
@@ -191,16 +206,16 @@ def _client_body(world: World, scheduler: Scheduler, client: Client, saves: int)
     try:
         for save in range(saves):
             client.save = save
-            tag = client.tag(save)
+            operation = world.operation(save, client.tag(save))
             try:
-                value = world.save(tag)
+                operation.run()
             except SimCrash:
-                client.outcomes.append(Outcome(tag, "crashed"))
+                client.reports.append(operation.report("crashed"))
                 return
             except Exception as exc:
-                client.outcomes.append(Outcome(tag, "error", error=exc))
+                client.reports.append(operation.report("error", exc))
             else:
-                client.outcomes.append(Outcome(tag, "ok", value))
+                client.reports.append(operation.report("ok"))
     except SimAbort:
         return
     finally:
@@ -375,7 +390,7 @@ class Stats:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items())) or "none"
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
         known = "".join(f"; known bug {k} in {v} runs" for k, v in sorted(self.known.items()))
-        return (f"{self.runs} schedules, {self.steps} requests; faults: {faults}; saves: {outcomes}{known}; "
+        return (f"{self.runs} schedules, {self.steps} requests; faults: {faults}; items: {outcomes}{known}; "
                 f"failing: {len(self.failures)}")
 
 

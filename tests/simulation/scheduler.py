@@ -1,9 +1,10 @@
 """One DynamoDB request at a time, in the order the explorer picks, with faults at every request boundary.
 
-The clients are threads that call the library's real ``Model.save()``. They
+The clients are threads that call the library's real write paths. They
 are stopped *below* the library, in botocore: :class:`Interposer` is the first
-``before-send.dynamodb`` handler of the botocore clients the model and its
-counter use, and it is the only way those clients reach moto's in-process
+``before-send.dynamodb`` handler of the botocore clients the model, its
+counter and the user's own connection (for ``TransactWrite``) use, and it is
+the only way those clients reach moto's in-process
 DynamoDB (moto's own ``before-send`` handler is taken off those clients while
 the simulation runs, and called by the interposer instead). A client that
 reaches a request boundary blocks in the hook until :class:`Scheduler` grants
@@ -57,7 +58,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 import botocore.endpoint
 from botocore.awsrequest import AWSResponse
@@ -88,19 +89,68 @@ class StepTimeout(Exception):
     """A client did not reach its next request boundary, or its end, in time."""
 
 
+#: The ID an instance holds is not known: the item was not written through a model instance.
+UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
+
+
 @dataclass
 class Outcome:
-    """What one save reported: ``ok`` with its ID, ``error`` with the exception, or ``crashed``."""
+    """What became of one item an operation wrote: ``ok``, ``error`` or ``crashed``.
+
+    ``value`` is the ID the instance holds once the operation has returned or
+    raised (:data:`UNKNOWN` when the harness's own allocator gave no instance).
+    ``new``: the instance had no ID and was to get one from the library (an
+    explicit ID is the user's). ``op`` is the tag of the operation it belongs to.
+    """
 
     tag: str
     status: str
     value: Any = None
     error: Optional[BaseException] = None
+    new: bool = True
+    op: str = ""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """How an operation may end besides success, whatever the schedule.
+
+    ``must_fail``: it never succeeds, and with no fault on its requests it
+    ends in one of these errors (a transaction cancelled by design, the
+    user's own exception). ``excused``: errors that may end it even when no
+    request of it met a fault (losing a race, an exhausted sequence).
+    ``foreign``: errors that are not the library's but the user's own, which
+    must come through unchanged.
+    """
+
+    must_fail: Tuple[Type[BaseException], ...] = ()
+    excused: Tuple[Type[BaseException], ...] = ()
+    foreign: Tuple[Type[BaseException], ...] = ()
+
+
+@dataclass
+class Report:
+    """What one operation of a client reported, and what became of each item it wrote.
+
+    ``atomic`` lists groups of tags (items' tags, or ``extra``, the key of an
+    unrelated item put alongside them) that are written in one transaction:
+    each group is stored whole or not at all.
+    """
+
+    tag: str
+    save: int
+    kind: str
+    status: str
+    items: List[Outcome]
+    error: Optional[BaseException] = None
+    expect: Expect = Expect()
+    extra: Optional[str] = None
+    atomic: Tuple[Tuple[str, ...], ...] = ()
 
 
 @dataclass
 class Client:
-    """One simulated process: its thread, where it stands, and what its saves reported."""
+    """One simulated process: its thread, where it stands, and what its operations reported."""
 
     index: int
     state: str = STARTING
@@ -109,12 +159,17 @@ class Client:
     grant: Optional[str] = None
     save: int = -1
     crashed: bool = False
-    outcomes: List[Outcome] = field(default_factory=list)
+    reports: List[Report] = field(default_factory=list)
     faults: Dict[int, List[str]] = field(default_factory=dict)
     thread: Optional[threading.Thread] = None
 
     def tag(self, save: int) -> str:
         return f"c{self.index}s{save}"
+
+    @property
+    def outcomes(self) -> List[Outcome]:
+        """The outcome of every item its operations wrote, in order."""
+        return [item for report in self.reports for item in report.items]
 
 
 class Scheduler:

@@ -3,13 +3,17 @@
 ``SIM_SEED``
     run only this seed in the random tests (replays a failure exactly);
 ``SIM_SEED_START``, ``SIM_RANDOM_RUNS``
-    the random tests run seeds ``SIM_SEED_START`` .. ``+SIM_RANDOM_RUNS``,
-    dealt out over the modes (default 0 and 2000);
+    the random tests run seeds ``SIM_SEED_START`` .. ``+SIM_RANDOM_RUNS``
+    (default 0 and 2240), dealt out over the modes in the order and
+    proportions of :data:`RANDOM_WEIGHTS`: by default 500 seeds to each
+    mode of ``save()`` (seeds 0..1999), 40 to each other write path;
 ``SIM_PATH``
     run only this schedule (comma-separated choice indices, as printed by a
     failing exhaustive test);
 ``SIM_CLIENTS``, ``SIM_SAVES``, ``SIM_FAULTS``, ``SIM_PREEMPTIONS``, ``SIM_BUDGET``
-    the bounds of the exhaustive tests (``none``: unbounded);
+    the bounds of the exhaustive tests (``none``: unbounded), overriding
+    each mode's own (:func:`default_bounds`); ``SIM_SAVES`` counts operations
+    per client (a save, a transaction, a ``save_all()``);
 ``SIM_WORKERS``
     worker processes (default: the CPUs, at most 4).
 """
@@ -17,7 +21,7 @@
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .explore import Bounds
 
@@ -37,15 +41,40 @@ def _given(name: str, default: int) -> int:
 #: 3 clients x 2 saves, at most one fault, at most 2 preemptions, and both together at most 2.
 DEFAULT_BOUNDS = Bounds(clients=3, saves=2, faults=1, preemptions=2, budget=2)
 
+#: The other write paths, smaller: 2 clients, each doing every kind of operation of its workload once
+#: (a transaction committed, cancelled and abandoned; a batch and a failing batch), or 2 saves near the
+#: sequence's max (``block-max-2``: a preemption or a fault, not both).
+PATH_BOUNDS: Dict[str, Bounds] = {
+    "tx-fast": Bounds(clients=2, saves=3, faults=1, preemptions=2, budget=2),
+    "tx-gapless": Bounds(clients=2, saves=3, faults=1, preemptions=2, budget=2),
+    "bulk-fast": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
+    "bulk-gapless": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
+    "block-max": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
+    # every save past the max costs 4 requests (a block refused, one value refused, each explained by a read)
+    "block-max-2": Bounds(clients=2, saves=2, faults=1, preemptions=1, budget=1),
+}
 
-def exhaustive_bounds() -> Bounds:
-    """:data:`DEFAULT_BOUNDS`, or what the environment says instead."""
+#: The share of the random seeds each mode gets, in the order their windows follow each other.
+RANDOM_WEIGHTS: Dict[str, int] = {
+    "fast": 500, "gapless": 500, "block": 500, "query": 500,
+    "tx-fast": 40, "tx-gapless": 40, "bulk-fast": 40, "bulk-gapless": 40, "block-max": 40, "block-max-2": 40,
+}
+
+
+def default_bounds(mode: str) -> Bounds:
+    """The exhaustive bounds of ``mode`` when the environment sets none."""
+    return PATH_BOUNDS.get(mode, DEFAULT_BOUNDS)
+
+
+def exhaustive_bounds(mode: str) -> Bounds:
+    """``mode``'s :func:`default_bounds`, or what the environment says instead."""
+    default = default_bounds(mode)
     return Bounds(
-        clients=_given("SIM_CLIENTS", DEFAULT_BOUNDS.clients),
-        saves=_given("SIM_SAVES", DEFAULT_BOUNDS.saves),
-        faults=_given("SIM_FAULTS", DEFAULT_BOUNDS.faults),
-        preemptions=_int("SIM_PREEMPTIONS", DEFAULT_BOUNDS.preemptions),
-        budget=_int("SIM_BUDGET", DEFAULT_BOUNDS.budget),
+        clients=_given("SIM_CLIENTS", default.clients),
+        saves=_given("SIM_SAVES", default.saves),
+        faults=_given("SIM_FAULTS", default.faults),
+        preemptions=_int("SIM_PREEMPTIONS", default.preemptions),
+        budget=_int("SIM_BUDGET", default.budget),
     )
 
 
@@ -63,12 +92,17 @@ def replay_path() -> Optional[List[int]]:
     return [int(i) for i in raw.split(",") if i.strip()] if raw else None
 
 
-def random_seeds(mode_index: int, modes: int) -> List[int]:
+def random_seeds(mode: str) -> List[int]:
     """The seeds of one mode's random test: ``SIM_SEED`` alone, or its share of the window."""
     seed = _int("SIM_SEED", None)
     if seed is not None:
         return [seed]
     start = _given("SIM_SEED_START", 0)
-    runs = _given("SIM_RANDOM_RUNS", 2000)
-    per_mode = max(1, runs // modes)
-    return list(range(start + mode_index * per_mode, start + (mode_index + 1) * per_mode))
+    runs = _given("SIM_RANDOM_RUNS", sum(RANDOM_WEIGHTS.values()))
+    total = sum(RANDOM_WEIGHTS.values())
+    for name, weight in RANDOM_WEIGHTS.items():
+        count = max(1, runs * weight // total)
+        if name == mode:
+            return list(range(start, start + count))
+        start += count
+    raise KeyError(mode)
