@@ -24,14 +24,18 @@ if TYPE_CHECKING:
 
 
 def error_responses(exc: Optional[BaseException]) -> List[dict]:
-    """The botocore error responses behind ``exc`` (PynamoDB causes, chained exceptions), outermost first."""
+    """The botocore error responses behind ``exc`` (PynamoDB causes, ``raise ... from``), outermost first.
+
+    An exception raised while another was being handled is not followed back
+    to it: the earlier one's error code is not this failure's.
+    """
     found, visited = [], set()
     while exc is not None and id(exc) not in visited:
         visited.add(id(exc))
         response = getattr(exc, "response", None)
         if isinstance(response, dict):
             found.append(response)
-        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
+        exc = getattr(exc, "cause", None) or exc.__cause__
     return found
 
 

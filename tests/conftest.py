@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
 
 import pytest
-from pynamodb.attributes import Attribute, NumberAttribute
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
@@ -25,10 +25,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true", help="run the concurrency tests with many more allocations")
 
 
+#: The ways a model can number its items; ``make_model`` builds a model in each.
+MODES = ("fast", "block", "gapless", "query")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
         chosen = metafunc.config.getoption("backend") or list(BACKENDS)
         metafunc.parametrize("backend_name", chosen)
+    if "mode" in metafunc.fixturenames and not _parametrizes(metafunc, "mode"):
+        marker = metafunc.definition.get_closest_marker("modes")
+        metafunc.parametrize("mode", marker.args if marker else MODES)
+
+
+def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
+    """Whether the test's own @pytest.mark.parametrize sets ``name``."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        if name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
 
 
 @pytest.fixture(scope="session")
@@ -140,12 +156,16 @@ def _fresh_process_state() -> Iterator[None]:
     strategies._state.reset()
 
 
-@pytest.fixture(name="mode", params=("fast", "gapless"))
-def _mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 ModelFactory = Callable[..., Any]
+
+
+#: The Meta options of each mode (a test that sets one of them itself keeps its own).
+MODE_OPTIONS: Dict[str, Dict[str, Any]] = {
+    "fast": {"autoinc_gapless": False},
+    "block": {"autoinc_block": 3},
+    "gapless": {"autoinc_gapless": True},
+    "query": {"autoinc_strategy": "query", "autoinc_attribute": "id"},
+}
 
 
 @pytest.fixture
@@ -161,11 +181,21 @@ def make_model(backend: Backend, mode: str) -> ModelFactory:
     def make(cls_name: str = "Item", *, create: bool = True, bases: Tuple[type, ...] = (), **options: Any) -> Any:
         attrs = {k: v for k, v in options.items() if isinstance(v, Attribute)}
         meta = {k: v for k, v in options.items() if k not in attrs}
+        pinned = {"autoinc_gapless", "autoinc_block", "autoinc_strategy"} & set(meta)
         if not any(a.is_hash_key for a in attrs.values()):
-            attrs = {"id": NumberAttribute(hash_key=True), **attrs}
+            if mode == "query" and not pinned:
+                # one shared partition, numbered by the range key
+                attrs = {"part": UnicodeAttribute(hash_key=True, default="p"),
+                         "id": NumberAttribute(range_key=True), **attrs}
+            else:
+                attrs = {"id": NumberAttribute(hash_key=True), **attrs}
+        elif mode == "query" and not pinned:
+            raise ValueError(f"{cls_name} brings its own key: mark the test with the modes it runs in, "
+                             "e.g. @pytest.mark.modes('fast', 'block', 'gapless')")
+        defaults = {} if pinned else MODE_OPTIONS[mode]
         meta_cls = type("Meta", (), {
             "table_name": backend.table_name(cls_name.lower()),
-            "autoinc_gapless": mode == "gapless",
+            **defaults,
             **backend.meta,
             **meta,
         })

@@ -7,6 +7,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc import ConditionFailedError, ItemExistsError, NextId
 
+pytestmark = pytest.mark.modes('fast', 'gapless')
+
 
 def counter_of(model):
     opts = model.autoinc_options()

@@ -9,6 +9,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc import CounterTableMissingError, ItemExistsError, NextId, before_save
 
+pytestmark = pytest.mark.modes('fast', 'gapless')
+
 
 def test_000_nextid_table_with_string_ids(make_model, backend):
     """Article 000: a NextId item {"NextKey": "user"} numbers users "1", "2" from a before-save hook."""

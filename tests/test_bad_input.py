@@ -26,6 +26,8 @@ from pynamodb_autoinc import (
     before_save,
 )
 
+pytestmark = pytest.mark.modes('fast', 'gapless')
+
 
 class Remote(NextId):
     """A counter on another endpoint (never contacted: the model is refused first)."""

@@ -10,6 +10,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb_autoinc import BulkSaveError, after_save, before_save
 
 
+@pytest.mark.modes('fast', 'gapless')
 def test_one_counter_request_for_a_batch(make_model, requests, mode):
     """250 new items: one counter request (fast) or one swap per transaction (gapless), 3 transactions."""
     User = make_model("User", name=UnicodeAttribute(null=True))
@@ -34,6 +35,7 @@ def test_existing_and_new_together(make_model):
     assert sorted((u.id, u.name) for u in User.scan()) == [(1, "a"), (2, "b"), (100, "old")]
 
 
+@pytest.mark.modes('fast', 'gapless')
 def test_collision_leaves_the_batch_unwritten(make_model, mode):
     """A new ID that collides cancels its transaction; nothing is overwritten, the error says what landed."""
     User = make_model("User", name=UnicodeAttribute(null=True))
@@ -58,6 +60,7 @@ def test_signals_for_each_instance(make_model):
     assert events == [("before", "bulk"), ("before", "bulk"), ("after", 1), ("after", 2)]
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_scoped_batch(make_model, requests, mode):
     """A batch over several scopes asks each scope's counter once."""
     Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),

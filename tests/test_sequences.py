@@ -18,6 +18,8 @@ from pynamodb_autoinc import (
 from pynamodb_autoinc.counter import RESERVED_PREFIX
 from pynamodb_autoinc.periods import clock
 
+pytestmark = pytest.mark.modes('fast', 'block', 'gapless')
+
 
 def save_many(model: Any, n: int, **values: Any) -> List[Any]:
     ids = []
@@ -78,6 +80,7 @@ def issue_model(make_model):
     )
 
 
+@pytest.mark.modes('fast', 'gapless')
 def test_scope_gives_each_parent_its_own_sequence(issue_model):
     """Project A's issues are 1, 2, 3 and project B's 1, 2, with separate counters."""
     Issue = issue_model
@@ -187,6 +190,7 @@ def invoice_model(make_model):
                       autoinc_format="INV-{period}-{value:06d}")
 
 
+@pytest.mark.modes('fast', 'gapless')
 def test_yearly_invoice_numbers_restart(invoice_model):
     """Invoice numbers restart each year and carry the year: INV-2026-000002, then INV-2027-000001."""
     Invoice = invoice_model
@@ -281,6 +285,7 @@ def test_scan_hides_the_counter_item(users_table):
     assert len(raw) == 2
 
 
+@pytest.mark.modes('fast', 'gapless')
 def test_counter_in_a_table_with_a_range_key(make_model):
     """A table with a range key reserves a range value for the counter item too."""
     Events = make_model("Events", pk=UnicodeAttribute(hash_key=True), sk=UnicodeAttribute(range_key=True),

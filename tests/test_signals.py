@@ -25,6 +25,7 @@ def test_before_save_is_sent_with_the_instance(make_model):
     assert calls == [(User, user, True, "save", None), (User, user, False, "save", 1)]
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_what_a_receiver_sets_is_stored(make_model):
     """A value set by a before_save receiver is written with the item."""
     User = make_model("User", created_by=UnicodeAttribute(null=True))
