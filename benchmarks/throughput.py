@@ -54,13 +54,24 @@ Rows (one algorithm x one process count; each row gets fresh tables with unique 
     within one partition that every process shares).
 
     Baselines 3/4 give up after 10,000 attempts for one item, and a save of any
-    row that raises is counted in ``errors`` instead of stopping the row.
+    row that raises is counted in ``failed saves`` instead of stopping the row.
 
 Columns
     ``items/s``: items saved by all processes / wall time from the first process
     passing the start barrier to the last process finishing (process start-up,
     table creation and connection set-up are outside it).
     ``vs plain``: items/s relative to ``plain save`` on the same backend and process count.
+    ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
+    successful saves / its own elapsed time (from passing the start barrier to
+    its last save), the lowest and the highest over the row's writers.  A wide
+    spread means some writers got through while others waited: with a shared
+    counter, who wins the races.
+    ``p50 ms``, ``p99 ms``, ``max ms``: wall time of one save, measured around
+    the call in the writer (``time.perf_counter``), every save of every writer
+    pooled, failed saves included; percentiles by nearest rank (p99 of 150 saves
+    is the second slowest).  It includes the retries and backoff inside the save,
+    and, on a machine with fewer cores than writers plus the server, time spent
+    waiting for a core.
     ``req/item``: DynamoDB requests each process sent (PynamoDB's
     ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
     own resends of throttled or failed requests are not included), summed over
@@ -79,11 +90,13 @@ Columns
     ``retries/item``: error responses with code ``ConditionalCheckFailedException``
     or ``TransactionCanceledException`` seen by the ``after-call`` hook, per item
     saved: each is a lost race that was retried (for ``003 atomic counter`` it is
-    a failed put, which is also counted in ``errors``).
+    a failed put, which is also counted in ``failed saves``).
     ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
     summed over processes), per item saved: on a machine with fewer cores than
     processes plus the server, client CPU competes with the server's.
-    ``errors``: saves that raised (the item was not saved by that call).
+    ``failed saves``: saves that raised (the item was not saved by that call),
+    with their count by the exception's class name; the first messages are
+    listed below the table.
     ``duplicates``: IDs stored more than once (a scan with consistent reads
     after the row) plus IDs reported as saved to two saves.
     ``gaps``: numbers in 1..max(stored ID) that are not stored (counter-based
@@ -99,6 +112,7 @@ import argparse
 import collections
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import platform
@@ -144,6 +158,8 @@ PARTITION = "shared"
 MAX_ATTEMPTS = 10_000
 """Baselines 3 and 4 give up on one item after this many attempts (counted as an error)."""
 ROW_TIMEOUT = 1800.0
+BARRIER_TIMEOUT = 600.0
+"""How long a worker waits for the others to be ready (16 processes start slowly on 2 busy cores)."""
 READ_OPERATIONS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 RETRY_CODES = frozenset({"ConditionalCheckFailedException", "TransactionCanceledException"})
 NO_CAPACITY_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "DescribeTable", "ListTables", "UpdateTable",
@@ -409,23 +425,14 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         if models.counter is not None:
             models.counter.describe_table()
         pre_dynamodb_send.connect(stats.on_send, weak=False)
-        barrier.wait(timeout=300)
-        started = time.time()
+        barrier.wait(timeout=BARRIER_TIMEOUT)
         cpu_started = time.process_time()
         stats.active = True
-        saved: List[Tuple[int, str]] = []
-        errors: List[str] = []
-        for i in range(spec.items):
-            owner = f"{worker}:{i}"
-            try:
-                saved.append((save(i, owner), owner))
-            except Exception as exc:  # counted, not fatal: see the module docstring
-                errors.append(f"{type(exc).__name__}: {exc}"[:300])
-        finished = time.time()
+        writers = [write_items(save, worker, spec.items)]
         cpu = time.process_time() - cpu_started
         stats.active = False
         results.put({
-            "worker": worker, "started": started, "finished": finished, "cpu": cpu, "saved": saved, "errors": errors,
+            "worker": worker, "cpu": cpu, "writers": writers,
             "requests": stats.requests, "read_units": stats.read_units, "write_units": stats.write_units,
             "capacity_responses": stats.capacity_responses, "retries": stats.retries,
             "transport_retries": stats.transport_retries, "operations": stats.operations,
@@ -435,6 +442,26 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         with contextlib.suppress(Exception):
             barrier.abort()
         results.put({"worker": worker, "fatal": traceback.format_exc()})
+
+
+def write_items(save: Saver, writer: int, items: int) -> Dict[str, Any]:
+    """One writer's loop: ``items`` saves, each timed on its own; what it saved, what raised, when."""
+    saved: List[Tuple[int, str]] = []
+    errors: List[Tuple[str, str]] = []
+    latencies: List[float] = []
+    started = time.time()
+    for i in range(items):
+        owner = f"{writer}:{i}"
+        began = time.perf_counter()
+        try:
+            saved.append((save(i, owner), owner))
+        except Exception as exc:  # counted, not fatal: see the module docstring
+            errors.append((type(exc).__name__, f"{type(exc).__name__}: {exc}"[:300]))
+        finally:
+            latencies.append(time.perf_counter() - began)
+    finished = time.time()
+    return {"writer": writer, "started": started, "finished": finished, "saved": saved, "errors": errors,
+            "latencies": latencies}
 
 
 # -- the parent: rows, servers, the table ------------------------------------------
@@ -455,6 +482,12 @@ class Row:
     retries: int = 0
     transport_retries: int = 0
     errors: int = 0
+    error_classes: Dict[str, int] = field(default_factory=dict)
+    """Failed saves by the name of the exception's class."""
+    latencies: List[float] = field(default_factory=list)
+    """Wall time of every save (failed ones too), in seconds, all writers pooled."""
+    writer_rates: List[float] = field(default_factory=list)
+    """Each writer's own successful saves / its own elapsed time."""
     duplicates: int = 0
     gaps: Optional[int] = None
     lost: int = 0
@@ -580,8 +613,12 @@ def _run_workers(ctx: Any, spec: RowSpec, procs: int) -> List[Dict[str, Any]]:
 
 
 def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
-    row.items = sum(len(r["saved"]) for r in reports)
-    row.seconds = max(r["finished"] for r in reports) - min(r["started"] for r in reports)
+    writers = [w for r in reports for w in r["writers"]]
+    row.items = sum(len(w["saved"]) for w in writers)
+    row.seconds = max(w["finished"] for w in writers) - min(w["started"] for w in writers)
+    row.latencies = sorted(x for w in writers for x in w["latencies"])
+    row.writer_rates = sorted(len(w["saved"]) / (w["finished"] - w["started"]) if w["finished"] > w["started"]
+                              else 0.0 for w in writers)
     row.cpu_seconds = sum(r["cpu"] for r in reports)
     row.requests = sum(r["requests"] for r in reports)
     row.read_units = sum(r["read_units"] for r in reports)
@@ -589,7 +626,8 @@ def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     row.capacity_reported = any(r["capacity_responses"] for r in reports)
     row.retries = sum(r["retries"] for r in reports)
     row.transport_retries = sum(r["transport_retries"] for r in reports)
-    row.errors = sum(len(r["errors"]) for r in reports)
+    row.errors = sum(len(w["errors"]) for w in writers)
+    row.error_classes = dict(collections.Counter(name for w in writers for name, _ in w["errors"]))
     ops: collections.Counter = collections.Counter()
     for r in reports:
         ops.update(r["operations"])
@@ -598,17 +636,26 @@ def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     for r in reports:
         missing.update(r["no_capacity"])
     row.no_capacity = dict(missing)
-    row.error_samples = sorted({e for r in reports for e in r["errors"]})[:3]
+    row.error_samples = sorted({message for w in writers for _, message in w["errors"]})[:3]
+
+
+def percentile(ordered: Sequence[float], p: float) -> Optional[float]:
+    """The ``p``-th percentile of sorted values by nearest rank (the smallest value with ``p`` % at or below it)."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 def _check_table(row: Row, algo: Algorithm, models: Models, reports: List[Dict[str, Any]]) -> None:
     pairs = [(int(item.id), item.owner) for item in models.item.scan(consistent_read=True)]
     stored = collections.Counter(i for i, _ in pairs)
-    reported = collections.Counter(i for r in reports for i, _ in r["saved"])
+    saved = [pair for r in reports for w in r["writers"] for pair in w["saved"]]
+    reported = collections.Counter(i for i, _ in saved)
     duplicated = {i for i, n in stored.items() if n > 1} | {i for i, n in reported.items() if n > 1}
     row.duplicates = len(duplicated)
     present = set(pairs)
-    row.lost = sum(1 for r in reports for i, owner in r["saved"] if (i, owner) not in present)
+    row.lost = sum(1 for pair in saved if pair not in present)
     if algo.counter_based:
         top = max(stored, default=0)
         row.gaps = sum(1 for i in range(1, top + 1) if i not in stored)
@@ -683,8 +730,20 @@ def _num(value: Optional[float], digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "req/item", "WCU/item", "RCU/item",
-           "retries/item", "client CPU ms/item", "errors", "duplicates", "gaps", "lost")
+COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "slowest writer items/s",
+           "fastest writer items/s", "p50 ms", "p99 ms", "max ms", "req/item", "WCU/item", "RCU/item",
+           "retries/item", "client CPU ms/item", "failed saves", "duplicates", "gaps", "lost")
+
+
+def _ms(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{1000 * seconds:.1f}"
+
+
+def _failed(row: Row) -> str:
+    if not row.errors:
+        return "0"
+    classes = ", ".join(f"{name} {count}" for name, count in sorted(row.error_classes.items()))
+    return f"{row.errors} ({classes})"
 
 
 def render(rows: List[Row]) -> str:
@@ -705,12 +764,17 @@ def render(rows: List[Row]) -> str:
                 str(r.items),
                 f"{r.rate:.0f}",
                 f"{r.rate / base:.2f}" if base else "-",
+                f"{min(r.writer_rates):.0f}" if r.writer_rates else "-",
+                f"{max(r.writer_rates):.0f}" if r.writer_rates else "-",
+                _ms(percentile(r.latencies, 50)),
+                _ms(percentile(r.latencies, 99)),
+                _ms(r.latencies[-1] if r.latencies else None),
                 _num(per(r.requests)),
                 _num(per(r.write_units)) if cap else "-",
                 _num(per(r.read_units)) if cap else "-",
                 _num(per(r.retries)),
                 _num(per(1000 * r.cpu_seconds)),
-                str(r.errors),
+                _failed(r),
                 str(r.duplicates),
                 "-" if r.gaps is None else str(r.gaps),
                 str(r.lost),
@@ -802,7 +866,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         log(f"    {row.unavailable}")
                     else:
                         log(f"    {row.rate:.0f} items/s, {row.items} items in {row.seconds:.2f} s, "
-                            f"{row.retries} retries, {row.errors} errors, {row.duplicates} duplicates, "
+                            f"writers {min(row.writer_rates):.0f}..{max(row.writer_rates):.0f} items/s, "
+                            f"p50 {_ms(percentile(row.latencies, 50))} ms, p99 {_ms(percentile(row.latencies, 99))} "
+                            f"ms, max {_ms(row.latencies[-1])} ms, "
+                            f"{row.retries} retries, {_failed(row)} failed, {row.duplicates} duplicates, "
                             f"gaps {row.gaps if row.gaps is not None else '-'}, lost {row.lost}; "
                             f"requests {dict(sorted(row.operations.items()))}; "
                             f"{time.monotonic() - began:.0f} s so far")
