@@ -1,12 +1,17 @@
-"""Throughput of integer-ID allocation on DynamoDB Local and moto, with several OS processes.
+"""Throughput of integer-ID allocation on DynamoDB Local and moto, with several OS processes or threads.
 
 Usage (from the repository root)::
 
-    python benchmarks/throughput.py [--items N] [--procs 1,4,8] [--backend local,moto] [--algorithms ...]
+    python benchmarks/throughput.py [--items N] [--procs 1,4,8] [--threads 8] [--backend local,moto]
+                                    [--algorithms ...]
 
-    --items N        saves per process and row (default 200)
-    --procs LIST     process counts, comma-separated (default 1,4: the defaults took under 4 minutes
-                     on 2 cores; 8 processes add about 9 more, most of it moto's contention rows)
+    --items N        saves per writer and row (default 200)
+    --procs LIST     process counts, comma-separated, one writer per process (default 1,4: the defaults
+                     took under 4 minutes on 2 cores; 8 processes add about 9 more, most of it moto's
+                     contention rows; 16 work too, slowly: their start-up alone takes tens of seconds)
+    --threads LIST   thread counts, comma-separated: each adds, after the process rows, rows of ONE
+                     process running that many writers in threads, labelled e.g. ``gapless 1p×8t``
+                     (default: none)
     --backend LIST   ``local`` (AWS's DynamoDB Local) and/or ``moto`` (default local,moto)
     --algorithms L   a subset of the rows, by key: plain, atomic, querymax, txn, fast, block, gapless,
                      sortkey (default: all)
@@ -28,11 +33,18 @@ Backends
     That is expected; its rows *report* the duplicates, gaps and lost items
     found, they do not fail.
 
-Rows (one algorithm x one process count; each row gets fresh tables with unique names)
+Rows (one algorithm x one shape of writers; each row gets fresh tables with unique names)
+    A writer saves ``--items`` items one after the other.  ``--procs N`` rows
+    run N writer processes (spawned, each with its own models and connections)
+    that start together at a barrier.  ``--threads N`` rows run N writer threads
+    in one process, released together: they share that process's PynamoDB models
+    and HTTP connection pools, the library's per-process state (the counter value
+    gapless mode remembers, the block a process reserved) and the GIL.
+
     baselines, written on PynamoDB's low-level ``TableConnection`` (not with this library):
 
     1. ``plain save``: ``Model.save()`` of an item whose key the client chose
-       (``worker * 10**6 + i``): the cost of the write alone.
+       (``writer * 10**6 + i``): the cost of the write alone.
     2. ``003 atomic counter``: ``UpdateItem ADD NextId :1`` returning
        ``UPDATED_NEW`` on a counter item, then ``PutItem`` with
        ``attribute_not_exists`` (a failed put is an error: the value is spent).
@@ -57,10 +69,11 @@ Rows (one algorithm x one process count; each row gets fresh tables with unique 
     row that raises is counted in ``failed saves`` instead of stopping the row.
 
 Columns
-    ``items/s``: items saved by all processes / wall time from the first process
-    passing the start barrier to the last process finishing (process start-up,
+    ``items/s``: items saved by all writers / wall time from the first writer
+    passing the start barrier to the last writer finishing (process start-up,
     table creation and connection set-up are outside it).
-    ``vs plain``: items/s relative to ``plain save`` on the same backend and process count.
+    ``vs plain``: items/s relative to ``plain save`` on the same backend and the
+    same shape (process count, or process x threads).
     ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
     successful saves / its own elapsed time (from passing the start barrier to
     its last save), the lowest and the highest over the row's writers.  A wide
@@ -120,6 +133,7 @@ import queue
 import shlex
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -205,6 +219,8 @@ class RowSpec:
     counter_table: str
     items: int
     procs: int
+    threads: int = 1
+    """Writers per process, each in its own thread."""
 
 
 @dataclass
@@ -214,13 +230,15 @@ class Models:
     """The counter model (baselines 2 and 4: a plain Model; ours: a NextId subclass)."""
 
 
-def _meta(url: str, table: str, **options: Any) -> type:
+def _meta(url: str, table: str, threads: int = 1, **options: Any) -> type:
     return type("Meta", (), {
         "table_name": table,
         "host": url,
         "region": REGION,
         "aws_access_key_id": "dummy",
         "aws_secret_access_key": "dummy",
+        # one HTTP connection per writer thread (botocore's pool holds 10 by default)
+        "max_pool_connections": max(10, threads),
         **options,
     })
 
@@ -237,11 +255,11 @@ def build_models(spec: RowSpec) -> Models:
     algo = BY_KEY[spec.algorithm]
     attrs = _item_attributes(algo.partitioned)
     if not algo.ours:
-        item = type("BenchItem", (Model,), {"Meta": _meta(spec.url, spec.table), **attrs})
+        item = type("BenchItem", (Model,), {"Meta": _meta(spec.url, spec.table, spec.threads), **attrs})
         counter = None
         if algo.needs_counter_table:
             counter = type("BenchCounter", (Model,), {
-                "Meta": _meta(spec.url, spec.counter_table),
+                "Meta": _meta(spec.url, spec.counter_table, spec.threads),
                 "next_key": UnicodeAttribute(hash_key=True, attr_name="NextKey"),
                 "next_id": NumberAttribute(null=True, attr_name="NextId"),
             })
@@ -249,7 +267,7 @@ def build_models(spec: RowSpec) -> Models:
     options: Dict[str, Any] = {"autoinc_retries": 1000}
     counter_model: Any = None
     if algo.needs_counter_table:
-        counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table)})
+        counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table, spec.threads)})
         options.update(autoinc_counter=counter_model, autoinc_key=COUNTER_KEY)
     if algo.key == "block":
         options["autoinc_block"] = 100
@@ -257,7 +275,8 @@ def build_models(spec: RowSpec) -> Models:
         options["autoinc_gapless"] = True
     elif algo.key == "sortkey":
         options.update(autoinc_strategy="query", autoinc_attribute="id")
-    item = type("BenchAuto", (AutoIncrementMixin, Model), {"Meta": _meta(spec.url, spec.table, **options), **attrs})
+    meta = _meta(spec.url, spec.table, spec.threads, **options)
+    item = type("BenchAuto", (AutoIncrementMixin, Model), {"Meta": meta, **attrs})
     return Models(item, counter_model)
 
 
@@ -357,11 +376,14 @@ class Stats:
     no_capacity: Dict[str, int] = field(default_factory=dict)
     """Successful responses, by operation, that carried no ConsumedCapacity although it was asked for."""
     _hooked: set = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    """The writer threads of one process share these counts."""
 
     def on_send(self, sender: Any, operation_name: str = "", **_: Any) -> None:
         if self.active:
-            self.requests += 1
-            self.operations[operation_name] = self.operations.get(operation_name, 0) + 1
+            with self._lock:
+                self.requests += 1
+                self.operations[operation_name] = self.operations.get(operation_name, 0) + 1
 
     def hook(self, client: Any) -> None:
         """Register the capacity and retry hooks on one botocore client (once)."""
@@ -377,8 +399,11 @@ class Stats:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
     def _after_call(self, parsed: Dict[str, Any], model: Any, **_: Any) -> None:
-        if not self.active:
-            return
+        if self.active:
+            with self._lock:
+                self._count_response(parsed, model)
+
+    def _count_response(self, parsed: Dict[str, Any], model: Any) -> None:
         self.transport_retries += int(parsed.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
         code = parsed.get("Error", {}).get("Code")
         if code in RETRY_CODES:
@@ -412,11 +437,17 @@ def clients_of(models: Models) -> Iterator[Any]:
 
 
 def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
-    """Build the row's models, connect, wait for the others, save ``spec.items`` items, report."""
+    """Build the row's models, connect, wait for the other processes, save ``spec.items`` items per writer, report.
+
+    With ``spec.threads`` > 1 the process runs that many writers, each in its own
+    thread with its own saver, sharing the process's models (and so PynamoDB's
+    connections and the library's per-process state), started together.
+    """
     try:
         algo = BY_KEY[spec.algorithm]
         models = build_models(spec)
-        save = make_saver(algo, models, worker)
+        numbers = [worker * spec.threads + t for t in range(spec.threads)]
+        savers = [make_saver(algo, models, n) for n in numbers]
         stats = Stats()
         for client in clients_of(models):
             stats.hook(client)
@@ -425,10 +456,13 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         if models.counter is not None:
             models.counter.describe_table()
         pre_dynamodb_send.connect(stats.on_send, weak=False)
-        barrier.wait(timeout=BARRIER_TIMEOUT)
-        cpu_started = time.process_time()
-        stats.active = True
-        writers = [write_items(save, worker, spec.items)]
+        if spec.threads == 1:
+            barrier.wait(timeout=BARRIER_TIMEOUT)
+            cpu_started = time.process_time()
+            stats.active = True
+            writers = [write_items(savers[0], numbers[0], spec.items)]
+        else:
+            writers, cpu_started = _write_in_threads(spec, savers, numbers, stats, barrier)
         cpu = time.process_time() - cpu_started
         stats.active = False
         results.put({
@@ -442,6 +476,43 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         with contextlib.suppress(Exception):
             barrier.abort()
         results.put({"worker": worker, "fatal": traceback.format_exc()})
+
+
+def _write_in_threads(spec: RowSpec, savers: List[Saver], numbers: List[int], stats: Stats,
+                      barrier: Any) -> Tuple[List[Dict[str, Any]], float]:
+    """Run one writer per thread, all released at once; their reports and the process CPU time at the start."""
+    gate = threading.Barrier(len(savers) + 1)
+    writers: List[Dict[str, Any]] = []
+    failures: List[str] = []
+
+    def run(save: Saver, number: int) -> None:
+        try:
+            gate.wait(timeout=BARRIER_TIMEOUT)
+            report = write_items(save, number, spec.items)
+        except BaseException:
+            failures.append(traceback.format_exc())
+            return
+        writers.append(report)  # list.append is atomic under the GIL
+
+    threads = [threading.Thread(target=run, args=(save, number), name=f"writer-{number}", daemon=True)
+               for save, number in zip(savers, numbers)]
+    for thread in threads:
+        thread.start()
+    try:
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+    except BaseException:
+        gate.abort()
+        raise
+    cpu_started = time.process_time()
+    stats.active = True
+    gate.wait(timeout=BARRIER_TIMEOUT)
+    for thread in threads:
+        thread.join(timeout=ROW_TIMEOUT)
+    if failures:
+        raise RuntimeError("a writer thread failed:\n" + failures[0])
+    if len(writers) < len(threads):
+        raise RuntimeError(f"only {len(writers)} of {len(threads)} writer threads finished in {ROW_TIMEOUT:.0f} s")
+    return sorted(writers, key=lambda w: w["writer"]), cpu_started
 
 
 def write_items(save: Saver, writer: int, items: int) -> Dict[str, Any]:
@@ -472,6 +543,7 @@ class Row:
     algorithm: Algorithm
     backend: str
     procs: int
+    threads: int = 1
     items: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
@@ -495,6 +567,17 @@ class Row:
     no_capacity: Dict[str, int] = field(default_factory=dict)
     error_samples: List[str] = field(default_factory=list)
     unavailable: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The algorithm's label, followed by the shape of the row when its writers are threads."""
+        if self.threads == 1:
+            return self.algorithm.label
+        return f"{self.algorithm.label} {self.procs}p×{self.threads}t"
+
+    @property
+    def shape(self) -> str:
+        return f"{self.procs}p" if self.threads == 1 else f"{self.procs}p×{self.threads}t"
 
     @property
     def rate(self) -> float:
@@ -560,10 +643,10 @@ def warm_up(backend: str, url: str, algorithms: Sequence[Algorithm], count: int)
             delete_tables(models)
 
 
-def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int) -> Row:
-    row = Row(algo, backend, procs)
-    stem = f"{algo.key}-{backend}-{procs}p"
-    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs)
+def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int, threads: int = 1) -> Row:
+    row = Row(algo, backend, procs, threads)
+    stem = f"{algo.key}-{backend}-{procs}p{threads}t"
+    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads)
     missing = block_option_missing(spec)
     if missing:
         row.unavailable = missing
@@ -748,17 +831,17 @@ def _failed(row: Row) -> str:
 
 def render(rows: List[Row]) -> str:
     """The markdown table of ``rows``."""
-    plain = {(r.backend, r.procs): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
+    plain = {(r.backend, r.shape): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join([" --- "] * len(COLUMNS)) + "|"]
     for r in rows:
-        cells = [r.algorithm.label, r.backend, str(r.procs)]
+        cells = [r.name, r.backend, str(r.procs)]
         if r.unavailable is not None:
             cells += [r.unavailable.replace("|", "/")] + [""] * (len(COLUMNS) - 4)
         else:
             def per(total: float, row: Row = r) -> Optional[float]:
                 return total / row.items if row.items else None
 
-            base = plain.get((r.backend, r.procs))
+            base = plain.get((r.backend, r.shape))
             cap = r.capacity_reported
             cells += [
                 str(r.items),
@@ -800,11 +883,11 @@ def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
                        "ReturnConsumedCapacity=TOTAL): those requests are missing from WCU/RCU per item.")
     for r in rows:
         if r.transport_retries:
-            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: botocore resent {r.transport_retries} "
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: botocore resent {r.transport_retries} "
                        "request(s) after throttling or a server error (moto answers 500 when its own state "
                        "changes under a concurrent request); resends are not in req/item.")
         for sample in r.error_samples:
-            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: error: {sample}")
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: error: {sample}")
     out.append("Counting: req/item from pynamodb's pre_dynamodb_send in each process; WCU/RCU from the "
                "ConsumedCapacity the backend returned (none on error responses, so a lower bound under "
                "contention); retries = ConditionalCheckFailedException + TransactionCanceledException "
@@ -814,17 +897,26 @@ def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--items", type=int, default=200, help="saves per process and row (default 200)")
+    parser.add_argument("--items", type=int, default=200, help="saves per writer and row (default 200)")
     parser.add_argument("--procs", default="1,4", help="process counts, comma-separated (default 1,4)")
     parser.add_argument("--backend", default="local,moto", help="local and/or moto, comma-separated")
     parser.add_argument("--algorithms", default=",".join(BY_KEY),
                         help=f"rows to run, comma-separated, of: {', '.join(BY_KEY)}")
+    parser.add_argument("--threads", default="",
+                        help="thread counts, comma-separated: each adds rows of one process with that many writer "
+                             "threads, e.g. 8 gives 'gapless 1p×8t' (default: none)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed saves per algorithm before a backend's rows")
     args = parser.parse_args(argv)
     try:
         args.procs = [int(p) for p in args.procs.split(",") if p.strip()]
     except ValueError:
         parser.error("--procs takes integers, e.g. 1,4,8")
+    try:
+        args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    except ValueError:
+        parser.error("--threads takes integers, e.g. 8")
+    if args.threads and min(args.threads) < 2:
+        parser.error("every --threads value must be at least 2 (one thread is the 1-process row of --procs)")
     args.backend = [b.strip() for b in args.backend.split(",") if b.strip()]
     args.algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if args.items < 1 or not args.procs or min(args.procs) < 1:
@@ -843,8 +935,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     algorithms = [a for a in ALGORITHMS if a.key in args.algorithms]
     rows: List[Row] = []
     descriptions: List[str] = []
-    total = len(args.backend) * len(args.procs) * len(algorithms)
-    log(f"{total} rows, {args.items} items per process; {machine_line()}")
+    shapes = [(procs, 1) for procs in args.procs] + [(1, threads) for threads in args.threads]
+    total = len(args.backend) * len(shapes) * len(algorithms)
+    log(f"{total} rows, {args.items} items per writer; {machine_line()}")
+    log(f"library: {Path(sys.modules['pynamodb_autoinc'].__file__ or '?').parent}")
     for backend in args.backend:
         server = Server(backend)
         server.start()
@@ -852,15 +946,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             log(f"{backend}: warming up ({args.warmup} untimed saves per algorithm)")
             warm_up(backend, server.url, algorithms, args.warmup)
-            for procs in args.procs:
+            for procs, threads in shapes:
                 for algo in algorithms:
-                    log(f"[{len(rows) + 1}/{total}] {backend} {procs}p {algo.label}: running "
-                        f"({procs * args.items} items) ...")
+                    row = Row(algo, backend, procs, threads)
+                    log(f"[{len(rows) + 1}/{total}] {backend} {row.shape} {algo.label}: running "
+                        f"({procs * threads * args.items} items) ...")
                     try:
-                        row = run_row(ctx, algo, backend, server.url, procs, args.items)
+                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads)
                     except Exception as exc:  # report the row as failed and go on with the others
                         log(traceback.format_exc())
-                        row = Row(algo, backend, procs, unavailable=f"failed: {str(exc).splitlines()[0][:80]}")
+                        row.unavailable = f"failed: {str(exc).splitlines()[0][:80]}"
                     rows.append(row)
                     if row.unavailable:
                         log(f"    {row.unavailable}")
