@@ -789,6 +789,10 @@ class Server:
 # -- output ---------------------------------------------------------------------------------
 
 
+def _nproc() -> Optional[int]:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def machine_line() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -798,7 +802,7 @@ def machine_line() -> str:
                 break
     except OSError:
         pass
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    nproc = _nproc()
     system = f"{platform.system()} {platform.machine()}"
     return f"Machine: nproc {nproc}, {cpu}, Python {platform.python_version()} ({system})"
 
@@ -866,9 +870,20 @@ def render(rows: List[Row]) -> str:
     return "\n".join(lines)
 
 
-def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
+def load_average() -> str:
+    """The 1-minute load average of the machine (other work competes for the cores too), or ``?``."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):
+        return "?"
+
+
+def notes(rows: List[Row], servers: List[str], elapsed: float, loads: Sequence[str] = ()) -> List[str]:
     """What the reader should know about this run, below the table."""
     out = [f"Backends: {'; '.join(servers)}. Total run time {elapsed:.0f} s."]
+    if loads:
+        out.append(f"Machine load (1-minute load average) at the start and the end of the run: {', '.join(loads)} "
+                   f"on {_nproc()} cores, this run included.")
     if any(r.backend == "moto" for r in rows):
         out.append("moto is not safe under concurrency (its server has no request locking): with several "
                    "processes it may lose updates and hand out one ID twice. Its duplicates/gaps/lost columns "
@@ -891,7 +906,9 @@ def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
     out.append("Counting: req/item from pynamodb's pre_dynamodb_send in each process; WCU/RCU from the "
                "ConsumedCapacity the backend returned (none on error responses, so a lower bound under "
                "contention); retries = ConditionalCheckFailedException + TransactionCanceledException "
-               "responses. See the docstring of benchmarks/throughput.py.")
+               "responses; p50/p99/max: wall time of one save measured in the writer, every writer's saves "
+               "pooled, failed ones included (nearest rank); slowest/fastest writer: that writer's own saves / "
+               "its own elapsed time. See the docstring of benchmarks/throughput.py.")
     return out
 
 
@@ -931,6 +948,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
+    load_at_start = load_average()
     ctx = multiprocessing.get_context("spawn")
     algorithms = [a for a in ALGORITHMS if a.key in args.algorithms]
     rows: List[Row] = []
@@ -977,7 +995,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "",
         render(rows),
         "",
-        *(f"- {n}" for n in notes(rows, descriptions, elapsed)),
+        *(f"- {n}" for n in notes(rows, descriptions, elapsed, (load_at_start, load_average()))),
     ])
     print(text)
     RESULTS.write_text(text + "\n")
