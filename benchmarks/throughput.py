@@ -84,7 +84,9 @@ Columns
     pooled, failed saves included; percentiles by nearest rank (p99 of 150 saves
     is the second slowest).  It includes the retries and backoff inside the save,
     and, on a machine with fewer cores than writers plus the server, time spent
-    waiting for a core.
+    waiting for a core.  A row with saves over 1 s gets a note below the table:
+    how many there were, and when each writer finished (writers that finish one
+    after another, far apart, took turns rather than ran together).
     ``req/item``: DynamoDB requests each process sent (PynamoDB's
     ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
     own resends of throttled or failed requests are not included), summed over
@@ -172,6 +174,8 @@ PARTITION = "shared"
 MAX_ATTEMPTS = 10_000
 """Baselines 3 and 4 give up on one item after this many attempts (counted as an error)."""
 ROW_TIMEOUT = 1800.0
+SLOW_SAVE = 1.0
+"""Saves that took longer than this many seconds are counted in the notes below the table."""
 BARRIER_TIMEOUT = 600.0
 """How long a worker waits for the others to be ready (16 processes start slowly on 2 busy cores)."""
 READ_OPERATIONS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
@@ -560,6 +564,8 @@ class Row:
     """Wall time of every save (failed ones too), in seconds, all writers pooled."""
     writer_rates: List[float] = field(default_factory=list)
     """Each writer's own successful saves / its own elapsed time."""
+    writer_ends: List[float] = field(default_factory=list)
+    """When each writer finished, in seconds after the first one started, in order."""
     duplicates: int = 0
     gaps: Optional[int] = None
     lost: int = 0
@@ -698,7 +704,9 @@ def _run_workers(ctx: Any, spec: RowSpec, procs: int) -> List[Dict[str, Any]]:
 def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     writers = [w for r in reports for w in r["writers"]]
     row.items = sum(len(w["saved"]) for w in writers)
-    row.seconds = max(w["finished"] for w in writers) - min(w["started"] for w in writers)
+    first = min(w["started"] for w in writers)
+    row.seconds = max(w["finished"] for w in writers) - first
+    row.writer_ends = sorted(w["finished"] - first for w in writers)
     row.latencies = sorted(x for w in writers for x in w["latencies"])
     row.writer_rates = sorted(len(w["saved"]) / (w["finished"] - w["started"]) if w["finished"] > w["started"]
                               else 0.0 for w in writers)
@@ -901,6 +909,11 @@ def notes(rows: List[Row], servers: List[str], elapsed: float, loads: Sequence[s
             out.append(f"{r.backend} {r.shape} {r.algorithm.label}: botocore resent {r.transport_retries} "
                        "request(s) after throttling or a server error (moto answers 500 when its own state "
                        "changes under a concurrent request); resends are not in req/item.")
+        slow = [x for x in r.latencies if x > SLOW_SAVE]
+        if slow:
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: {len(slow)} of {len(r.latencies)} saves took "
+                       f"over {SLOW_SAVE:.0f} s (the longest {r.latencies[-1]:.1f} s); the writers finished "
+                       f"{', '.join(f'{end:.1f}' for end in r.writer_ends)} s after the first one started.")
         for sample in r.error_samples:
             out.append(f"{r.backend} {r.shape} {r.algorithm.label}: error: {sample}")
     out.append("Counting: req/item from pynamodb's pre_dynamodb_send in each process; WCU/RCU from the "
