@@ -1,12 +1,17 @@
-"""Throughput of integer-ID allocation on DynamoDB Local and moto, with several OS processes.
+"""Throughput of integer-ID allocation on DynamoDB Local and moto, with several OS processes or threads.
 
 Usage (from the repository root)::
 
-    python benchmarks/throughput.py [--items N] [--procs 1,4,8] [--backend local,moto] [--algorithms ...]
+    python benchmarks/throughput.py [--items N] [--procs 1,4,8] [--threads 8] [--backend local,moto]
+                                    [--algorithms ...]
 
-    --items N        saves per process and row (default 200)
-    --procs LIST     process counts, comma-separated (default 1,4: the defaults took under 4 minutes
-                     on 2 cores; 8 processes add about 9 more, most of it moto's contention rows)
+    --items N        saves per writer and row (default 200)
+    --procs LIST     process counts, comma-separated, one writer per process (default 1,4: the defaults
+                     took under 4 minutes on 2 cores; 8 processes add about 9 more, most of it moto's
+                     contention rows; 16 work too, slowly: their start-up alone takes tens of seconds)
+    --threads LIST   thread counts, comma-separated: each adds, after the process rows, rows of ONE
+                     process running that many writers in threads, labelled e.g. ``gapless 1p×8t``
+                     (default: none)
     --backend LIST   ``local`` (AWS's DynamoDB Local) and/or ``moto`` (default local,moto)
     --algorithms L   a subset of the rows, by key: plain, atomic, querymax, txn, fast, block, gapless,
                      sortkey (default: all)
@@ -28,11 +33,18 @@ Backends
     That is expected; its rows *report* the duplicates, gaps and lost items
     found, they do not fail.
 
-Rows (one algorithm x one process count; each row gets fresh tables with unique names)
+Rows (one algorithm x one shape of writers; each row gets fresh tables with unique names)
+    A writer saves ``--items`` items one after the other.  ``--procs N`` rows
+    run N writer processes (spawned, each with its own models and connections)
+    that start together at a barrier.  ``--threads N`` rows run N writer threads
+    in one process, released together: they share that process's PynamoDB models
+    and HTTP connection pools, the library's per-process state (the counter value
+    gapless mode remembers, the block a process reserved) and the GIL.
+
     baselines, written on PynamoDB's low-level ``TableConnection`` (not with this library):
 
     1. ``plain save``: ``Model.save()`` of an item whose key the client chose
-       (``worker * 10**6 + i``): the cost of the write alone.
+       (``writer * 10**6 + i``): the cost of the write alone.
     2. ``003 atomic counter``: ``UpdateItem ADD NextId :1`` returning
        ``UPDATED_NEW`` on a counter item, then ``PutItem`` with
        ``attribute_not_exists`` (a failed put is an error: the value is spent).
@@ -54,13 +66,27 @@ Rows (one algorithm x one process count; each row gets fresh tables with unique 
     within one partition that every process shares).
 
     Baselines 3/4 give up after 10,000 attempts for one item, and a save of any
-    row that raises is counted in ``errors`` instead of stopping the row.
+    row that raises is counted in ``failed saves`` instead of stopping the row.
 
 Columns
-    ``items/s``: items saved by all processes / wall time from the first process
-    passing the start barrier to the last process finishing (process start-up,
+    ``items/s``: items saved by all writers / wall time from the first writer
+    passing the start barrier to the last writer finishing (process start-up,
     table creation and connection set-up are outside it).
-    ``vs plain``: items/s relative to ``plain save`` on the same backend and process count.
+    ``vs plain``: items/s relative to ``plain save`` on the same backend and the
+    same shape (process count, or process x threads).
+    ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
+    successful saves / its own elapsed time (from passing the start barrier to
+    its last save), the lowest and the highest over the row's writers.  A wide
+    spread means some writers got through while others waited: with a shared
+    counter, who wins the races.
+    ``p50 ms``, ``p99 ms``, ``max ms``: wall time of one save, measured around
+    the call in the writer (``time.perf_counter``), every save of every writer
+    pooled, failed saves included; percentiles by nearest rank (p99 of 150 saves
+    is the second slowest).  It includes the retries and backoff inside the save,
+    and, on a machine with fewer cores than writers plus the server, time spent
+    waiting for a core.  A row with saves over 1 s gets a note below the table:
+    how many there were, and when each writer finished (writers that finish one
+    after another, far apart, took turns rather than ran together).
     ``req/item``: DynamoDB requests each process sent (PynamoDB's
     ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
     own resends of throttled or failed requests are not included), summed over
@@ -79,11 +105,13 @@ Columns
     ``retries/item``: error responses with code ``ConditionalCheckFailedException``
     or ``TransactionCanceledException`` seen by the ``after-call`` hook, per item
     saved: each is a lost race that was retried (for ``003 atomic counter`` it is
-    a failed put, which is also counted in ``errors``).
+    a failed put, which is also counted in ``failed saves``).
     ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
     summed over processes), per item saved: on a machine with fewer cores than
     processes plus the server, client CPU competes with the server's.
-    ``errors``: saves that raised (the item was not saved by that call).
+    ``failed saves``: saves that raised (the item was not saved by that call),
+    with their count by the exception's class name; the first messages are
+    listed below the table.
     ``duplicates``: IDs stored more than once (a scan with consistent reads
     after the row) plus IDs reported as saved to two saves.
     ``gaps``: numbers in 1..max(stored ID) that are not stored (counter-based
@@ -99,6 +127,7 @@ import argparse
 import collections
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import platform
@@ -106,6 +135,7 @@ import queue
 import shlex
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -144,6 +174,10 @@ PARTITION = "shared"
 MAX_ATTEMPTS = 10_000
 """Baselines 3 and 4 give up on one item after this many attempts (counted as an error)."""
 ROW_TIMEOUT = 1800.0
+SLOW_SAVE = 1.0
+"""Saves that took longer than this many seconds are counted in the notes below the table."""
+BARRIER_TIMEOUT = 600.0
+"""How long a worker waits for the others to be ready (16 processes start slowly on 2 busy cores)."""
 READ_OPERATIONS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 RETRY_CODES = frozenset({"ConditionalCheckFailedException", "TransactionCanceledException"})
 NO_CAPACITY_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "DescribeTable", "ListTables", "UpdateTable",
@@ -189,6 +223,8 @@ class RowSpec:
     counter_table: str
     items: int
     procs: int
+    threads: int = 1
+    """Writers per process, each in its own thread."""
 
 
 @dataclass
@@ -198,13 +234,15 @@ class Models:
     """The counter model (baselines 2 and 4: a plain Model; ours: a NextId subclass)."""
 
 
-def _meta(url: str, table: str, **options: Any) -> type:
+def _meta(url: str, table: str, threads: int = 1, **options: Any) -> type:
     return type("Meta", (), {
         "table_name": table,
         "host": url,
         "region": REGION,
         "aws_access_key_id": "dummy",
         "aws_secret_access_key": "dummy",
+        # one HTTP connection per writer thread (botocore's pool holds 10 by default)
+        "max_pool_connections": max(10, threads),
         **options,
     })
 
@@ -221,11 +259,11 @@ def build_models(spec: RowSpec) -> Models:
     algo = BY_KEY[spec.algorithm]
     attrs = _item_attributes(algo.partitioned)
     if not algo.ours:
-        item = type("BenchItem", (Model,), {"Meta": _meta(spec.url, spec.table), **attrs})
+        item = type("BenchItem", (Model,), {"Meta": _meta(spec.url, spec.table, spec.threads), **attrs})
         counter = None
         if algo.needs_counter_table:
             counter = type("BenchCounter", (Model,), {
-                "Meta": _meta(spec.url, spec.counter_table),
+                "Meta": _meta(spec.url, spec.counter_table, spec.threads),
                 "next_key": UnicodeAttribute(hash_key=True, attr_name="NextKey"),
                 "next_id": NumberAttribute(null=True, attr_name="NextId"),
             })
@@ -233,7 +271,7 @@ def build_models(spec: RowSpec) -> Models:
     options: Dict[str, Any] = {"autoinc_retries": 1000}
     counter_model: Any = None
     if algo.needs_counter_table:
-        counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table)})
+        counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table, spec.threads)})
         options.update(autoinc_counter=counter_model, autoinc_key=COUNTER_KEY)
     if algo.key == "block":
         options["autoinc_block"] = 100
@@ -241,7 +279,8 @@ def build_models(spec: RowSpec) -> Models:
         options["autoinc_gapless"] = True
     elif algo.key == "sortkey":
         options.update(autoinc_strategy="query", autoinc_attribute="id")
-    item = type("BenchAuto", (AutoIncrementMixin, Model), {"Meta": _meta(spec.url, spec.table, **options), **attrs})
+    meta = _meta(spec.url, spec.table, spec.threads, **options)
+    item = type("BenchAuto", (AutoIncrementMixin, Model), {"Meta": meta, **attrs})
     return Models(item, counter_model)
 
 
@@ -341,11 +380,14 @@ class Stats:
     no_capacity: Dict[str, int] = field(default_factory=dict)
     """Successful responses, by operation, that carried no ConsumedCapacity although it was asked for."""
     _hooked: set = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    """The writer threads of one process share these counts."""
 
     def on_send(self, sender: Any, operation_name: str = "", **_: Any) -> None:
         if self.active:
-            self.requests += 1
-            self.operations[operation_name] = self.operations.get(operation_name, 0) + 1
+            with self._lock:
+                self.requests += 1
+                self.operations[operation_name] = self.operations.get(operation_name, 0) + 1
 
     def hook(self, client: Any) -> None:
         """Register the capacity and retry hooks on one botocore client (once)."""
@@ -361,8 +403,11 @@ class Stats:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
     def _after_call(self, parsed: Dict[str, Any], model: Any, **_: Any) -> None:
-        if not self.active:
-            return
+        if self.active:
+            with self._lock:
+                self._count_response(parsed, model)
+
+    def _count_response(self, parsed: Dict[str, Any], model: Any) -> None:
         self.transport_retries += int(parsed.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
         code = parsed.get("Error", {}).get("Code")
         if code in RETRY_CODES:
@@ -396,11 +441,17 @@ def clients_of(models: Models) -> Iterator[Any]:
 
 
 def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
-    """Build the row's models, connect, wait for the others, save ``spec.items`` items, report."""
+    """Build the row's models, connect, wait for the other processes, save ``spec.items`` items per writer, report.
+
+    With ``spec.threads`` > 1 the process runs that many writers, each in its own
+    thread with its own saver, sharing the process's models (and so PynamoDB's
+    connections and the library's per-process state), started together.
+    """
     try:
         algo = BY_KEY[spec.algorithm]
         models = build_models(spec)
-        save = make_saver(algo, models, worker)
+        numbers = [worker * spec.threads + t for t in range(spec.threads)]
+        savers = [make_saver(algo, models, n) for n in numbers]
         stats = Stats()
         for client in clients_of(models):
             stats.hook(client)
@@ -409,23 +460,17 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         if models.counter is not None:
             models.counter.describe_table()
         pre_dynamodb_send.connect(stats.on_send, weak=False)
-        barrier.wait(timeout=300)
-        started = time.time()
-        cpu_started = time.process_time()
-        stats.active = True
-        saved: List[Tuple[int, str]] = []
-        errors: List[str] = []
-        for i in range(spec.items):
-            owner = f"{worker}:{i}"
-            try:
-                saved.append((save(i, owner), owner))
-            except Exception as exc:  # counted, not fatal: see the module docstring
-                errors.append(f"{type(exc).__name__}: {exc}"[:300])
-        finished = time.time()
+        if spec.threads == 1:
+            barrier.wait(timeout=BARRIER_TIMEOUT)
+            cpu_started = time.process_time()
+            stats.active = True
+            writers = [write_items(savers[0], numbers[0], spec.items)]
+        else:
+            writers, cpu_started = _write_in_threads(spec, savers, numbers, stats, barrier)
         cpu = time.process_time() - cpu_started
         stats.active = False
         results.put({
-            "worker": worker, "started": started, "finished": finished, "cpu": cpu, "saved": saved, "errors": errors,
+            "worker": worker, "cpu": cpu, "writers": writers,
             "requests": stats.requests, "read_units": stats.read_units, "write_units": stats.write_units,
             "capacity_responses": stats.capacity_responses, "retries": stats.retries,
             "transport_retries": stats.transport_retries, "operations": stats.operations,
@@ -437,6 +482,63 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         results.put({"worker": worker, "fatal": traceback.format_exc()})
 
 
+def _write_in_threads(spec: RowSpec, savers: List[Saver], numbers: List[int], stats: Stats,
+                      barrier: Any) -> Tuple[List[Dict[str, Any]], float]:
+    """Run one writer per thread, all released at once; their reports and the process CPU time at the start."""
+    gate = threading.Barrier(len(savers) + 1)
+    writers: List[Dict[str, Any]] = []
+    failures: List[str] = []
+
+    def run(save: Saver, number: int) -> None:
+        try:
+            gate.wait(timeout=BARRIER_TIMEOUT)
+            report = write_items(save, number, spec.items)
+        except BaseException:
+            failures.append(traceback.format_exc())
+            return
+        writers.append(report)  # list.append is atomic under the GIL
+
+    threads = [threading.Thread(target=run, args=(save, number), name=f"writer-{number}", daemon=True)
+               for save, number in zip(savers, numbers)]
+    for thread in threads:
+        thread.start()
+    try:
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+    except BaseException:
+        gate.abort()
+        raise
+    cpu_started = time.process_time()
+    stats.active = True
+    gate.wait(timeout=BARRIER_TIMEOUT)
+    for thread in threads:
+        thread.join(timeout=ROW_TIMEOUT)
+    if failures:
+        raise RuntimeError("a writer thread failed:\n" + failures[0])
+    if len(writers) < len(threads):
+        raise RuntimeError(f"only {len(writers)} of {len(threads)} writer threads finished in {ROW_TIMEOUT:.0f} s")
+    return sorted(writers, key=lambda w: w["writer"]), cpu_started
+
+
+def write_items(save: Saver, writer: int, items: int) -> Dict[str, Any]:
+    """One writer's loop: ``items`` saves, each timed on its own; what it saved, what raised, when."""
+    saved: List[Tuple[int, str]] = []
+    errors: List[Tuple[str, str]] = []
+    latencies: List[float] = []
+    started = time.time()
+    for i in range(items):
+        owner = f"{writer}:{i}"
+        began = time.perf_counter()
+        try:
+            saved.append((save(i, owner), owner))
+        except Exception as exc:  # counted, not fatal: see the module docstring
+            errors.append((type(exc).__name__, f"{type(exc).__name__}: {exc}"[:300]))
+        finally:
+            latencies.append(time.perf_counter() - began)
+    finished = time.time()
+    return {"writer": writer, "started": started, "finished": finished, "saved": saved, "errors": errors,
+            "latencies": latencies}
+
+
 # -- the parent: rows, servers, the table ------------------------------------------
 
 
@@ -445,6 +547,7 @@ class Row:
     algorithm: Algorithm
     backend: str
     procs: int
+    threads: int = 1
     items: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
@@ -455,6 +558,14 @@ class Row:
     retries: int = 0
     transport_retries: int = 0
     errors: int = 0
+    error_classes: Dict[str, int] = field(default_factory=dict)
+    """Failed saves by the name of the exception's class."""
+    latencies: List[float] = field(default_factory=list)
+    """Wall time of every save (failed ones too), in seconds, all writers pooled."""
+    writer_rates: List[float] = field(default_factory=list)
+    """Each writer's own successful saves / its own elapsed time."""
+    writer_ends: List[float] = field(default_factory=list)
+    """When each writer finished, in seconds after the first one started, in order."""
     duplicates: int = 0
     gaps: Optional[int] = None
     lost: int = 0
@@ -462,6 +573,17 @@ class Row:
     no_capacity: Dict[str, int] = field(default_factory=dict)
     error_samples: List[str] = field(default_factory=list)
     unavailable: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The algorithm's label, followed by the shape of the row when its writers are threads."""
+        if self.threads == 1:
+            return self.algorithm.label
+        return f"{self.algorithm.label} {self.procs}p×{self.threads}t"
+
+    @property
+    def shape(self) -> str:
+        return f"{self.procs}p" if self.threads == 1 else f"{self.procs}p×{self.threads}t"
 
     @property
     def rate(self) -> float:
@@ -527,10 +649,10 @@ def warm_up(backend: str, url: str, algorithms: Sequence[Algorithm], count: int)
             delete_tables(models)
 
 
-def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int) -> Row:
-    row = Row(algo, backend, procs)
-    stem = f"{algo.key}-{backend}-{procs}p"
-    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs)
+def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int, threads: int = 1) -> Row:
+    row = Row(algo, backend, procs, threads)
+    stem = f"{algo.key}-{backend}-{procs}p{threads}t"
+    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads)
     missing = block_option_missing(spec)
     if missing:
         row.unavailable = missing
@@ -580,8 +702,14 @@ def _run_workers(ctx: Any, spec: RowSpec, procs: int) -> List[Dict[str, Any]]:
 
 
 def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
-    row.items = sum(len(r["saved"]) for r in reports)
-    row.seconds = max(r["finished"] for r in reports) - min(r["started"] for r in reports)
+    writers = [w for r in reports for w in r["writers"]]
+    row.items = sum(len(w["saved"]) for w in writers)
+    first = min(w["started"] for w in writers)
+    row.seconds = max(w["finished"] for w in writers) - first
+    row.writer_ends = sorted(w["finished"] - first for w in writers)
+    row.latencies = sorted(x for w in writers for x in w["latencies"])
+    row.writer_rates = sorted(len(w["saved"]) / (w["finished"] - w["started"]) if w["finished"] > w["started"]
+                              else 0.0 for w in writers)
     row.cpu_seconds = sum(r["cpu"] for r in reports)
     row.requests = sum(r["requests"] for r in reports)
     row.read_units = sum(r["read_units"] for r in reports)
@@ -589,7 +717,8 @@ def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     row.capacity_reported = any(r["capacity_responses"] for r in reports)
     row.retries = sum(r["retries"] for r in reports)
     row.transport_retries = sum(r["transport_retries"] for r in reports)
-    row.errors = sum(len(r["errors"]) for r in reports)
+    row.errors = sum(len(w["errors"]) for w in writers)
+    row.error_classes = dict(collections.Counter(name for w in writers for name, _ in w["errors"]))
     ops: collections.Counter = collections.Counter()
     for r in reports:
         ops.update(r["operations"])
@@ -598,17 +727,26 @@ def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     for r in reports:
         missing.update(r["no_capacity"])
     row.no_capacity = dict(missing)
-    row.error_samples = sorted({e for r in reports for e in r["errors"]})[:3]
+    row.error_samples = sorted({message for w in writers for _, message in w["errors"]})[:3]
+
+
+def percentile(ordered: Sequence[float], p: float) -> Optional[float]:
+    """The ``p``-th percentile of sorted values by nearest rank (the smallest value with ``p`` % at or below it)."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 def _check_table(row: Row, algo: Algorithm, models: Models, reports: List[Dict[str, Any]]) -> None:
     pairs = [(int(item.id), item.owner) for item in models.item.scan(consistent_read=True)]
     stored = collections.Counter(i for i, _ in pairs)
-    reported = collections.Counter(i for r in reports for i, _ in r["saved"])
+    saved = [pair for r in reports for w in r["writers"] for pair in w["saved"]]
+    reported = collections.Counter(i for i, _ in saved)
     duplicated = {i for i, n in stored.items() if n > 1} | {i for i, n in reported.items() if n > 1}
     row.duplicates = len(duplicated)
     present = set(pairs)
-    row.lost = sum(1 for r in reports for i, owner in r["saved"] if (i, owner) not in present)
+    row.lost = sum(1 for pair in saved if pair not in present)
     if algo.counter_based:
         top = max(stored, default=0)
         row.gaps = sum(1 for i in range(1, top + 1) if i not in stored)
@@ -659,6 +797,10 @@ class Server:
 # -- output ---------------------------------------------------------------------------------
 
 
+def _nproc() -> Optional[int]:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def machine_line() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -668,7 +810,7 @@ def machine_line() -> str:
                 break
     except OSError:
         pass
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    nproc = _nproc()
     system = f"{platform.system()} {platform.machine()}"
     return f"Machine: nproc {nproc}, {cpu}, Python {platform.python_version()} ({system})"
 
@@ -683,34 +825,51 @@ def _num(value: Optional[float], digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "req/item", "WCU/item", "RCU/item",
-           "retries/item", "client CPU ms/item", "errors", "duplicates", "gaps", "lost")
+COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "slowest writer items/s",
+           "fastest writer items/s", "p50 ms", "p99 ms", "max ms", "req/item", "WCU/item", "RCU/item",
+           "retries/item", "client CPU ms/item", "failed saves", "duplicates", "gaps", "lost")
+
+
+def _ms(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{1000 * seconds:.1f}"
+
+
+def _failed(row: Row) -> str:
+    if not row.errors:
+        return "0"
+    classes = ", ".join(f"{name} {count}" for name, count in sorted(row.error_classes.items()))
+    return f"{row.errors} ({classes})"
 
 
 def render(rows: List[Row]) -> str:
     """The markdown table of ``rows``."""
-    plain = {(r.backend, r.procs): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
+    plain = {(r.backend, r.shape): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join([" --- "] * len(COLUMNS)) + "|"]
     for r in rows:
-        cells = [r.algorithm.label, r.backend, str(r.procs)]
+        cells = [r.name, r.backend, str(r.procs)]
         if r.unavailable is not None:
             cells += [r.unavailable.replace("|", "/")] + [""] * (len(COLUMNS) - 4)
         else:
             def per(total: float, row: Row = r) -> Optional[float]:
                 return total / row.items if row.items else None
 
-            base = plain.get((r.backend, r.procs))
+            base = plain.get((r.backend, r.shape))
             cap = r.capacity_reported
             cells += [
                 str(r.items),
                 f"{r.rate:.0f}",
                 f"{r.rate / base:.2f}" if base else "-",
+                f"{min(r.writer_rates):.0f}" if r.writer_rates else "-",
+                f"{max(r.writer_rates):.0f}" if r.writer_rates else "-",
+                _ms(percentile(r.latencies, 50)),
+                _ms(percentile(r.latencies, 99)),
+                _ms(r.latencies[-1] if r.latencies else None),
                 _num(per(r.requests)),
                 _num(per(r.write_units)) if cap else "-",
                 _num(per(r.read_units)) if cap else "-",
                 _num(per(r.retries)),
                 _num(per(1000 * r.cpu_seconds)),
-                str(r.errors),
+                _failed(r),
                 str(r.duplicates),
                 "-" if r.gaps is None else str(r.gaps),
                 str(r.lost),
@@ -719,9 +878,20 @@ def render(rows: List[Row]) -> str:
     return "\n".join(lines)
 
 
-def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
+def load_average() -> str:
+    """The 1-minute load average of the machine (other work competes for the cores too), or ``?``."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):
+        return "?"
+
+
+def notes(rows: List[Row], servers: List[str], elapsed: float, loads: Sequence[str] = ()) -> List[str]:
     """What the reader should know about this run, below the table."""
     out = [f"Backends: {'; '.join(servers)}. Total run time {elapsed:.0f} s."]
+    if loads:
+        out.append(f"Machine load (1-minute load average) at the start and the end of the run: {', '.join(loads)} "
+                   f"on {_nproc()} cores, this run included.")
     if any(r.backend == "moto" for r in rows):
         out.append("moto is not safe under concurrency (its server has no request locking): with several "
                    "processes it may lose updates and hand out one ID twice. Its duplicates/gaps/lost columns "
@@ -736,31 +906,47 @@ def notes(rows: List[Row], servers: List[str], elapsed: float) -> List[str]:
                        "ReturnConsumedCapacity=TOTAL): those requests are missing from WCU/RCU per item.")
     for r in rows:
         if r.transport_retries:
-            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: botocore resent {r.transport_retries} "
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: botocore resent {r.transport_retries} "
                        "request(s) after throttling or a server error (moto answers 500 when its own state "
                        "changes under a concurrent request); resends are not in req/item.")
+        slow = [x for x in r.latencies if x > SLOW_SAVE]
+        if slow:
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: {len(slow)} of {len(r.latencies)} saves took "
+                       f"over {SLOW_SAVE:.0f} s (the longest {r.latencies[-1]:.1f} s); the writers finished "
+                       f"{', '.join(f'{end:.1f}' for end in r.writer_ends)} s after the first one started.")
         for sample in r.error_samples:
-            out.append(f"{r.backend} {r.procs}p {r.algorithm.label}: error: {sample}")
+            out.append(f"{r.backend} {r.shape} {r.algorithm.label}: error: {sample}")
     out.append("Counting: req/item from pynamodb's pre_dynamodb_send in each process; WCU/RCU from the "
                "ConsumedCapacity the backend returned (none on error responses, so a lower bound under "
                "contention); retries = ConditionalCheckFailedException + TransactionCanceledException "
-               "responses. See the docstring of benchmarks/throughput.py.")
+               "responses; p50/p99/max: wall time of one save measured in the writer, every writer's saves "
+               "pooled, failed ones included (nearest rank); slowest/fastest writer: that writer's own saves / "
+               "its own elapsed time. See the docstring of benchmarks/throughput.py.")
     return out
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--items", type=int, default=200, help="saves per process and row (default 200)")
+    parser.add_argument("--items", type=int, default=200, help="saves per writer and row (default 200)")
     parser.add_argument("--procs", default="1,4", help="process counts, comma-separated (default 1,4)")
     parser.add_argument("--backend", default="local,moto", help="local and/or moto, comma-separated")
     parser.add_argument("--algorithms", default=",".join(BY_KEY),
                         help=f"rows to run, comma-separated, of: {', '.join(BY_KEY)}")
+    parser.add_argument("--threads", default="",
+                        help="thread counts, comma-separated: each adds rows of one process with that many writer "
+                             "threads, e.g. 8 gives 'gapless 1p×8t' (default: none)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed saves per algorithm before a backend's rows")
     args = parser.parse_args(argv)
     try:
         args.procs = [int(p) for p in args.procs.split(",") if p.strip()]
     except ValueError:
         parser.error("--procs takes integers, e.g. 1,4,8")
+    try:
+        args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    except ValueError:
+        parser.error("--threads takes integers, e.g. 8")
+    if args.threads and min(args.threads) < 2:
+        parser.error("every --threads value must be at least 2 (one thread is the 1-process row of --procs)")
     args.backend = [b.strip() for b in args.backend.split(",") if b.strip()]
     args.algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if args.items < 1 or not args.procs or min(args.procs) < 1:
@@ -775,12 +961,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
+    load_at_start = load_average()
     ctx = multiprocessing.get_context("spawn")
     algorithms = [a for a in ALGORITHMS if a.key in args.algorithms]
     rows: List[Row] = []
     descriptions: List[str] = []
-    total = len(args.backend) * len(args.procs) * len(algorithms)
-    log(f"{total} rows, {args.items} items per process; {machine_line()}")
+    shapes = [(procs, 1) for procs in args.procs] + [(1, threads) for threads in args.threads]
+    total = len(args.backend) * len(shapes) * len(algorithms)
+    log(f"{total} rows, {args.items} items per writer; {machine_line()}")
+    log(f"library: {Path(sys.modules['pynamodb_autoinc'].__file__ or '?').parent}")
     for backend in args.backend:
         server = Server(backend)
         server.start()
@@ -788,21 +977,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             log(f"{backend}: warming up ({args.warmup} untimed saves per algorithm)")
             warm_up(backend, server.url, algorithms, args.warmup)
-            for procs in args.procs:
+            for procs, threads in shapes:
                 for algo in algorithms:
-                    log(f"[{len(rows) + 1}/{total}] {backend} {procs}p {algo.label}: running "
-                        f"({procs * args.items} items) ...")
+                    row = Row(algo, backend, procs, threads)
+                    log(f"[{len(rows) + 1}/{total}] {backend} {row.shape} {algo.label}: running "
+                        f"({procs * threads * args.items} items) ...")
                     try:
-                        row = run_row(ctx, algo, backend, server.url, procs, args.items)
+                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads)
                     except Exception as exc:  # report the row as failed and go on with the others
                         log(traceback.format_exc())
-                        row = Row(algo, backend, procs, unavailable=f"failed: {str(exc).splitlines()[0][:80]}")
+                        row.unavailable = f"failed: {str(exc).splitlines()[0][:80]}"
                     rows.append(row)
                     if row.unavailable:
                         log(f"    {row.unavailable}")
                     else:
                         log(f"    {row.rate:.0f} items/s, {row.items} items in {row.seconds:.2f} s, "
-                            f"{row.retries} retries, {row.errors} errors, {row.duplicates} duplicates, "
+                            f"writers {min(row.writer_rates):.0f}..{max(row.writer_rates):.0f} items/s, "
+                            f"p50 {_ms(percentile(row.latencies, 50))} ms, p99 {_ms(percentile(row.latencies, 99))} "
+                            f"ms, max {_ms(row.latencies[-1])} ms, "
+                            f"{row.retries} retries, {_failed(row)} failed, {row.duplicates} duplicates, "
                             f"gaps {row.gaps if row.gaps is not None else '-'}, lost {row.lost}; "
                             f"requests {dict(sorted(row.operations.items()))}; "
                             f"{time.monotonic() - began:.0f} s so far")
@@ -815,7 +1008,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "",
         render(rows),
         "",
-        *(f"- {n}" for n in notes(rows, descriptions, elapsed)),
+        *(f"- {n}" for n in notes(rows, descriptions, elapsed, (load_at_start, load_average()))),
     ])
     print(text)
     RESULTS.write_text(text + "\n")
