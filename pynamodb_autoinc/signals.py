@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import collections.abc as c
 import logging
-from typing import Any
+from typing import Any, Optional
 
 from blinker import NamedSignal, Namespace
 
@@ -49,7 +49,7 @@ class _AllocatingSignal(NamedSignal):
 
 
 class _Namespace(Namespace):
-    def allocating_signal(self, name: str, doc: str | None = None) -> NamedSignal:
+    def allocating_signal(self, name: str, doc: Optional[str] = None) -> NamedSignal:
         if name not in self:
             self[name] = _AllocatingSignal(name, doc)
         return self[name]

@@ -186,15 +186,18 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
 
 
 def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
-    """Fast mode: claim values for ``instances`` with one counter request per counter key."""
+    """Fast mode: claim values for ``instances`` with one counter request per counter key.
+
+    Blocks are not used: the request reserves exactly the values needed, so a
+    batch that does not fit before the bound spends nothing.
+    """
     period = opts.current_period()
     groups: Dict[str, List[Model]] = {}
     for instance in instances:
         groups.setdefault(opts.counter_key(instance, period), []).append(instance)
     claims: List[Claim] = []
     for key, group in groups.items():
-        values = [_from_block(opts, key) for _ in group] if opts.block > 1 else _reserve(opts, key, len(group))
-        for instance, value in zip(group, values):
+        for instance, value in zip(group, _reserve(opts, key, len(group))):
             claim = Claim(instance, opts, "counter", key, period)
             claim.assign(value)
             claims.append(claim)

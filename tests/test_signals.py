@@ -78,6 +78,7 @@ def test_failing_before_receiver_aborts_the_save(make_model):
     assert opts.counter.currval(opts.key) is None
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_after_save_follows_the_write(make_model):
     """after_save is sent once the item is stored, with the ID assigned."""
     User = make_model("User")
@@ -91,6 +92,7 @@ def test_after_save_follows_the_write(make_model):
     assert stored == [(True, 1, 1)]
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_failing_after_receiver_does_not_fail_the_save(make_model, caplog):
     """An after_save receiver that raises is logged; the committed save still returns."""
     User = make_model("User")

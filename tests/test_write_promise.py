@@ -126,6 +126,7 @@ def test_interrupted_save_releases_the_id(make_model, backend):
     assert user.id is None
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_cancelled_save_all_releases_the_unsaved_ids(make_model, mode):
     """A save_all() whose transaction is cancelled leaves the unsaved new instances without IDs."""
     User = make_model("User", name=UnicodeAttribute(null=True))
@@ -238,6 +239,7 @@ class Audited:
         return super().get_save_kwargs_from_instance(*args, **kwargs)  # type: ignore[misc]
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 @pytest.mark.parametrize("outer", [True, False], ids=["audited-first", "autoinc-first"])
 def test_transaction_survives_other_mixins(make_model, mode, outer):
     """Another mixin's override on either side of ours: IDs, after_save and release on cancel all still work."""
@@ -286,6 +288,7 @@ def test_query_items_of_one_partition_in_one_transaction(make_model):
 
 # -- options -------------------------------------------------------------------------------
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 @pytest.mark.parametrize("default", [{"default": 0}, {"default_for_new": lambda: 1}])
 def test_auto_attribute_with_a_default_is_refused(make_model, default):
     """An auto attribute with a default would write that default on every save: refused."""
@@ -294,6 +297,7 @@ def test_auto_attribute_with_a_default_is_refused(make_model, default):
         Item.autoinc_options()
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_period_key_without_the_period_in_its_format_is_refused(make_model):
     """A periodic sequence in the hash key must carry the period in its format, or keys repeat."""
     Ticket = make_model("Ticket", id=UnicodeAttribute(hash_key=True), autoinc_period="month",
@@ -302,6 +306,7 @@ def test_period_key_without_the_period_in_its_format_is_refused(make_model):
         Ticket.autoinc_options()
 
 
+@pytest.mark.modes('fast', 'block', 'gapless')
 def test_scope_values_equal_as_numbers_share_a_counter(make_model, mode):
     """Scope 1 and 1.0 are one DynamoDB number, so they number one sequence."""
     Order = make_model("Order", shop=NumberAttribute(hash_key=True), line=NumberAttribute(range_key=True),
@@ -314,6 +319,7 @@ def test_scope_values_equal_as_numbers_share_a_counter(make_model, mode):
 
 # -- counters --------------------------------------------------------------------------------
 
+@pytest.mark.modes('fast', 'gapless')
 def test_reset_counters_resets_in_table_counters(make_model):
     """testing.reset_counters(Model) removes the counters kept in the model's own table."""
     Doc = make_model("Doc", id=UnicodeAttribute(hash_key=True), autoinc_counter_in_table=True)
