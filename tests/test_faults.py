@@ -21,6 +21,9 @@ from tests.conftest import Backend
 
 OPERATIONS = {"fast": ("UpdateItem", "PutItem"), "gapless": ("GetItem", "TransactWriteItems")}
 
+# The faults are planned per request of a mode's save: the two requests of fast and gapless mode.
+pytestmark = pytest.mark.modes("fast", "gapless")
+
 
 class _Body:
     def __init__(self, body: bytes) -> None:
