@@ -146,8 +146,10 @@ class AutoIncrementMixin(_Base):
         with ``attribute_not_exists`` on its key. Fast mode reserves the values
         of every counter key with one UpdateItem; gapless mode puts one counter
         swap in each transaction (99 items and the swap), so each lands whole
-        or not at all. A BatchWriteItem is not used: it cannot carry the
-        condition that keeps a new item from overwriting an existing one.
+        or not at all. The query strategy has no counter to batch: it saves
+        the instances one by one, in order. A BatchWriteItem is not used: it
+        cannot carry the condition that keeps a new item from overwriting an
+        existing one.
 
         :raises BulkSaveError: a transaction failed; ``saved`` and ``unsaved``
             say which instances landed (new unsaved ones are left without IDs)
@@ -161,8 +163,12 @@ class AutoIncrementMixin(_Base):
         for item, new in zip(items, is_new):
             before_save.send(type(item), instance=item, is_new=new, operation="bulk")
         fresh = [item for item in items if getattr(item, opts.attribute) is None]
-        chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(
-            [item for item in items if getattr(item, opts.attribute) is not None], TRANSACTION_LIMIT)]
+        if opts.strategy == "query":
+            # no counter to batch: each item in turn, its number read from its partition just before its put
+            chunks = [(getattr(item, opts.attribute) is None, [item]) for item in items]
+        else:
+            chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(
+                [item for item in items if getattr(item, opts.attribute) is not None], TRANSACTION_LIMIT)]
         saved: List[Model] = []
         claims: List[Claim] = []
         try:
@@ -257,16 +263,14 @@ before_save.connect(assign_id, weak=False)
 
 
 def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
-    """New instances in transactions: one counter (or partition) per chunk, room left for its swap."""
+    """New instances in transactions: gapless ones one counter per chunk, with room left for its swap."""
     if not opts.gapless:
         return [(True, chunk) for chunk in _split(new, TRANSACTION_LIMIT)]
     groups: Dict[str, List[Model]] = {}
     period = opts.current_period()
     for item in new:
-        key = strategies.partition_key(item, opts) if opts.strategy == "query" else opts.counter_key(item, period)
-        groups.setdefault(key, []).append(item)
-    size = TRANSACTION_LIMIT - (opts.strategy != "query")
-    return [(True, chunk) for group in groups.values() for chunk in _split(group, size)]
+        groups.setdefault(opts.counter_key(item, period), []).append(item)
+    return [(True, chunk) for group in groups.values() for chunk in _split(group, TRANSACTION_LIMIT - 1)]
 
 
 def _split(items: List[Model], size: int) -> List[List[Model]]:

@@ -12,7 +12,7 @@ that the sequence is exhausted.
   its value.
 - Blocks: a process takes values from its own block; an empty block is
   refilled by one request for ``autoinc_block`` values, or, when that many no
-  longer fit before ``autoinc_max``, for one value at a time.
+  longer fit before ``autoinc_max``, for exactly the values left.
 - Gapless mode: the next value is ``counter + step``; the counter moves only
   with its item.
 - Query strategy: one step past the partition's last value in the step's
@@ -100,7 +100,14 @@ class Counters:
             try:
                 block = self.nextval(key, self.sequence.block)
             except Exhausted:
-                block = self.nextval(key, 1)  # near autoinc_max: one value at a time
+                # near autoinc_max: what is left before the bound, in one request
+                left = 0
+                while left < self.sequence.block and self.sequence.fits(
+                        self.sequence.after(self.values.get(key), left + 1)[-1]):
+                    left += 1
+                if left == 0:
+                    raise
+                block = self.nextval(key, left)
             self.blocks[key] = block
         value = block.pop(0)
         if not block:
@@ -257,6 +264,8 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
     fmt = options.get("autoinc_format")
     if fmt is not None and (kind != "unicode" or not FORMATS[fmt]):
         return "unusable format"
+    if period is not None and attribute == schema.hash_key and "{period" not in (fmt or ""):
+        return "a sequence restarting each period in the hash key, without the period in its format"
     if strategy not in ("counter", "query"):
         return "unknown strategy"
     if strategy == "query":
