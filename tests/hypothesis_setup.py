@@ -41,6 +41,7 @@ for _name in PROFILES:
         _name,
         deadline=None,
         database=None,
+        derandomize=_name == "ci",  # CI explores the same examples on every run; soak explores new ones
         print_blob=True,
         stateful_step_count=30 if _name == "ci" else 80,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
