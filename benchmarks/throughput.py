@@ -57,7 +57,7 @@ Rows (one algorithm x one shape of writers; each row gets fresh tables with uniq
        with no backoff (the algorithm of the npm package ``@nasa-gcn/dynamodb-autoincrement``).
 
     this library, through ``class M(AutoIncrementMixin, Model)`` and ``Meta``
-    options, each with ``Meta.autoinc_retries = 1000``:
+    options, each with the default retry budget (``Meta.autoinc_timeout = 10`` s):
 
     5. ``fast`` (default options), 6. ``block N=100`` (``Meta.autoinc_block = 100``;
     printed as n/a if this version of the library rejects the option),
@@ -268,7 +268,7 @@ def build_models(spec: RowSpec) -> Models:
                 "next_id": NumberAttribute(null=True, attr_name="NextId"),
             })
         return Models(item, counter)
-    options: Dict[str, Any] = {"autoinc_retries": 1000}
+    options: Dict[str, Any] = {}
     counter_model: Any = None
     if algo.needs_counter_table:
         counter_model = type("BenchNextId", (NextId,), {"Meta": _meta(spec.url, spec.counter_table, spec.threads)})

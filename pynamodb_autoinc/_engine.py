@@ -16,7 +16,6 @@ reading its answer are kept apart from sending it:
 
 from __future__ import annotations
 
-import time
 import uuid
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -28,7 +27,7 @@ from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from . import strategies
+from . import _contention, strategies
 from ._options import options_for
 from .exceptions import (
     AutoIncrementError,
@@ -51,6 +50,10 @@ TRANSACTION_LIMIT = 100
 
 APPLIED: Any = object()
 """A verdict: the request was applied, though its answer said otherwise or never came."""
+
+
+class Resend(Dict[ChainId, Any]):
+    """A verdict: send again with these counter values; no race was lost (a group dropped a failed item)."""
 
 
 class Entry:
@@ -88,6 +91,12 @@ class Write:
         self.checks, self.deletes, self.updates = checks, deletes, updates
         self.token, self.retry, self.extra = token, retry, dict(extra or {})
         self.claims = [e.claim for e in entries if e.claim is not None]
+        self.queue = False
+        """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
+        self.ticket: Optional[int] = None
+        """The queue ticket the swap serves."""
+        self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
+        """The counter items that refused swaps showed, by chain."""
 
     # -- building ---------------------------------------------------------
 
@@ -106,13 +115,19 @@ class Write:
                 attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
-        swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value) for _, head, last in self.chains()]
+        swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value, queue=self.queue,
+                                               ticket=self.ticket)
+                 for _, head, last in self.chains()]
         if self.purpose != "transaction" and len(self.puts) == 1 and not swaps:
             return PUT_ITEM, dict(self.puts[0])
         items = ([{"ConditionCheck": c} for c in self.checks] + [{"Delete": d} for d in self.deletes]
                  + [{"Put": p} for p in self.puts] + [{"Update": u} for u in [*self.updates, *swaps]])
         token = self.token if self.token is not None else uuid.uuid4().hex
         return TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """Send one request of this write's through its connection."""
+        return send(self.connection, operation, kwargs)
 
     # -- reading answers ----------------------------------------------------
 
@@ -140,7 +155,9 @@ class Write:
             if reason is None:
                 continue
             if i >= first_swap and reason.code in (CONDITION_FAILED, CONFLICT):
-                chain, _, last = chains[i - first_swap]  # another writer moved the counter
+                chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
+                if reason.raw_item is not None:
+                    self.counter_items[chain] = reason.raw_item
                 current[chain] = counter_value(last, reason) if reason.code == CONDITION_FAILED else _UNKNOWN
             elif reason.code == CONFLICT:
                 lost = True  # a concurrent transaction touched an item: send it again
@@ -157,7 +174,12 @@ class Write:
                 blocking.append(i)
         if (lost or current) and not blocking and self.claims:
             return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
-        raise self.failure(exc, reasons, sorted(blocking))
+        return self.blocked(exc, reasons, sorted(blocking), current)
+
+    def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
+                current: Dict[ChainId, Any]) -> Any:
+        """A failure that no retry can mend: raise the error that names what failed."""
+        raise self.failure(exc, reasons, blocking)
 
     def _settle(self, exc: Exception) -> Any:
         """A failure with no verdict: find out with one consistent read whether the write landed."""
@@ -207,8 +229,8 @@ class Write:
         return error(f"transaction cancelled: {what}; nothing of it was written{spent}", exc,
                      cancellation_reasons=reasons)
 
-    def contention(self, exc: Exception, attempts: int) -> AutoIncrementError:
-        """The error once lost races used up the retries (or may not be retried)."""
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
+        """The error once lost races used up the retries or the time (or may not be retried)."""
         claim = self.claims[0]
         what = (f"another writer took the next {claim.opts.attribute} in partition {claim.key!r}"
                 if claim.kind == "query" else f"counter {claim.key!r} changed under concurrent writers")
@@ -217,8 +239,9 @@ class Write:
                 f"transaction cancelled: {what} since it was read (the transaction has its own "
                 "client_request_token, so it is not sent again with other values); run the transaction again",
                 exc, cancellation_reasons=reasons_of(exc))
-        message = (f"{describe(claim.instance)}: {what} {attempts} times in a row; nothing was written. "
-                   "Retry the save later, or raise Meta.autoinc_retries")
+        message = (f"{describe(claim.instance)}: {what} {attempts} times in a row in {elapsed:.2f} s; nothing "
+                   "was written. Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, "
+                   "if set)")
         error = TransactionCanceledError if self.purpose == "transaction" else ContentionError
         return error(message, exc, cancellation_reasons=reasons_of(exc))
 
@@ -238,30 +261,84 @@ class Write:
         return names
 
 
+class GroupWrite(Write):
+    """The lone gapless saves of several threads, sent as one transaction with one counter swap.
+
+    An item that fails for a reason of its own is taken out, with its own
+    error in :attr:`failures`, and the rest are sent again.
+    """
+
+    def __init__(self, members: List[Write]) -> None:
+        super().__init__(members[0].connection, [m.puts[0] for m in members],
+                         [Entry(m.entries[0].instance, m.entries[0].claim, i) for i, m in enumerate(members)],
+                         purpose="group")
+        self.members = list(members)
+        self.failures: Dict[int, AutoIncrementError] = {}
+        """The error of each member write that failed on its own, by ``id()`` of the member."""
+
+    def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
+                current: Dict[ChainId, Any]) -> Any:
+        if not blocking or any(i >= len(self.puts) for i in blocking):
+            raise self.failure(exc, reasons, blocking)
+        (chain, head, _), = self.chains()
+        kept = [i for i in range(len(self.members)) if i not in blocking]
+        for i in blocking:
+            member = self.members[i]
+            self.failures[id(member)] = member.failure(exc, [reasons[i]], [0])
+            self.entries[i].claim.release()  # type: ignore[union-attr]
+        if not kept:
+            raise self.failures[id(self.members[0])]
+        self.members = [self.members[i] for i in kept]
+        self.puts = [m.puts[0] for m in self.members]
+        self.entries = [Entry(self.entries[i].instance, self.entries[i].claim, n) for n, i in enumerate(kept)]
+        self.claims = [e.claim for e in self.entries if e.claim is not None]
+        return Resend({chain: current.get(chain, head.expected)})
+
+    def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
+                blocking: List[int]) -> AutoIncrementError:
+        if not reasons or not blocking:
+            return self.members[0].failure(exc, [], [])
+        return super().failure(exc, reasons, blocking)
+
+
 def commit(write: Write) -> Dict[str, Any]:
-    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure."""
-    attempt = 0
-    with strategies.held(write.claims):
-        while True:
-            operation, kwargs = write.request()
-            try:
-                response = send(write.connection, operation, kwargs)
-                break
-            except BOTOCORE_EXCEPTIONS as exc:
-                outcome = write.verdict(exc)
-                if outcome is APPLIED:
-                    response = {}
+    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
+
+    A lone gapless save may be sent together with other threads' saves on the
+    same counter (:func:`pynamodb_autoinc._contention.joined`).
+    """
+    if _contention.joins_group(write):
+        return _contention.joined(write, _commit)
+    return _commit(write)
+
+
+def _commit(write: Write) -> Dict[str, Any]:
+    contest = _contention.Contest(write)
+    try:
+        with strategies.held(write.claims):
+            queued = contest.start()
+            if queued is not None:
+                strategies.retake(write.claims, queued)
+            while True:
+                operation, kwargs = write.request()
+                try:
+                    response = _contention.timed(write, operation, kwargs)
                     break
-                attempt += 1
-                opts = write.claims[0].opts if write.claims else None
-                if opts is None or not write.retry or attempt > opts.retries:
-                    raise write.contention(exc, attempt) from exc
-                time.sleep(strategies.backoff_delay(opts.backoff, attempt))
-                strategies.retake(write.claims, outcome)
-        for claim in write.claims:
-            claim.commit()
-        for _, _, last in write.chains():
-            strategies.remember(last.opts, last.key, last.value)
+                except BOTOCORE_EXCEPTIONS as exc:
+                    outcome = write.verdict(exc)
+                    if outcome is APPLIED:
+                        response = {}
+                        break
+                    if not isinstance(outcome, Resend):
+                        outcome = contest.lost(exc, outcome)
+                    strategies.retake(write.claims, outcome)
+            for claim in write.claims:
+                claim.commit()
+            for _, _, last in write.chains():
+                strategies.remember(last.opts, last.key, last.value)
+    except BaseException:
+        contest.give_back()
+        raise
     return response
 
 

@@ -31,8 +31,9 @@ DEFAULTS: Dict[str, Any] = {
     "autoinc_period": None,
     "autoinc_format": None,
     "autoinc_block": 1,
-    "autoinc_retries": 16,
+    "autoinc_retries": None,  # no count: autoinc_timeout bounds the retries
     "autoinc_backoff": 0.01,
+    "autoinc_timeout": 10.0,
 }
 
 STRATEGIES = ("counter", "query")
@@ -67,10 +68,12 @@ class Options:
     fmt: Optional[str]
     block: int
     """How many values one counter request reserves for this process (fast mode)."""
-    retries: int
-    """How many times a save retries after losing a race (gapless counter, query strategy)."""
+    retries: Optional[int]
+    """How many times a save may retry after losing a race (None: as often as ``timeout`` allows)."""
     backoff: float
     """The first retry's largest delay in seconds; it doubles each retry, up to one second."""
+    timeout: Optional[float]
+    """How long, in seconds, a save may keep retrying lost races (None: no limit), like ``lock_timeout``."""
 
     def to_python(self, value: int, period: Optional[str] = None) -> Any:
         """``value`` as the auto attribute holds it."""
@@ -177,7 +180,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
     for number in ("autoinc_start", "autoinc_step", "autoinc_retries", "autoinc_block"):
-        if not _is_int(opts[number]):
+        if not _is_int(opts[number]) and not (number == "autoinc_retries" and opts[number] is None):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
     limit = opts["autoinc_max"]
     if limit is not None and not _is_int(limit):
@@ -198,8 +201,13 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if block > 1 and (opts["autoinc_gapless"] or opts["autoinc_strategy"] == "query"):
         raise _fail(model, "Meta.autoinc_block hands out values from a block reserved per process, which leaves "
                            "gaps; it cannot be combined with autoinc_gapless or the query strategy")
-    if opts["autoinc_retries"] < 0:
-        raise _fail(model, f"Meta.autoinc_retries must be 0 or more, not {opts['autoinc_retries']}")
+    if opts["autoinc_retries"] is not None and opts["autoinc_retries"] < 0:
+        raise _fail(model, f"Meta.autoinc_retries must be 0 or more (or None), not {opts['autoinc_retries']}")
+    timeout = opts["autoinc_timeout"]
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout < float("inf")):
+        raise _fail(model, f"Meta.autoinc_timeout must be a number of seconds > 0, or None for no limit, "
+                           f"not {timeout!r}")
     backoff = opts["autoinc_backoff"]
     if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
         raise _fail(model, f"Meta.autoinc_backoff must be a number of seconds >= 0, not {backoff!r}")
@@ -282,4 +290,5 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         block=block,
         retries=opts["autoinc_retries"],
         backoff=float(backoff),
+        timeout=None if timeout is None else float(timeout),
     )

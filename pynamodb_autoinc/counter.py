@@ -60,6 +60,11 @@ class NextId(Model):
 
     next_key = UnicodeAttribute(hash_key=True, attr_name="NextKey")
     next_id = NumberAttribute(null=True, attr_name="NextId")
+    ticket = NumberAttribute(null=True, attr_name="NextTicket")
+    """Gapless mode: the last ticket handed to a writer queued on this counter (see
+    :mod:`pynamodb_autoinc._contention`)."""
+    served = NumberAttribute(null=True, attr_name="NextServed")
+    """The last ticket served: the queue is empty when it equals ``ticket``."""
 
     #: The connection settings this class's ``Meta`` sets itself.
     _autoinc_own_settings: frozenset = frozenset()
@@ -176,20 +181,49 @@ class NextId(Model):
         return True
 
     @classmethod
-    def swap_kwargs(cls, key: str, expected: Optional[int], value: int) -> Dict[str, Any]:
+    def swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
+                    ticket: Optional[int] = None) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
 
-        ``expected=None`` means the counter must not hold a value yet.
+        ``expected=None`` means the counter must not hold a value yet. With
+        ``queue``, the swap also waits its turn among the writers queued on the
+        counter (see :mod:`pynamodb_autoinc._contention`): without a ``ticket``
+        it goes only while nobody is queued; with one, only when the ticket is
+        next, and it serves it. The value condition alone keeps the sequence
+        safe; the queue decides who goes first.
         """
         attr = cls.next_id
-        hash_key, range_key = cls._item_key(key)
         condition = attr.does_not_exist() if expected is None else attr == expected
+        actions = [attr.set(value)]
+        if ticket is not None:
+            condition &= cls.served == ticket - 1
+            actions.append(cls.served.set(ticket))
+        elif queue:
+            condition &= cls.ticket.does_not_exist() | (cls.ticket == cls.served)
+        return cls._update_kwargs(key, actions, condition)
+
+    @classmethod
+    def ticket_kwargs(cls, key: str) -> Dict[str, Any]:
+        """The UpdateItem that takes the next ticket of ``key``'s queue; it answers with the whole item."""
+        return cls._update_kwargs(key, [cls.ticket.add(1), cls.served.set(cls.served | 0)], None, "ALL_NEW")
+
+    @classmethod
+    def skip_kwargs(cls, key: str, served: int) -> Dict[str, Any]:
+        """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting."""
+        return cls._update_kwargs(key, [cls.served.set(served + 1)],
+                                  (cls.served == served) & (cls.ticket > served), "ALL_NEW")
+
+    @classmethod
+    def _update_kwargs(cls, key: str, actions: List[Any], condition: Any,
+                       return_values: Optional[str] = None) -> Dict[str, Any]:
+        hash_key, range_key = cls._item_key(key)
         return cast(Dict[str, Any], cls._get_connection().get_operation_kwargs(
             hash_key,
             range_key=range_key,
             key=KEY,
-            actions=[attr.set(value)],
+            actions=actions,
             condition=condition,
+            return_values=return_values,
             return_values_on_condition_failure="ALL_OLD",
         ))
 

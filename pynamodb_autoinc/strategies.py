@@ -219,6 +219,12 @@ def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
             done.append(claim)
 
 
+def rechain(claims: Sequence[Claim]) -> None:
+    """Make claims taken one by one (by threads of this process) one chain, from the value remembered."""
+    if claims:
+        retake(claims, {claims[0].chain: _remembered(claims[0])})
+
+
 def _remembered(claim: Claim) -> Any:
     if claim.kind != "swap":
         return _UNKNOWN

@@ -149,11 +149,13 @@ def rival() -> Iterator[Any]:
 @pytest.fixture(autouse=True)
 def _fresh_process_state() -> Iterator[None]:
     """Each test starts with no reserved blocks and no remembered counter values."""
-    from pynamodb_autoinc import strategies
+    from pynamodb_autoinc import _contention, strategies
 
     strategies._state.reset()
+    _contention._process.__init__()  # type: ignore[misc]
     yield
     strategies._state.reset()
+    _contention._process.__init__()  # type: ignore[misc]
 
 
 ModelFactory = Callable[..., Any]

@@ -171,7 +171,7 @@ def counter_key(key: str, scope: Iterable[Any], label: Optional[str]) -> str:
 OPTIONS = frozenset({
     "autoinc_attribute", "autoinc_key", "autoinc_gapless", "autoinc_counter", "autoinc_start", "autoinc_step",
     "autoinc_max", "autoinc_scope", "autoinc_strategy", "autoinc_period", "autoinc_format",
-    "autoinc_counter_in_table", "autoinc_retries", "autoinc_backoff", "autoinc_block",
+    "autoinc_counter_in_table", "autoinc_retries", "autoinc_backoff", "autoinc_timeout", "autoinc_block",
 })
 
 #: Formats the generators use, and whether each is usable (the value appears; only value and period fields).
@@ -233,8 +233,9 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
             return f"{flag} is not True or False"
     start, step = options.get("autoinc_start", 1), options.get("autoinc_step", 1)
     limit, block = options.get("autoinc_max"), options.get("autoinc_block", 1)
-    retries, backoff = options.get("autoinc_retries", 16), options.get("autoinc_backoff", 0.01)
-    if not all(_is_int(v) for v in (start, step, block, retries)) or not (limit is None or _is_int(limit)):
+    retries, backoff = options.get("autoinc_retries"), options.get("autoinc_backoff", 0.01)
+    numbers_ok = all(_is_int(v) for v in (start, step, block)) and (retries is None or _is_int(retries))
+    if not numbers_ok or not (limit is None or _is_int(limit)):
         return "a number option is not an int"
     if any(v is not None and abs(v) >= DIGITS_LIMIT for v in (start, step, limit)):
         return "more than 38 digits"
@@ -248,10 +249,14 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
     strategy = options.get("autoinc_strategy", "counter")
     if block > 1 and (gapless or strategy == "query"):
         return "blocks with gapless mode or the query strategy"
-    if retries < 0:
+    if retries is not None and retries < 0:
         return "negative retries"
     if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
         return "backoff is not a number of seconds >= 0"
+    timeout = options.get("autoinc_timeout", 10.0)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout < float("inf")):
+        return "timeout is not a number of seconds > 0"
     scope = options.get("autoinc_scope")
     names = () if scope is None else (scope,) if isinstance(scope, str) else scope
     if not isinstance(names, tuple) or not all(isinstance(n, str) and n in schema.kinds for n in names):

@@ -38,8 +38,10 @@ def build_model(name: str, table: str, key: str, gapless: bool, meta: Dict[str, 
     With ``autoinc_strategy="query"`` the model is numbered within partitions:
     hash key ``project``, range key ``id``.
     """
+    # counter modes run with the default retry budget; the query strategy, which has no queue, races
+    retries = {"autoinc_retries": 200, "autoinc_timeout": None} if options.get("autoinc_strategy") == "query" else {}
     meta_cls = type("Meta", (), {"table_name": table, "autoinc_key": key, "autoinc_gapless": gapless,
-                                 "autoinc_retries": 200, **meta, **options})
+                                 **retries, **meta, **options})
     keys: Dict[str, Any] = {"id": NumberAttribute(hash_key=True)}
     if options.get("autoinc_strategy") == "query":
         keys = {"project": UnicodeAttribute(hash_key=True), "id": NumberAttribute(range_key=True)}

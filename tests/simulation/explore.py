@@ -42,6 +42,7 @@ from .scheduler import (
     faults_for,
     instant_retries,
     separate_process_state,
+    virtual_clock,
 )
 from .world import Snapshot, World
 
@@ -154,7 +155,7 @@ def run_once(world: World, bounds: Bounds, chooser: Chooser, step_timeout: float
     steps: List[Step] = []
     path: List[int] = []
     error: Optional[StepTimeout] = None
-    with separate_process_state(), instant_retries():
+    with separate_process_state(), instant_retries(), virtual_clock():
         world.interposer.scheduler = scheduler
         try:
             for client in clients:

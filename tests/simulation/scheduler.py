@@ -65,7 +65,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
 from moto.core.models import botocore_stubber
 
-from pynamodb_autoinc import strategies
+from pynamodb_autoinc import _contention, strategies
 
 NONE = "none"
 CRASH = "crash"
@@ -357,15 +357,59 @@ class ClientProcessState(threading.local, strategies._ProcessState):
         strategies._ProcessState.__init__(self)
 
 
+class ClientContention(threading.local, _contention._Process):
+    """``_contention._Process`` (round trips, busy queues), one per thread, for the same reason."""
+
+    def __init__(self) -> None:
+        _contention._Process.__init__(self)
+
+
 @contextlib.contextmanager
 def separate_process_state() -> Iterator[None]:
     """Give every thread its own ``strategies._state`` for the duration (see the module docstring)."""
-    saved = strategies._state
+    saved, saved_contention = strategies._state, _contention._process
     strategies._state = ClientProcessState()
+    _contention._process = ClientContention()
     try:
         yield
     finally:
-        strategies._state = saved
+        strategies._state, _contention._process = saved, saved_contention
+
+
+class VirtualClock(_contention.Clock):
+    """The library's clock in a simulation: a sleep moves simulated time on at once.
+
+    Only the granted client runs, so simulated time is the sum of the sleeps
+    taken so far: a client waiting for a dead writer's queue ticket sees the
+    turn pass after the sleeps it takes, not after real seconds.
+    """
+
+    def __init__(self) -> None:
+        self.elapsed = 0.0
+        self.lock = threading.Lock()
+
+    def now(self) -> float:
+        return 1_800_000_000.0 + self.elapsed
+
+    def monotonic(self) -> float:
+        return self.elapsed
+
+    def sleep(self, seconds: float) -> None:
+        # A sleep takes at least a tenth of a queue turn, so that a client polling a queue reaches the
+        # turn's end in a few requests rather than many (and never spins with time standing still).
+        with self.lock:
+            self.elapsed += max(seconds, _contention.TURN / 10)
+
+
+@contextlib.contextmanager
+def virtual_clock() -> Iterator[VirtualClock]:
+    """Run the library on a :class:`VirtualClock` for the duration."""
+    saved = _contention.clock
+    clock = _contention.clock = VirtualClock()
+    try:
+        yield clock
+    finally:
+        _contention.clock = saved
 
 
 class _InstantTime:

@@ -1,0 +1,343 @@
+"""Who goes next on a busy counter, and how long a save keeps trying.
+
+A gapless save moves its counter with a swap conditional on the value it
+last saw. The writer that just won knows the new value and swaps again at
+once; a writer that lost must first learn the new value, and by then the
+winner may be past it again. Left alone, one process wins over and over
+while the others wait.
+
+A queue between processes
+    The counter item keeps a ticket queue: ``NextTicket``, the last ticket
+    handed out, and ``NextServed``, the last ticket served. A writer that
+    loses a race while nobody is queued tries once more at once, with the
+    value the refusal showed; one that loses again, or finds writers queued,
+    takes a ticket (one UpdateItem, answered with the whole
+    counter item) and waits its turn: while tickets are waiting, a swap
+    without a ticket is refused, and a ticket's swap goes only when the
+    ticket before it was served, and serves its own. A waiter sleeps about
+    one round trip per writer ahead of it, then sends its swap with the
+    value it expects by then; a refused swap's answer shows the queue and
+    the counter as they are. A writer that saw the queue busy a moment ago
+    takes a ticket at once rather than send a swap bound to be refused.
+    Writers are served in the order they queued, so none is starved, and
+    each pays about one extra request per item while the queue is busy.
+
+    Only the swap's value condition keeps values unique and gapless; the
+    queue decides who goes first. A ticket whose turn does not come for
+    :data:`TURN` seconds (its writer died, or gave up) is passed over by the
+    writer behind it, measured on that writer's own clock: no clocks are
+    compared. A writer passed over takes a new ticket.
+
+Group commit within a process
+    Threads of one process saving gapless items on one counter do not race
+    each other: the first becomes the leader and sends, in one
+    TransactWriteItems, its own item and those of the threads queued behind
+    it, with one counter swap (:func:`joined`). A thread whose item fails
+    (its key exists, its condition failed) gets its own error; the others
+    are sent again.
+
+A time budget
+    Lost races are retried for up to ``Meta.autoinc_timeout`` seconds (and at
+    most ``Meta.autoinc_retries`` times, when set), as PostgreSQL's
+    ``lock_timeout`` bounds a wait for a lock; then
+    :class:`~pynamodb_autoinc.ContentionError` is raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import threading
+import time
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.constants import UPDATE_ITEM
+
+from . import strategies
+from .exceptions import AutoIncrementError
+from .strategies import _UNKNOWN, ChainId, Claim
+
+if TYPE_CHECKING:
+    from ._engine import Write
+
+#: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
+TURN = 0.25
+
+#: Seconds after seeing the queue busy during which a save takes a ticket at once.
+BUSY = 0.5
+
+#: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
+GROUP_LIMIT = 25
+
+#: The most bytes of items one group commit sends (TransactWriteItems takes 4 MB).
+GROUP_BYTES = 2_000_000
+
+
+class Clock:
+    """The time the engine reads and sleeps by; the simulation replaces it with a virtual one."""
+
+    def now(self) -> float:
+        """Seconds since the epoch: what turns are written in."""
+        return time.time()
+
+    def monotonic(self) -> float:
+        """Seconds, for measuring how long a save has tried."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+clock = Clock()
+"""The engine's clock (see :class:`Clock`)."""
+
+
+class _Process:
+    """This process's measure of one round trip, and when it last saw each counter's queue busy."""
+
+    def __init__(self) -> None:
+        self.round_trip = 0.01
+        self.busy: Dict[ChainId, float] = {}
+        self.groups: Dict[Tuple[Any, ...], _Group] = {}
+        self.groups_guard = threading.Lock()
+
+    def observe(self, seconds: float) -> None:
+        """Fold one measured transaction round trip into the estimate."""
+        self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
+
+
+_process = _Process()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _process.__init__())  # type: ignore[misc]
+
+
+def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip."""
+    began = clock.monotonic()
+    try:
+        return write.send(operation, kwargs)
+    finally:
+        if operation == "TransactWriteItems":
+            _process.observe(clock.monotonic() - began)
+
+
+class Contest:
+    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue."""
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.began = clock.monotonic()
+        self.losses = 0
+        self.ticket = None
+        self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
+        swaps = {c.chain for c in write.claims if c.kind == "swap"}
+        # Only a write on one counter that the library may send again with new values queues.
+        self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
+        write.queue = self.chain is not None
+
+    def start(self) -> Optional[Dict[ChainId, Any]]:
+        """Before the first send: take a ticket if the queue was busy a moment ago (the values to claim from)."""
+        if self.chain is None or clock.monotonic() - _process.busy.get(self.chain, -BUSY) >= BUSY:
+            return None
+        return self._queue()
+
+    def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
+        """After a lost race: wait as the queue asks, and return the counter values to claim from.
+
+        Raises the write's contention error once the budget is spent.
+        """
+        self.losses += 1
+        self.check(exc)
+        if self.chain is None:
+            clock.sleep(strategies.backoff_delay(self.write.claims[0].opts.backoff, self.losses))
+            return current
+        item = self.write.counter_items.get(self.chain)
+        if self.ticket is None:
+            if self.losses == 1 and item is not None and _number(item, "NextTicket") == _number(item, "NextServed"):
+                return current  # a first loss with nobody queued: the refusal showed the value, try it at once
+            return self._queue()
+        return self._wait(item, exc)
+
+    def _queue(self) -> Dict[ChainId, Any]:
+        """Take a ticket, and wait for its turn."""
+        assert self.chain is not None
+        head = self._head()
+        try:
+            item = self.write.send(UPDATE_ITEM, head.opts.counter.ticket_kwargs(head.key)).get("Attributes")
+        except BOTOCORE_EXCEPTIONS:
+            clock.sleep(strategies.backoff_delay(head.opts.backoff, self.losses))
+            return {}
+        self.ticket = _number(item, "NextTicket")
+        self.waited = None
+        return self._wait(item, None)
+
+    def _wait(self, item: Optional[Dict[str, Any]], exc: Optional[Exception]) -> Dict[ChainId, Any]:
+        """Sleep until about the ticket's turn; return the value the counter should hold by then."""
+        assert self.chain is not None and self.ticket is not None
+        head = self._head()
+        _process.busy[self.chain] = clock.monotonic()
+        served, value = _number(item, "NextServed"), _value(item, head.opts.counter)
+        if served is None or value is _UNKNOWN:
+            return {}  # the answer did not show the queue: the next refusal will
+        ahead = self.ticket - served - 1
+        if ahead < 0:  # passed over: queue again
+            self.ticket = None
+            return self._queue()
+        if ahead == 0:
+            return {self.chain: value}
+        now = clock.monotonic()
+        if self.waited is None or self.waited[0] != served:
+            self.waited = (served, now)
+        elif now - self.waited[1] >= TURN:
+            self._skip(served)
+        # about one transaction per writer ahead: an early swap is refused and shows the queue again
+        clock.sleep(min(max(ahead * _process.round_trip, 0.001) * random.uniform(0.9, 1.3), TURN / 4))
+        if exc is not None:
+            self.check(exc)
+        # the value expected once the writers ahead have each stored one item
+        last = head.opts.start - head.opts.step if value is None else value
+        return {self.chain: last + ahead * head.opts.step}
+
+    def _skip(self, served: int) -> None:
+        """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn."""
+        head = self._head()
+        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
+            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, served))
+        self.waited = None
+
+    def _head(self) -> Claim:
+        return next(c for c in self.write.claims if c.chain == self.chain)
+
+    def check(self, exc: Exception) -> None:
+        """Raise the contention error if the retries or the time are used up."""
+        opts = self.write.claims[0].opts if self.write.claims else None
+        out_of_tries = opts is None or not self.write.retry or (
+            opts.retries is not None and self.losses > opts.retries)
+        out_of_time = opts is not None and opts.timeout is not None and (
+            clock.monotonic() - self.began >= opts.timeout)
+        if out_of_tries or out_of_time:
+            self.give_back()
+            raise self.write.contention(exc, self.losses, clock.monotonic() - self.began) from exc
+
+    def give_back(self) -> None:
+        """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
+        if self.ticket is None or self.chain is None:
+            return
+        ticket, self.ticket = self.ticket, None
+        head = self._head()
+        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
+            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, ticket - 1))
+
+    @property
+    def ticket(self) -> Optional[int]:
+        """This write's ticket in the counter's queue (None: it has none); its swap serves it."""
+        return self.write.ticket
+
+    @ticket.setter
+    def ticket(self, value: Optional[int]) -> None:
+        self.write.ticket = value
+
+
+def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
+    raw = (item or {}).get(name, {}).get("N")
+    return None if raw is None else int(Decimal(raw))
+
+
+def _value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
+    """The counter value an item shows: None (no value yet) or an int; unknown without an item."""
+    if item is None:
+        return _UNKNOWN
+    raw = item.get(counter.next_id.attr_name)
+    if raw is None:
+        return None
+    try:
+        return counter._integer("", raw["N"])
+    except (AutoIncrementError, KeyError):
+        return _UNKNOWN
+
+
+# -- group commit --------------------------------------------------------------
+
+class _Member:
+    """A thread's write waiting in a group."""
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.done = False
+        self.response: Dict[str, Any] = {}
+        self.error: Optional[BaseException] = None
+
+
+class _Group:
+    def __init__(self) -> None:
+        self.lead = threading.Lock()  # held by the thread sending the group's request
+        self.guard = threading.Lock()  # guards the queue
+        self.queue: List[_Member] = []
+
+
+def joins_group(write: Write) -> bool:
+    """Whether ``write`` is a lone gapless save that threads of this process may send together."""
+    if write.purpose != "save" or not write.retry or write.token is not None or len(write.entries) != 1:
+        return False
+    claim = write.entries[0].claim
+    return (claim is not None and claim.kind == "swap"
+            and claim.opts.attribute == type(claim.instance)._hash_keyname)
+
+
+def joined(write: Write, commit: Callable[[Write], Dict[str, Any]]) -> Dict[str, Any]:
+    """Commit ``write`` together with the same counter's writes of other threads of this process."""
+    claim = write.claims[0]
+    process = _process
+    with process.groups_guard:
+        group = process.groups.setdefault((claim.chain, id(write.connection)), _Group())
+    member = _Member(write)
+    with group.guard:
+        group.queue.append(member)
+    while not member.done:
+        with group.lead:
+            if member.done:
+                break
+            with group.guard:
+                batch: List[_Member] = []
+                size = 0
+                for other in list(group.queue):
+                    bytes_ = len(repr(other.write.puts[0]))
+                    if other is member or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
+                        batch.append(other)
+                        size += bytes_
+                        group.queue.remove(other)
+                batch.sort(key=lambda m: m is not member)  # the leader's own write first
+            _lead(batch, commit)
+    if member.error is not None:
+        raise member.error
+    return member.response
+
+
+def _lead(batch: List[_Member], commit: Callable[[Write], Dict[str, Any]]) -> None:
+    from ._engine import GroupWrite
+
+    try:
+        if len(batch) == 1:
+            batch[0].response = commit(batch[0].write)
+        else:
+            group = GroupWrite([m.write for m in batch])
+            strategies.rechain(group.claims)
+            response = commit(group)
+            for m in batch:
+                failure = group.failures.get(id(m.write))
+                if failure is not None:
+                    m.error = failure
+                else:
+                    m.response = response
+    except BaseException as error:  # every member learns how the request ended
+        for m in batch:
+            if m.error is None:
+                m.error = error
+        if not isinstance(error, Exception):
+            raise  # KeyboardInterrupt and the like stop the leader's thread too
+    finally:
+        for m in batch:
+            m.done = True

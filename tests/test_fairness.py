@@ -1,0 +1,207 @@
+"""Gapless mode under contention: the counter's queue, group commit of threads, the time budget.
+
+The many-process runs are in ``tests/test_concurrency.py``; how fair and how
+fast the queue is under load is measured by ``benchmarks/throughput.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List
+
+import pytest
+from pynamodb.attributes import NumberAttribute
+from pynamodb.signals import pre_dynamodb_send
+
+from pynamodb_autoinc import ConditionFailedError, ContentionError, _contention
+from tests.simulation.scheduler import VirtualClock
+
+pytestmark = pytest.mark.modes("gapless")
+
+
+def counter_item(model: Any, key: str) -> Dict[str, Any]:
+    """The counter item's attributes, as stored."""
+    counter = model.autoinc_options().counter
+    hash_key, range_key = counter._item_key(key)
+    return counter._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get("Item", {})
+
+
+def queue_of(model: Any) -> Any:
+    """(last ticket handed out, last ticket served) of the model's counter."""
+    item = counter_item(model, model.autoinc_options().key)
+    return tuple(int(item[name]["N"]) if name in item else None for name in ("NextTicket", "NextServed"))
+
+
+@pytest.fixture
+def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
+    """The engine's clock, moved on by its own sleeps only."""
+    clock = VirtualClock()
+    monkeypatch.setattr(_contention, "clock", clock)
+    return clock
+
+
+def test_a_lost_race_queues_and_the_queue_ends_empty(make_model, rival):
+    """A save that lost two races takes a ticket, is served, and leaves no ticket waiting."""
+    User = make_model("User", autoinc_gapless=True)
+    rival(User, times=2)
+    user = User()
+    user.save()
+    assert user.id == 3
+    assert queue_of(User) == (1, 1)
+
+
+def test_a_busy_queue_is_joined_at_once(make_model, rival, requests):
+    """Right after a save waited in the queue, the next save takes a ticket before its first swap."""
+    User = make_model("User", autoinc_gapless=True)
+    rival(User, times=2)
+    User().save()
+    requests.clear()
+    User().save()
+    assert [op for op, _ in requests] == ["UpdateItem", "TransactWriteItems"]
+    assert queue_of(User) == (2, 2)
+
+
+def test_a_dead_writers_ticket_delays_a_save_by_about_a_turn(make_model, virtual_clock):
+    """A ticket whose writer died is passed over once it has kept the queue waiting for TURN seconds."""
+    User = make_model("User", autoinc_gapless=True)
+    counter = User.autoinc_options().counter
+    counter.setval(User.autoinc_options().key, 5)
+    key = User.autoinc_options().key
+    User._get_connection().connection.dispatch("UpdateItem", counter.ticket_kwargs(key))  # the dead writer's
+    user = User()
+    user.save()
+    assert user.id == 6
+    assert _contention.TURN <= virtual_clock.elapsed <= 1.5 * _contention.TURN, virtual_clock.elapsed
+    assert queue_of(User) == (2, 2)
+
+
+def test_a_writer_passed_over_queues_again(make_model, virtual_clock):
+    """A ticket holder that finds its ticket passed over takes a new ticket and still saves."""
+    User = make_model("User", autoinc_gapless=True)
+    counter = User.autoinc_options().counter
+    connection = User._get_connection().connection
+    counter.setval(User.autoinc_options().key, 1)
+    key = User.autoinc_options().key
+    connection.dispatch("UpdateItem", counter.ticket_kwargs(key))  # ticket 1: a writer still waiting
+    served = {"done": False}
+
+    def pass_over(_: Any, operation_name: str, **__: Any) -> None:
+        # while our save waits with ticket 2, another writer passes over both tickets
+        if operation_name == "TransactWriteItems" and not served["done"] and queue_of(User)[0] == 2:
+            served["done"] = True
+            connection.dispatch("UpdateItem", counter.skip_kwargs(User.autoinc_options().key, 0))
+            connection.dispatch("UpdateItem", counter.skip_kwargs(User.autoinc_options().key, 1))
+
+    with pre_dynamodb_send.connected_to(pass_over):
+        user = User()
+        user.save()
+    assert served["done"]
+    assert user.id == 2
+    assert queue_of(User) == (3, 3)
+
+
+def test_the_time_budget_ends_a_save_and_leaves_the_queue_empty(make_model, rival):
+    """Losing races for longer than Meta.autoinc_timeout raises ContentionError, writes nothing, and the
+    save's ticket is served so that nobody waits for it."""
+    User = make_model("User", autoinc_gapless=True, autoinc_timeout=0.2)
+    rival(User, times=10**6)
+    user = User()
+    began = time.monotonic()
+    with pytest.raises(ContentionError, match=r"times in a row in 0\.[2-9]\d s; .*raise Meta.autoinc_timeout"):
+        user.save()
+    assert time.monotonic() - began < 5
+    assert user.id is None
+    assert list(User.scan()) == []
+    ticket, served = queue_of(User)
+    assert ticket == served
+
+
+def test_no_timeout_means_retries_alone_bound_the_save(make_model, rival):
+    """With Meta.autoinc_timeout = None, Meta.autoinc_retries still ends the save."""
+    User = make_model("User", autoinc_gapless=True, autoinc_timeout=None, autoinc_retries=3)
+    rival(User, times=10**6)
+    user = User()
+    with pytest.raises(ContentionError, match="4 times in a row"):
+        user.save()
+    assert user.id is None
+
+
+# -- group commit ------------------------------------------------------------
+
+class HoldFirstTransaction:
+    """A pre_dynamodb_send receiver: the first transaction waits until ``waiting`` saves are queued behind it."""
+
+    def __init__(self, waiting: int) -> None:
+        self.waiting = waiting
+        self.holding = threading.Event()
+
+    def __call__(self, _: Any, operation_name: str, **__: Any) -> None:
+        if operation_name != "TransactWriteItems" or self.holding.is_set():
+            return
+        self.holding.set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum(len(g.queue) for g in _contention._process.groups.values()) \
+                < self.waiting:
+            time.sleep(0.005)
+
+
+def run_leader_first(hold: HoldFirstTransaction, targets: List[Any]) -> None:
+    """Run ``targets`` in threads: the first alone until its transaction is held, then the others."""
+    threads = [threading.Thread(target=t) for t in targets]
+    threads[0].start()
+    assert hold.holding.wait(10)
+    for t in threads[1:]:
+        t.start()
+    for t in threads:
+        t.join(30)
+
+
+def test_threads_of_one_process_share_a_transaction(make_model):
+    """Threads saving gapless items on one counter are sent together: fewer transactions than items,
+    every ID once, and no lost race among them."""
+    User = make_model("User", autoinc_gapless=True)
+    sizes: List[int] = []
+    connection = User._get_connection().connection
+    original = connection.dispatch
+
+    def dispatch(operation: str, kwargs: Dict[str, Any]) -> Any:
+        if operation == "TransactWriteItems":
+            sizes.append(sum("Put" in item for item in kwargs["TransactItems"]))
+        return original(operation, kwargs)
+
+    users = [User() for _ in range(8)]
+    hold = HoldFirstTransaction(7)
+    with pre_dynamodb_send.connected_to(hold):
+        connection.dispatch = dispatch  # type: ignore[method-assign]
+        try:
+            run_leader_first(hold, [u.save for u in users])
+        finally:
+            del connection.dispatch
+    assert sorted(u.id for u in users) == list(range(1, 9))
+    assert sorted(u.id for u in User.scan()) == list(range(1, 9))
+    assert sizes == [1, 7]
+    assert User.autoinc_options().counter.currval(User.autoinc_options().key) == 8
+
+
+def test_a_failing_item_of_a_group_fails_alone(make_model):
+    """In a group commit, an item whose condition fails gets ConditionFailedError and keeps no ID;
+    the other threads' items are stored with consecutive IDs."""
+    User = make_model("User", autoinc_gapless=True, score=NumberAttribute(null=True))
+    users = [User(score=i) for i in range(6)]
+    errors: Dict[int, BaseException] = {}
+
+    def save(i: int) -> None:
+        try:
+            users[i].save(condition=User.score.exists() if i == 3 else None)
+        except BaseException as exc:  # noqa: BLE001 - recorded and checked below
+            errors[i] = exc
+
+    hold = HoldFirstTransaction(5)
+    with pre_dynamodb_send.connected_to(hold):
+        run_leader_first(hold, [lambda i=i: save(i) for i in range(6)])
+    assert list(errors) == [3] and type(errors[3]) is ConditionFailedError
+    assert users[3].id is None
+    assert sorted(u.id for u in users if u.id is not None) == [1, 2, 3, 4, 5]
+    assert sorted((u.id, u.score) for u in User.scan()) == sorted((u.id, u.score) for u in users if u.id)
+    assert User.autoinc_options().counter.currval(User.autoinc_options().key) == 5
