@@ -173,7 +173,7 @@ def test_threads_of_one_process_share_a_transaction(make_model):
     users = [User() for _ in range(8)]
     hold = HoldFirstTransaction(7)
     with pre_dynamodb_send.connected_to(hold):
-        connection.dispatch = dispatch  # type: ignore[method-assign]
+        connection.dispatch = dispatch
         try:
             run_leader_first(hold, [u.save for u in users])
         finally:
