@@ -179,7 +179,7 @@ class Contest:
         assert self.chain is not None and self.ticket is not None
         head = self._head()
         _process.busy[self.chain] = clock.monotonic()
-        served, value = _number(item, "NextServed"), _value(item, head.opts.counter)
+        served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is _UNKNOWN:
             return {}  # the answer did not show the queue: the next refusal will
         ahead = self.ticket - served - 1
@@ -246,8 +246,9 @@ def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
     return None if raw is None else int(Decimal(raw))
 
 
-def _value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
-    """The counter value an item shows: None (no value yet) or an int; unknown without an item."""
+def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
+    """The counter value a counter item shows: None (no value yet), an int, or unknown (no item, or no
+    integer)."""
     if item is None:
         return _UNKNOWN
     raw = item.get(counter.next_id.attr_name)

@@ -17,7 +17,6 @@ reading its answer are kept apart from sending it:
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pynamodb.connection import Connection
@@ -364,13 +363,7 @@ def put_kwargs(instance: Model, condition: Optional[Condition], add_version_cond
 
 def counter_value(claim: Claim, reason: CancellationReason) -> Any:
     """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown."""
-    if reason.raw_item is None:
-        return _UNKNOWN
-    raw = reason.raw_item.get(claim.opts.counter.next_id.attr_name)
-    if raw is None:
-        return None
-    number = Decimal(raw["N"]) if "N" in raw else None
-    return int(number) if number is not None and number == number.to_integral_value() else _UNKNOWN
+    return _contention.item_value(reason.raw_item, claim.opts.counter)
 
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
