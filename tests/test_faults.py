@@ -3,7 +3,8 @@
 Each fault is a ``before-send`` hook on the botocore clients the model and its
 counter use: it answers in the server's place (throttling, an internal error)
 or lets the server apply the request and then drops the connection before the
-response arrives. The library's own code is not touched.
+response arrives (on moto too: its in-process backend applies it). The
+library's own code is not touched.
 """
 
 from __future__ import annotations
@@ -70,13 +71,22 @@ class Faults:
         kind = planned.pop(0)
         self.fired.append((operation, kind))
         if kind == "drop-after-commit":
-            self.http.send(request)  # the server applies it; the client never hears back
+            self.apply(request)  # the server applies it; the client never hears back
             raise ConnectionClosedError(endpoint_url=request.url)
         if kind == "no-answer":
             raise ConnectionClosedError(endpoint_url=request.url)  # never reaches the server
         status, code = self.ERRORS[kind]
         payload = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}).encode()
         return AWSResponse(request.url, status, {"x-amzn-RequestId": "fault"}, _Body(payload))
+
+    def apply(self, request: Any) -> None:
+        """Have the server apply ``request``: moto's in-process backend while it is mocking, else over HTTP."""
+        from moto.core.models import botocore_stubber
+
+        if botocore_stubber.enabled:
+            assert botocore_stubber("before-send.dynamodb", request) is not None, "moto did not serve the request"
+        else:
+            self.http.send(request)
 
     def count(self, operation: str) -> int:
         return sum(1 for op, _ in self.sent if op == operation)
