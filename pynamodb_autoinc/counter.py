@@ -9,14 +9,19 @@ Every request a counter ever receives is built in this module.
 
 from __future__ import annotations
 
+import os
+import secrets
+import threading
 import uuid
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.constants import KEY, UPDATED_NEW
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.constants import ALL_NEW, KEY, UPDATE_ITEM, UPDATED_NEW
 from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
+from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
 from . import periods
@@ -28,6 +33,7 @@ from .exceptions import (
     CounterValueError,
     SequenceExhaustedError,
     error_code,
+    error_responses,
 )
 
 _C = TypeVar("_C", bound="NextId")
@@ -235,18 +241,93 @@ class NextId(Model):
         One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in
         UTC, labelled with the year) counts in its own item, so a new period
         starts again from ``by``; ``period=None`` counts forever.
+
+        Exact when botocore resends a request whose answer was lost: each
+        writer (a thread of a process) keeps its last sequence number in its
+        own attribute of the counter item, ``NextW_<writer id>``. Every call
+        takes a new, larger number (the time in milliseconds, or one more than
+        the last) and sends ``ADD NextId :by SET NextW_<id> = :seq`` on the
+        condition that the attribute is missing or below ``:seq``. A resend of
+        an applied request fails that condition; the old item it returns holds
+        ``:seq``, so the call counts as done and returns the stored count
+        (ours included, and any counted since).
+
+        Writer attributes unchanged for an hour (:data:`WRITER_IDLE_MS`) are
+        removed: every :data:`PRUNE_EVERY` calls a writer asks for the whole
+        item, and its next update of that counter removes up to
+        :data:`PRUNE_MAX` idle writers' attributes, each on the condition that
+        it still holds the number seen. Should one of them have counted since,
+        the update is sent once more without the removals. This is safe while
+        the writers' clocks agree to within that hour. The item holds one small
+        attribute per writer active in the last hour; reads of the counter
+        (:meth:`current`, :meth:`currval`, the command line) ignore them.
         """
         key = name if period is None else f"{name}#{periods.label(period, now)}"
-        attr = cls.next_id
-        hash_key, range_key = cls._item_key(key)
+        writer = _this_writer()
+        seq, now_ms = writer.next_seq()
+        where = cls._where(key)
+        idle = writer.idle.pop(where, [])
+        whole = writer.calls % PRUNE_EVERY == 0
+        writer.calls += 1
         try:
-            data = cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.add(by)],
-                                                     return_values=UPDATED_NEW)
-        except UpdateError as exc:
-            if error_code(exc) == "ValidationException":
+            data = cls._count(key, writer.attr, seq, by, idle, whole)
+        except _Resent as resent:
+            return cls._count_in(key, resent.item)
+        if whole:
+            writer.note_idle(where, data.get("Attributes", {}), now_ms)
+        return cls._count_in(key, data.get("Attributes", {}))
+
+    @classmethod
+    def _count(cls, key: str, mine: str, seq: int, by: int, idle: List[Tuple[str, Dict[str, str]]],
+               whole: bool) -> Dict[str, Any]:
+        """Send the UpdateItem of :meth:`increment`; raise :class:`_Resent` when it had been applied already."""
+        writer = Path([mine])
+        hash_key, range_key = cls._item_key(key)
+        connection = cls._get_connection()
+        while True:
+            actions: List[Any] = [cls.next_id.add(by), writer.set(seq)]
+            condition = writer.does_not_exist() | (writer < seq)
+            for name, seen in idle:
+                other = Path([name])
+                actions.append(other.remove())
+                condition &= other.does_not_exist() | (other == seen)
+            kwargs = connection.get_operation_kwargs(
+                hash_key, range_key=range_key, key=KEY, actions=actions, condition=condition,
+                return_values=ALL_NEW if whole else UPDATED_NEW, return_values_on_condition_failure="ALL_OLD")
+            try:
+                return cast(Dict[str, Any], connection.connection.dispatch(UPDATE_ITEM, kwargs))
+            except BOTOCORE_EXCEPTIONS as error:
+                exc = UpdateError(f"Failed to update item: {error}", error)
+            code = error_code(exc)
+            if code == "ConditionalCheckFailedException":
+                old = next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {})
+                held = old.get(mine, {}).get("N")
+                if held is not None and Decimal(held) == seq:
+                    raise _Resent(old)  # an earlier send of this very request was applied
+                if idle:
+                    idle = []  # an idle writer has counted again since it was seen: keep its attribute
+                    continue
+                raise CounterError(
+                    f"could not increment counter {key!r} in table {cls.Meta.table_name!r}: its writer "
+                    f"attribute {mine!r} holds {held}, not below this writer's sequence number {seq}; "
+                    "is another process counting under the same writer id?", exc) from exc
+            if code == "ValidationException":
                 cls.currval(key)  # raises if the counter holds no number
             raise cls._request_failed("increment", key, exc) from exc
-        return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
+
+    @classmethod
+    def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
+        """The count an UpdateItem answer (or a returned old item) shows."""
+        raw = item.get(cls.next_id.attr_name)
+        if raw is None or "N" not in raw:
+            raise cls._not_a_number(key, None, raw)
+        return cls._integer(key, raw["N"])
+
+    @classmethod
+    def _where(cls, key: str) -> Tuple[Any, ...]:
+        """What tells counter ``key``'s item apart from every other counter item this process reaches."""
+        return (getattr(cls.Meta, "host", None), getattr(cls.Meta, "region", None), cls.Meta.table_name,
+                *cls._item_key(key))
 
     @classmethod
     def current(cls, name: str, *, period: Optional[str] = "month",
@@ -356,6 +437,79 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         "_item_key": classmethod(_item_key),
         **attrs,
     }))
+
+
+# -- the writers of increment() -------------------------------------------------
+
+#: The name of a writer's attribute on a counter item it counts on: this, then the writer id.
+WRITER_PREFIX = "NextW_"
+#: A writer attribute holding a sequence number older than this (milliseconds) is removed.
+#: A resend comes within seconds; a writer idle this long counts again as a new one.
+WRITER_IDLE_MS = 3_600_000
+#: A writer asks for the whole counter item, to find idle writers' attributes, once every this many calls.
+PRUNE_EVERY = 64
+#: The most idle writers' attributes one update removes.
+PRUNE_MAX = 20
+
+
+class _Writer:
+    """One thread's identity and sequence numbers when counting with :meth:`NextId.increment`."""
+
+    def __init__(self) -> None:
+        self.attr = WRITER_PREFIX + secrets.token_hex(6)
+        self.last = 0
+        self.calls = 0
+        #: Per counter item: the idle writers' attributes seen on it and the numbers they held.
+        self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
+
+    def next_seq(self) -> Tuple[int, int]:
+        """A new sequence number, above every earlier one, and the time (ms) it was taken."""
+        now_ms = int(periods.clock.now().timestamp() * 1000)
+        self.last = max(self.last + 1, now_ms)
+        return self.last, now_ms
+
+    def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
+        """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
+        idle = [(name, raw) for name, raw in item.items()
+                if name.startswith(WRITER_PREFIX) and name != self.attr and "N" in raw
+                and Decimal(raw["N"]) < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
+        if idle:
+            while len(self.idle) >= 8:  # a few counters at a time is plenty
+                self.idle.pop(next(iter(self.idle)))
+            self.idle[where] = idle
+
+
+class _Writers(threading.local):
+    writer: Optional[_Writer] = None
+
+
+_writers = _Writers()
+
+
+def _this_writer() -> _Writer:
+    """This thread's writer, made on its first count."""
+    writer = _writers.writer
+    if writer is None:
+        writer = _writers.writer = _Writer()
+    return writer
+
+
+def _forget_writers() -> None:
+    """In a forked child: its threads are new writers (the parent's keep counting under their ids)."""
+    global _writers
+    _writers = _Writers()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writers)
+
+
+class _Resent(Exception):
+    """An increment's request had been applied before: ``item`` is the counter item as it is now."""
+
+    def __init__(self, item: Dict[str, Any]) -> None:
+        super().__init__()
+        self.item = item
 
 
 def new_request_token() -> str:

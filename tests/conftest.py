@@ -148,14 +148,16 @@ def rival() -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def _fresh_process_state() -> Iterator[None]:
-    """Each test starts with no reserved blocks and no remembered counter values."""
-    from pynamodb_autoinc import _contention, strategies
+    """Each test starts with no reserved blocks, no remembered counter values and new increment() writers."""
+    from pynamodb_autoinc import _contention, counter, strategies
 
     strategies._state.reset()
     _contention._process.__init__()  # type: ignore[misc]
+    counter._forget_writers()
     yield
     strategies._state.reset()
     _contention._process.__init__()  # type: ignore[misc]
+    counter._forget_writers()
 
 
 ModelFactory = Callable[..., Any]
