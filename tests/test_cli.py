@@ -112,13 +112,24 @@ def test_create_list_get_set(cli):
     assert json.loads(cli("list", "--json").stdout) == [{"key": "order", "value": 7}, {"key": "user", "value": 41}]
 
 
-def put_raw_counter(cli: Cli, key: str, value: Any) -> None:
-    """Write a counter item as another tool might: ``value`` is the DynamoDB attribute, e.g. {"N": "1.5"}."""
+def put_raw_counter(cli: Cli, key: str, value: Any, **more: Any) -> None:
+    """Write a counter item as another tool might: ``value`` is the DynamoDB attribute, e.g. {"N": "1.5"};
+    ``more`` are other attributes of the item."""
     import boto3  # type: ignore[import-untyped, unused-ignore]
 
     client = boto3.client("dynamodb", endpoint_url=cli.host, region_name="us-east-1",
                           aws_access_key_id="local", aws_secret_access_key="local")
-    client.put_item(TableName=cli.table, Item={"NextKey": {"S": key}, "NextId": value})
+    client.put_item(TableName=cli.table, Item={"NextKey": {"S": key}, "NextId": value, **more})
+
+
+def test_list_and_get_show_a_count_with_writer_attributes(cli):
+    """A counter of NextId.increment, which carries one attribute per writer, lists and gets as its count."""
+    cli("create-table")
+    put_raw_counter(cli, "hits#2026-03", {"N": "3"}, NextW_0123456789ab={"N": "1772366400000"},
+                    NextW_ba9876543210={"N": "1772366400001"})
+    assert json.loads(cli("list", "--json").stdout) == [{"key": "hits#2026-03", "value": 3}]
+    done = cli("get", "hits#2026-03")
+    assert done.returncode == 0 and done.stdout.strip() == "3"
 
 
 def test_list_marks_a_fractional_counter_and_lists_the_rest(cli):
