@@ -349,3 +349,19 @@ def test_policy_allows_reading_the_models_table(make_model):
     """The IAM policy grants GetItem on the model's table: settling an unanswered write reads it."""
     User = make_model("User")
     assert "dynamodb:GetItem" in iam.required_actions(User)[User.Meta.table_name]
+
+
+def test_required_pynamodb_gives_cancelled_items_their_old_item():
+    """The oldest pynamodb the package accepts (6.0.1) carries a cancelled item's old item (raw_item), which a
+    lost gapless race is read from; 6.0.0 has no such field."""
+    import inspect
+    import re
+    from importlib.metadata import requires
+
+    from pynamodb.exceptions import CancellationReason
+
+    requirement = next(r for r in requires("pynamodb-autoinc") or [] if re.match(r"pynamodb\b", r))
+    lowest = re.search(r">=\s*([\d.]+)", requirement)
+    assert lowest is not None, f"no lower bound on pynamodb in {requirement!r}"
+    assert tuple(int(p) for p in lowest.group(1).split(".")) >= (6, 0, 1), requirement
+    assert "raw_item" in inspect.signature(CancellationReason).parameters
