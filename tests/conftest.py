@@ -1,4 +1,4 @@
-"""Fixtures: a ``backend`` (moto in-process, DynamoDB Local) and a ``mode`` (fast, gapless)."""
+"""Fixtures: a ``backend`` (moto in-process, DynamoDB Local) and a ``mode`` (fast, block, gapless, query)."""
 
 from __future__ import annotations
 
