@@ -15,7 +15,7 @@ from _backend import META, dynamodb  # noqa: E402
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId, SequenceExhaustedError  # noqa: E402
+from pynamodb_autoinc import AutoIncrementMixin, ItemExistsError, NextId, SequenceExhaustedError  # noqa: E402
 from pynamodb_autoinc.periods import clock  # noqa: E402
 
 
@@ -75,10 +75,24 @@ class Seat(AutoIncrementMixin, Model):
     id = NumberAttribute(hash_key=True)
 
 
+class Locker(AutoIncrementMixin, Model):
+    """Lockers 1 to 3, handed out again in turn (CYCLE) once their last holder has left."""
+
+    class Meta:
+        table_name = "lockers"
+        autoinc_max = 3
+        autoinc_cycle = True
+        region = META["region"]
+        host = META["host"]
+
+    id = NumberAttribute(hash_key=True)
+    holder = UnicodeAttribute(null=True)
+
+
 def main() -> None:
     with dynamodb() as where:
         print(f"DynamoDB: {where}")
-        for model in (NextId, Issue, Comment, Invoice, Seat):
+        for model in (NextId, Issue, Comment, Invoice, Seat, Locker):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
 
@@ -105,6 +119,17 @@ def main() -> None:
                 print(f"seat {seat.id}")
             except SequenceExhaustedError as exc:
                 print(f"no seat: {exc}")
+
+        for holder in ("ann", "bob", "cy"):
+            Locker(holder=holder).save()
+        Locker.get(1).delete()  # ann leaves: locker 1 is free again
+        locker = Locker(holder="dee")
+        locker.save()
+        print(f"locker {locker.id} for {locker.holder}")
+        try:
+            Locker(holder="eve").save()  # locker 2 is still bob's: refused, never overwritten
+        except ItemExistsError:
+            print(f"no locker for eve: locker 2 is still {Locker.get(2).holder}'s")
 
 
 if __name__ == "__main__":

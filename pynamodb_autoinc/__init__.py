@@ -15,12 +15,15 @@ from .exceptions import (
     InvalidIdError,
     ItemExistsError,
     ItemWriteError,
+    OutOfBoundsError,
     SequenceExhaustedError,
+    SequenceMismatchError,
     TransactionCanceledError,
     UnassignedIdError,
     WriteOutcomeUnknownError,
 )
 from .mixin import AutoIncrementMixin
+from .sequence import SequenceOptions
 from .signals import after_save, before_save
 
 try:
@@ -42,7 +45,10 @@ __all__ = [
     "ItemExistsError",
     "ItemWriteError",
     "NextId",
+    "OutOfBoundsError",
     "SequenceExhaustedError",
+    "SequenceMismatchError",
+    "SequenceOptions",
     "TransactionCanceledError",
     "UnassignedIdError",
     "WriteOutcomeUnknownError",

@@ -199,7 +199,8 @@ class Contest:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         last = head.opts.start - head.opts.step if value is None else value
-        return {self.chain: last + ahead * head.opts.step}
+        expected = last + ahead * head.opts.step
+        return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
 
     def _skip(self, served: int) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn."""

@@ -115,7 +115,7 @@ class Write:
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
         swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value, queue=self.queue,
-                                               ticket=self.ticket)
+                                               ticket=self.ticket, sequence=last.opts.sequence)
                  for _, head, last in self.chains()]
         if self.purpose != "transaction" and len(self.puts) == 1 and not swaps:
             return PUT_ITEM, dict(self.puts[0])
@@ -362,7 +362,12 @@ def put_kwargs(instance: Model, condition: Optional[Condition], add_version_cond
 
 
 def counter_value(claim: Claim, reason: CancellationReason) -> Any:
-    """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown."""
+    """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown.
+
+    :raises SequenceMismatchError: the counter records other sequence options
+    """
+    if reason.raw_item is not None:
+        claim.opts.counter.check_options(claim.key, reason.raw_item, claim.opts.sequence)
     return _contention.item_value(reason.raw_item, claim.opts.counter)
 
 

@@ -14,7 +14,8 @@ from pynamodb.models import Model
 
 from . import periods
 from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
-from .exceptions import ConfigurationError, SequenceExhaustedError, UnassignedIdError
+from .exceptions import ConfigurationError, UnassignedIdError
+from .sequence import SequenceOptions
 
 #: Every option a model's ``Meta`` may set, with its default.
 DEFAULTS: Dict[str, Any] = {
@@ -24,9 +25,12 @@ DEFAULTS: Dict[str, Any] = {
     "autoinc_counter_in_table": False,
     "autoinc_gapless": False,
     "autoinc_strategy": "counter",
-    "autoinc_start": 1,
+    "autoinc_start": None,  # autoinc_min going up, autoinc_max going down
     "autoinc_step": 1,
-    "autoinc_max": None,
+    "autoinc_min": None,  # 1 going up, -2**63 going down
+    "autoinc_max": None,  # 2**63 - 1 going up, -1 going down
+    "autoinc_cycle": False,
+    "autoinc_track_explicit": False,
     "autoinc_scope": None,
     "autoinc_period": None,
     "autoinc_format": None,
@@ -37,9 +41,6 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 STRATEGIES = ("counter", "query")
-
-#: Integers up to 38 digits are stored exactly by DynamoDB.
-NUMBER_LIMIT = 10**38
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,10 @@ class Options:
     gapless: bool
     strategy: str
     """``"counter"`` (a counter item) or ``"query"`` (the largest range key in the partition)."""
-    start: int
-    step: int
-    limit: Optional[int]
-    """``Meta.autoinc_max``: the last value the sequence may hand out."""
+    sequence: SequenceOptions
+    """Start, step, bounds and cycling (``Meta.autoinc_start``, ``_step``, ``_min``, ``_max``, ``_cycle``)."""
+    track_explicit: bool
+    """``Meta.autoinc_track_explicit``: saving an explicit ID moves the counter past it."""
     scope: Tuple[str, ...]
     """Attributes whose values extend the counter key: one sequence per parent."""
     period: Optional[str]
@@ -100,20 +101,13 @@ class Options:
             parts.append(period)
         return "#".join(parts)
 
-    def remaining(self, last: Optional[int]) -> int:
-        """How many values are left before ``Meta.autoinc_max`` after the counter's ``last`` value."""
-        following = self.start if last is None else last + self.step
-        if self.limit is None:
-            return NUMBER_LIMIT
-        return max(0, (self.limit - following) // self.step + 1)
+    @property
+    def start(self) -> int:
+        return self.sequence.start
 
-    def check_limit(self, key: str, value: int) -> None:
-        """Raise SequenceExhaustedError if ``value`` lies past ``Meta.autoinc_max``."""
-        if self.limit is not None and (value > self.limit if self.step > 0 else value < self.limit):
-            raise SequenceExhaustedError(
-                f"sequence {key!r} has reached its limit: {value} would pass {self.limit}; nothing was spent. "
-                "Raise Meta.autoinc_max, or start a new sequence"
-            )
+    @property
+    def step(self) -> int:
+        return self.sequence.step
 
 
 def _scope_part(value: Any) -> str:
@@ -176,25 +170,22 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if not isinstance(key, str) or not key:
         raise _fail(model, f"Meta.autoinc_key must be a non-empty string, not {key!r}")
 
-    for flag in ("autoinc_gapless", "autoinc_counter_in_table"):
+    for flag in ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit"):
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
-    for number in ("autoinc_start", "autoinc_step", "autoinc_retries", "autoinc_block"):
+    for number in ("autoinc_retries", "autoinc_block"):
         if not _is_int(opts[number]) and not (number == "autoinc_retries" and opts[number] is None):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
-    limit = opts["autoinc_max"]
-    if limit is not None and not _is_int(limit):
-        raise _fail(model, f"Meta.autoinc_max must be an int or None, not {limit!r}")
-    for number in ("autoinc_start", "autoinc_step", "autoinc_max"):
-        if opts[number] is not None and abs(opts[number]) >= NUMBER_LIMIT:
-            raise _fail(model, f"Meta.{number} = {opts[number]} has more digits than a DynamoDB number holds "
-                               "exactly (38); choose a smaller value")
-    start, step = opts["autoinc_start"], opts["autoinc_step"]
-    if step == 0:
-        raise _fail(model, "Meta.autoinc_step must not be 0")
-    if limit is not None and (start > limit if step > 0 else start < limit):
-        raise _fail(model, f"Meta.autoinc_start = {start} lies past Meta.autoinc_max = {limit} for a step of "
-                           f"{step}; the sequence could hand out nothing")
+    try:
+        sequence = SequenceOptions.of(opts["autoinc_start"], opts["autoinc_step"], opts["autoinc_min"],
+                                      opts["autoinc_max"], opts["autoinc_cycle"])
+    except ConfigurationError as exc:
+        hint = ""
+        if _is_int(opts["autoinc_step"]) and opts["autoinc_step"] < 0 and opts["autoinc_max"] is not None \
+                and opts["autoinc_min"] is None:
+            hint = ("; note that Meta.autoinc_max is the upper bound whatever the direction (since 0.2.0): "
+                    "the lowest value of a descending sequence is Meta.autoinc_min")
+        raise _fail(model, f"{exc}{hint}") from None
     block = opts["autoinc_block"]
     if not 1 <= block <= 1_000_000:
         raise _fail(model, f"Meta.autoinc_block must be between 1 and 1000000, not {block}")
@@ -248,11 +239,19 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if strategy not in STRATEGIES:
         raise _fail(model, f"Meta.autoinc_strategy must be one of {', '.join(map(repr, STRATEGIES))}, "
                            f"not {strategy!r}")
+    if sequence.cycle and not attribute.is_hash_key and not attribute.is_range_key:
+        raise _fail(model, f"Meta.autoinc_cycle hands out values again after a wrap, and only a key is kept "
+                           f"unique by the put's attribute_not_exists; {name!r} is outside the key, so two live "
+                           "items could share an ID. Make it the hash or range key, or leave autoinc_cycle off")
+    if opts["autoinc_track_explicit"] and (fmt is not None or strategy == "query"):
+        raise _fail(model, "Meta.autoinc_track_explicit moves a counter past an explicit integer ID, so it "
+                           "needs plain integer IDs and a counter; it cannot be combined with autoinc_format "
+                           "or the query strategy")
     if strategy == "query":
         if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
             raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "
                                f"make {name!r} the model's range key, a NumberAttribute")
-        for option in ("autoinc_scope", "autoinc_period", "autoinc_counter_in_table"):
+        for option in ("autoinc_scope", "autoinc_period", "autoinc_counter_in_table", "autoinc_cycle"):
             if opts[option]:
                 raise _fail(model, f"Meta.{option} does not apply to the query strategy (it keeps no counter; "
                                    "the partition is the scope)")
@@ -281,9 +280,8 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         counter=counter,
         gapless=opts["autoinc_gapless"] or strategy == "query",
         strategy=strategy,
-        start=start,
-        step=step,
-        limit=limit,
+        sequence=sequence,
+        track_explicit=opts["autoinc_track_explicit"],
         scope=tuple(scope),
         period=period,
         fmt=fmt,

@@ -2,7 +2,8 @@
 
     pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND ...
 
-Commands: ``create-table``, ``list``, ``get``, ``set``, ``seed``, ``check``, ``policy``.
+Commands: ``create-table``, ``list``, ``describe``, ``get``, ``set``, ``restart``, ``alter``, ``seed``,
+``check``, ``policy``.
 A model is named as ``package.module:Model``; its Meta settings pick the
 endpoint, the counter table and the counter key, unless ``--host`` or
 ``--region`` say otherwise.
@@ -10,7 +11,7 @@ endpoint, the counter table and the counter key, unless ``--host`` or
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
 holes in a gapless sequence), or ``list`` found a counter that holds no
-integer.
+integer, or ``describe`` found a counter recording other options than its model.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pynamodb.models import Model
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
 from .exceptions import CounterTableMissingError, CounterValueError, error_code
+from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
@@ -126,7 +128,43 @@ def _parser() -> argparse.ArgumentParser:
     set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs (below the "
                                       "largest; above the smallest, for a negative step)")
     set_.add_argument("--force", action="store_true", help="set it even behind the stored IDs")
+    set_.add_argument("--is-called", action=argparse.BooleanOptionalAction, default=True,
+                      help="as PostgreSQL's setval: the next value is VALUE + step (default), or with "
+                           "--no-is-called VALUE itself")
     set_.set_defaults(run=_set)
+
+    describe = commands.add_parser(
+        "describe", help="show each counter's sequence: options, last value, values left, models",
+        description="Show each counter's sequence, as PostgreSQL's pg_sequences does: its options (as recorded on "
+                    "the counter, else as the model sets them), its last value, how many values are left before "
+                    "its end bound, and the models using it. With --model, only those models' counters; a counter "
+                    "recording other options than its model is reported on stderr and the command exits 3.")
+    describe.add_argument("--model", action="append", default=[],
+                          help="package.module:Model (repeatable): describe its counters")
+    describe.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    describe.set_defaults(run=_describe)
+
+    restart = commands.add_parser(
+        "restart", help="restart a model's sequence: the next value is its start, or --with N",
+        description="ALTER SEQUENCE ... RESTART [WITH N]: the next value handed out is N (default: the model's "
+                    "start), and the counter records the model's options. Refused when N lies outside the bounds, "
+                    "or, unless --force, when items with IDs at or past N are stored (their IDs would be handed "
+                    "out again, and those saves refused).")
+    restart.add_argument("--model", required=True, help="package.module:Model")
+    restart.add_argument("--key", help="counter key (default: the model's)")
+    restart.add_argument("--with", dest="value", type=int, help="the next value (default: the model's start)")
+    restart.add_argument("--force", action="store_true", help="restart even at or behind the stored IDs")
+    restart.set_defaults(run=_restart)
+
+    alter = commands.add_parser(
+        "alter", help="record a model's changed options on its counter (ALTER SEQUENCE)",
+        description="ALTER SEQUENCE: record the model's current Meta options (start, step, min, max, cycle) on its "
+                    "counter, keeping the counter's value. Run it after changing those options; until then, saves "
+                    "of the changed model are refused. Refused when the counter lies outside the new bounds "
+                    "(restart it instead).")
+    alter.add_argument("--model", required=True, help="package.module:Model")
+    alter.add_argument("--key", help="counter key (default: the model's)")
+    alter.set_defaults(run=_alter)
 
     seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table "
                                             "(lower them to the smallest, for a negative step); never moves one back")
@@ -323,13 +361,17 @@ def _get(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
+    sequence = options_for(model).sequence if model is not None else None
+    if sequence is not None:
+        sequence.check(key, args.value)
     if model is not None and not args.force:
         opts = options_for(model)
         if opts.period or opts.fmt:
             raise CommandError(f"{_numbering(opts)}, so set cannot compare {args.value} with the stored IDs; "
                                "look up the last ID of that counter yourself and use --force")
         furthest = _furthest_ids(model, segments=4).get(key)
-        if furthest is not None and _behind(args.value, furthest, opts.step):
+        value = args.value if args.is_called else args.value - opts.step
+        if furthest is not None and _behind(value, furthest, opts.step):
             below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
             counts = "" if opts.step > 0 else f" counts down (Meta.autoinc_step = {opts.step}) and"
             raise CommandError(
@@ -340,9 +382,111 @@ def _set(args: argparse.Namespace) -> int:
             )
     counter = _counter(args, model)
     with _counter_errors(counter, key, model):
-        counter.setval(key, args.value)
-    print(f"{key} = {args.value}")
+        counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
+    print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
+
+
+def _restart(args: argparse.Namespace) -> int:
+    model, key = _model_and_key(args)
+    assert model is not None
+    opts = options_for(model)
+    value = opts.start if args.value is None else args.value
+    opts.sequence.check(key, value)
+    if not args.force:
+        if opts.period or opts.fmt:
+            raise CommandError(f"{_numbering(opts)}, so restart cannot compare {value} with the stored IDs; "
+                               "look up the last ID of that counter yourself and use --force")
+        furthest = _furthest_ids(model, segments=4).get(key)
+        if furthest is not None and _behind(value - opts.step, furthest, opts.step):
+            raise CommandError(
+                f"{model.__name__} already stores {opts.attribute}={furthest} under counter {key!r}; restarting at "
+                f"{value} would hand out IDs that are stored (those saves are refused, never overwritten). Delete "
+                "those items first, restart past them with --with, or use --force")
+    counter = _counter(args, model)
+    with _counter_errors(counter, key, model):
+        counter.restart(key, opts.sequence, value)
+    print(f"{key}: restarted; the next value is {value}")
+    return 0
+
+
+def _alter(args: argparse.Namespace) -> int:
+    model, key = _model_and_key(args)
+    assert model is not None
+    opts = options_for(model)
+    counter = _counter(args, model)
+    with _counter_errors(counter, key, model):
+        before = counter.stored_options(key)
+        counter.alter(key, opts.sequence)
+    if before == opts.sequence:
+        print(f"{key}: already runs under {opts.sequence.encode()}")
+    else:
+        print(f"{key}: now runs under {opts.sequence.encode()}"
+              + (f" (was: {before.encode()})" if before is not None else ""))
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    models = [load_model(spec, args.host, args.region) for spec in args.model]
+    counters: List[Tuple[Type[NextId], Optional[Options], str]] = []
+    for spec, model in zip(args.model, models):
+        opts = options_for(model)
+        if opts.strategy == "query":
+            raise CommandError(f"{model.__name__} uses the query strategy: it keeps no counter to describe")
+        counters.append((_counter(args, model), opts, spec))
+    if not models:
+        counters.append((_counter(args), None, ""))
+    rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    problems: List[str] = []
+    for counter, owner, spec in counters:
+        prefix = counter._autoinc_prefix
+        for raw in _scan_raw(counter):
+            hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
+            key = hash_key[len(prefix):]
+            if not hash_key.startswith(prefix) or (owner is not None and key != owner.key
+                                                   and not key.startswith(owner.key + "#")):
+                continue
+            row = rows.setdefault((counter.Meta.table_name, key), _describe_row(counter, key, raw))
+            if owner is None:
+                continue
+            row["models"].append(owner.model.__name__)
+            if row["recorded"] is not None and row["recorded"] != owner.sequence:
+                problems.append(f"counter {key!r} records other sequence options than {owner.model.__name__}: "
+                                f"{', '.join(owner.sequence.differences(row['recorded']))}, so one of them has its "
+                                "saves refused. If the model's Meta changed on purpose, record its options with "
+                                f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree")
+            _fill(row, row["recorded"] or owner.sequence)
+    report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _table(sys.stdout, ("KEY", "TABLE", "START", "STEP", "MIN", "MAX", "CYCLE", "LAST", "LEFT", "MODELS"), [
+            tuple("" if r[c] is None else "yes" if r[c] is True else "no" if r[c] is False else str(r[c])
+                  for c in ("key", "table", "start", "step", "min", "max", "cycle", "last_value", "left"))
+            + (", ".join(r["models"]),)
+            for r in report
+        ])
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return EXIT_PROBLEMS if problems else 0
+
+
+def _describe_row(counter: Type[NextId], key: str, raw: Dict[str, Any]) -> Dict[str, Any]:
+    """One counter of ``describe``: its recorded options (if any) and last value."""
+    with _counter_errors(counter, key):
+        last = counter._value_in(key, raw)
+        recorded = counter._options_in(key, raw)
+    row: Dict[str, Any] = {"key": key, "table": counter.Meta.table_name, "start": None, "step": None, "min": None,
+                           "max": None, "cycle": None, "last_value": last, "left": None, "models": [],
+                           "recorded": recorded}
+    if recorded is not None:
+        _fill(row, recorded)
+    return row
+
+
+def _fill(row: Dict[str, Any], sequence: SequenceOptions) -> None:
+    row.update(start=sequence.start, step=sequence.step, min=sequence.minimum, max=sequence.maximum,
+               cycle=sequence.cycle, left=sequence.remaining(row["last_value"]))
 
 
 def _seed(args: argparse.Namespace) -> int:

@@ -31,10 +31,13 @@ from .exceptions import (
     CounterError,
     CounterTableMissingError,
     CounterValueError,
+    OutOfBoundsError,
     SequenceExhaustedError,
+    SequenceMismatchError,
     error_code,
     error_responses,
 )
+from .sequence import DEFAULT, SequenceOptions, _is_int
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -71,6 +74,9 @@ class NextId(Model):
     :mod:`pynamodb_autoinc._contention`)."""
     served = NumberAttribute(null=True, attr_name="NextServed")
     """The last ticket served: the queue is empty when it equals ``ticket``."""
+    options = UnicodeAttribute(null=True, attr_name="NextOptions")
+    """The sequence options the counter runs under (:meth:`SequenceOptions.encode`), recorded by every
+    advance; processes with other options are refused."""
 
     #: The connection settings this class's ``Meta`` sets itself.
     _autoinc_own_settings: frozenset = frozenset()
@@ -102,66 +108,195 @@ class NextId(Model):
                 for item in cls.scan(only, attributes_to_get=[attr.attr_name], consistent_read=True)]
 
     @classmethod
-    def nextval(cls, key: str, *, step: int = 1, start: int = 1, limit: Optional[int] = None) -> int:
-        """Advance counter ``key`` by ``step`` and return the new value, in one request.
+    def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
+        """Advance counter ``key`` along ``sequence`` and return the new value, in one request.
 
-        A missing counter starts at ``start``. With ``limit``, the server
-        refuses to go past it (below it, for a negative ``step``) and
-        :class:`SequenceExhaustedError` is raised with nothing spent. Values
-        are never handed out twice; a value whose item is never written
-        leaves a gap.
+        A missing counter starts at ``sequence.start``. At the end bound the
+        server refuses to go on: :class:`SequenceExhaustedError` is raised with
+        nothing spent, unless the sequence cycles, when a second request moves
+        the counter back to its restart value (conditional on the value it
+        found, so one writer wraps it). Values are never handed out twice
+        within one pass; a value whose item is never written leaves a gap.
+
+        The counter item records ``sequence`` (``NextOptions``); a counter that
+        records other options raises :class:`SequenceMismatchError`.
+        """
+        return cls.reserve(key, 1, sequence)[0]
+
+    @classmethod
+    def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
+                partial: bool = False) -> List[int]:
+        """Take ``count`` consecutive values of counter ``key`` with one UpdateItem; they are the caller's alone.
+
+        With ``partial``, fewer than ``count`` values are taken when fewer are
+        left before the end bound; otherwise the request takes all or nothing.
+        A cycling sequence whose end is reached starts again from its restart
+        value; the values of one request never straddle the wrap.
+        """
+        seq = sequence or DEFAULT
+        step, recorded = seq.step, seq.encode()
+        attr, options = cls.next_id, cls.options
+        for _ in range(_MOVES):
+            span = step * (count - 1)
+            # the counter's last value must leave room for count values within both bounds
+            low = seq.minimum - (step if step > 0 else step * count)
+            high = seq.maximum - (step * count if step > 0 else step)
+            # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
+            condition = attr.is_type() & (attr >= low) & (attr <= high)
+            if seq.contains(seq.start + span):
+                condition = attr.does_not_exist() | condition
+            condition &= options.does_not_exist() | (options == recorded)
+            try:
+                data = cls._update(key, [attr.set((attr | (seq.start - step)) + step * count),
+                                         options.set(recorded)], condition, UPDATED_NEW)
+            except _Refused as refused:
+                last = cls._refused_value(key, refused.item, seq)
+                left = seq.remaining(last)
+                if left >= count:
+                    continue  # moved between the condition and the answer's item: cannot be, but try again
+                if left > 0 and partial:
+                    count = left
+                    continue
+                if left:
+                    raise seq.exhausted(key, last) from None
+                seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
+                count = min(count, seq.size) if partial else count
+                if count > seq.size:
+                    break
+                if cls.compare_and_set(key, last, seq.restart_value + step * (count - 1), seq):
+                    return [seq.restart_value + step * i for i in range(count)]
+                continue
+            top = cls._integer(key, data["Attributes"][attr.attr_name]["N"])
+            return [top - step * (count - 1 - i) for i in range(count)]
+        raise SequenceExhaustedError(f"sequence {key!r} cannot hand out {count} values at once: one pass "
+                                     f"from {seq.restart_value} to {seq.end} holds {seq.size}; take fewer")
+
+    @classmethod
+    def compare_and_set(cls, key: str, expected: Optional[int], value: int,
+                        sequence: Optional[SequenceOptions] = None) -> bool:
+        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did.
+
+        With ``sequence``, the counter must record those options (or none), and records them.
         """
         attr = cls.next_id
-        condition = attr.is_type()
-        if limit is not None:
-            condition &= (attr <= limit - step) if step > 0 else (attr >= limit - step)
-        if limit is None or (start <= limit if step > 0 else start >= limit):
-            condition = attr.does_not_exist() | condition  # a new counter starts within the bound
-        hash_key, range_key = cls._item_key(key)
+        condition = attr.does_not_exist() if expected is None else attr == expected
+        actions = [attr.set(value)]
+        if sequence is not None:
+            condition &= cls.options.does_not_exist() | (cls.options == sequence.encode())
+            actions.append(cls.options.set(sequence.encode()))
         try:
-            data = cls._get_connection().update_item(
-                hash_key,
-                range_key=range_key,
-                actions=[attr.set((attr | (start - step)) + step)],
-                condition=condition,
-                return_values=UPDATED_NEW,
-            )
-        except UpdateError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                last = cls.currval(key)  # raises if the counter holds no integer
-                after = f"{last} + {step}" if last is not None else f"starting at {start}"
-                raise SequenceExhaustedError(
-                    f"sequence {key!r} has reached its limit: {after} would pass {limit}; "
-                    "nothing was spent. Raise Meta.autoinc_max, or start a new sequence",
-                    exc,
-                ) from exc
-            raise cls._request_failed("advance", key, exc) from exc
-        return cls._integer(key, data["Attributes"][attr.attr_name]["N"])
+            cls._update(key, actions, condition)
+        except _Refused as refused:
+            if sequence is not None:
+                cls._refused_value(key, refused.item, sequence)  # raises on other options
+            return False
+        return True
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
-        """The last value handed out by counter ``key`` (a consistent read), or None."""
+        """The last value handed out by counter ``key`` (a consistent read), or None.
+
+        Unlike PostgreSQL's session-local ``currval``, this is the counter's
+        value as all processes left it: ``pg_sequences.last_value``.
+        """
+        return cls.read(key)[0]
+
+    @classmethod
+    def stored_options(cls, key: str) -> Optional[SequenceOptions]:
+        """The sequence options counter ``key`` records, or None (a new counter, or one never advanced by a model)."""
+        return cls.read(key)[1]
+
+    @classmethod
+    def read(cls, key: str) -> Tuple[Optional[int], Optional[SequenceOptions]]:
+        """Counter ``key``'s last value and recorded options (a consistent read); None for what it lacks."""
         hash_key, range_key = cls._item_key(key)
         try:
             data = cls._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
         except GetError as exc:
             raise cls._request_failed("read", key, exc) from exc
-        raw = data.get("Item", {}).get(cls.next_id.attr_name)
-        if raw is None:
-            return None
-        if "N" not in raw:
-            raise cls._not_a_number(key, None, raw)
-        return cls._integer(key, raw["N"])
+        item = data.get("Item", {})
+        return cls._value_in(key, item), cls._options_in(key, item)
 
     @classmethod
-    def setval(cls, key: str, value: int) -> None:
-        """Set counter ``key`` to ``value``: the next value handed out is ``value + step``."""
-        hash_key, range_key = cls._item_key(key)
+    def setval(cls, key: str, value: int, *, is_called: bool = True,
+               sequence: Optional[SequenceOptions] = None) -> None:
+        """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
+        itself with ``is_called=False``.
+
+        ``value`` is checked against the bounds of ``sequence`` or, when none
+        is given, of the options the counter records; ``sequence`` must agree
+        with those (change them with :meth:`alter`). This process's reserved
+        block of the counter is dropped, as PostgreSQL drops the session's
+        cached values; other processes use theirs up first.
+
+        :raises OutOfBoundsError: ``value`` lies outside the bounds
+        :raises SequenceMismatchError: ``sequence`` differs from the recorded options
+        """
+        if not _is_int(value):
+            raise OutOfBoundsError(f"setval({key!r}, {value!r}): the value must be an int")
+        _, recorded = cls.read(key)
+        if sequence is not None and recorded is not None and recorded != sequence:
+            raise cls._mismatch(key, sequence, recorded.encode())
+        seq = sequence or recorded
+        if seq is None and not is_called:
+            raise ConfigurationError(
+                f"counter {key!r} records no sequence options, so setval(..., is_called=False) cannot tell its "
+                "step; pass sequence=Model.autoinc_options().sequence")
+        if seq is not None:
+            seq.check(key, value)
+            value = value if is_called else value - seq.step
+        cls._set(key, value, seq, recorded)
+
+    @classmethod
+    def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
+        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
+
+        Records ``sequence`` on the counter, whatever it recorded before.
+        """
+        restart = sequence.start if value is None else value
+        if not _is_int(restart):
+            raise OutOfBoundsError(f"restart({key!r}, ..., {value!r}): the value must be an int")
+        sequence.check(key, restart)
+        cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
+
+    @classmethod
+    def alter(cls, key: str, sequence: SequenceOptions) -> None:
+        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value.
+
+        Refused with :class:`OutOfBoundsError` when the counter lies outside
+        the new bounds (past the end bound, or behind the start bound);
+        restart it instead, with :meth:`restart`.
+        """
+        last, recorded = cls.read(key)
+        if last is not None:
+            sequence.check_counter(key, last)
+        if recorded is not None and recorded == sequence:
+            return
+        cls._set(key, last, sequence, recorded)
+
+    @classmethod
+    def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
+             recorded: Optional[SequenceOptions]) -> None:
+        """Write the counter's value and options, if its options are still ``recorded``; forget its blocks."""
+        attr, options = cls.next_id, cls.options
+        actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
+        if sequence is not None:
+            actions.append(options.set(sequence.encode()))
+        condition = options.does_not_exist() if recorded is None else options == recorded.encode()
         try:
-            cls._get_connection().update_item(hash_key, range_key=range_key,
-                                               actions=[cls.next_id.set(int(value))])
-        except UpdateError as exc:
-            raise cls._request_failed("set", key, exc) from exc
+            cls._update(key, actions, condition)
+        except _Refused:
+            raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
+                               "run the command again") from None
+        finally:
+            cls._forget(key)
+
+    @classmethod
+    def _forget(cls, key: str) -> None:
+        """Drop this process's reserved values and remembered value of counter ``key``."""
+        from .strategies import forget_counter
+
+        forget_counter(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
@@ -171,24 +306,82 @@ class NextId(Model):
         counter to ``value`` and never lowers it; a negative step lowers a
         higher counter to ``value`` and never raises it. Safe while other
         processes allocate: the update is conditional on the counter being
-        behind ``value``. Returns whether it was moved.
+        behind ``value``. Returns whether it was moved; when it was, this
+        process's reserved block of the counter is dropped.
         """
         attr = cls.next_id
-        hash_key, range_key = cls._item_key(key)
         behind = (attr < int(value)) if step > 0 else (attr > int(value))
         try:
-            cls._get_connection().update_item(hash_key, range_key=range_key, actions=[attr.set(int(value))],
-                                               condition=attr.does_not_exist() | behind)
-        except UpdateError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                cls.currval(key)  # raises if the counter holds no integer
-                return False
-            raise cls._request_failed("raise", key, exc) from exc
+            cls._update(key, [attr.set(int(value))], attr.does_not_exist() | behind)
+        except _Refused as refused:
+            cls._value_in(key, refused.item)  # raises if the counter holds no integer
+            return False
+        cls._forget(key)
         return True
 
     @classmethod
+    def _update(cls, key: str, actions: List[Any], condition: Any,
+                return_values: Optional[str] = None) -> Dict[str, Any]:
+        """Send one UpdateItem; a failed condition raises :class:`_Refused` with the item as it was."""
+        connection = cls._get_connection().connection
+        try:
+            return cast(Dict[str, Any], connection.dispatch(
+                UPDATE_ITEM, cls._update_kwargs(key, actions, condition, return_values)))
+        except BOTOCORE_EXCEPTIONS as error:
+            exc = UpdateError(f"Failed to update item: {error}", error)
+        if error_code(exc) == "ConditionalCheckFailedException":
+            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}))
+        raise cls._request_failed("update", key, exc) from exc
+
+    @classmethod
+    def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
+        """The value of a counter item that refused an update; raises if it records other options."""
+        cls.check_options(key, item, sequence)
+        return cls._value_in(key, item)
+
+    @classmethod
+    def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
+        """Raise :class:`SequenceMismatchError` if the raw counter ``item`` records other options than ``sequence``."""
+        text = item.get(cls.options.attr_name, {}).get("S")
+        if text is not None and text != sequence.encode():
+            raise cls._mismatch(key, sequence, text)
+
+    @classmethod
+    def _value_in(cls, key: str, item: Dict[str, Any]) -> Optional[int]:
+        raw = item.get(cls.next_id.attr_name)
+        if raw is None:
+            return None
+        if "N" not in raw:
+            raise cls._not_a_number(key, None, raw)
+        return cls._integer(key, raw["N"])
+
+    @classmethod
+    def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
+        text = item.get(cls.options.attr_name, {}).get("S")
+        if text is None:
+            return None
+        found = SequenceOptions.decode(text)
+        if found is None:
+            raise CounterValueError(f"counter {key!r} in table {cls.Meta.table_name!r} records options {text!r}, "
+                                    "which are not sequence options; record a model's with "
+                                    "`pynamodb-autoinc alter --model package.module:Model`")
+        return found
+
+    @classmethod
+    def _mismatch(cls, key: str, sequence: SequenceOptions, recorded: str) -> SequenceMismatchError:
+        other = SequenceOptions.decode(recorded)
+        differs = ", ".join(sequence.differences(other)) if other is not None else f"{recorded!r}"
+        error = SequenceMismatchError(
+            f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. "
+            "Every model and process sharing a counter must agree on them. If the options were changed on "
+            "purpose, record the new ones with `pynamodb-autoinc alter --model package.module:Model` (or "
+            f"{cls.__name__}.alter(key, sequence)); otherwise make the Meta options agree")
+        error.recorded = recorded
+        return error
+
+    @classmethod
     def swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                    ticket: Optional[int] = None) -> Dict[str, Any]:
+                    ticket: Optional[int] = None, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
 
         ``expected=None`` means the counter must not hold a value yet. With
@@ -196,11 +389,15 @@ class NextId(Model):
         counter (see :mod:`pynamodb_autoinc._contention`): without a ``ticket``
         it goes only while nobody is queued; with one, only when the ticket is
         next, and it serves it. The value condition alone keeps the sequence
-        safe; the queue decides who goes first.
+        safe; the queue decides who goes first. With ``sequence``, the counter
+        must record those options (or none), and records them.
         """
         attr = cls.next_id
         condition = attr.does_not_exist() if expected is None else attr == expected
         actions = [attr.set(value)]
+        if sequence is not None:
+            condition &= cls.options.does_not_exist() | (cls.options == sequence.encode())
+            actions.append(cls.options.set(sequence.encode()))
         if ticket is not None:
             condition &= cls.served == ticket - 1
             actions.append(cls.served.set(ticket))
@@ -418,7 +615,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         if isinstance(range_attr, UnicodeAttribute):
             range_value = RESERVED_PREFIX.rstrip("#")
         elif isinstance(range_attr, NumberAttribute):
-            range_value = 0
+            range_value = "0"  # serialized, as the connection layer takes keys
         else:
             raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string or number "
                                      f"range key, not a {type(range_attr).__name__}")
@@ -502,6 +699,18 @@ def _forget_writers() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_writers)
+
+
+#: How many requests one reserve() may send before giving up on a counter that keeps moving under it.
+_MOVES = 100
+
+
+class _Refused(Exception):
+    """An update's condition failed; ``item`` is the counter item as the condition saw it."""
+
+    def __init__(self, item: Dict[str, Any]) -> None:
+        super().__init__()
+        self.item = item
 
 
 class _Resent(Exception):

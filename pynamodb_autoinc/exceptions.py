@@ -112,7 +112,24 @@ class CounterValueError(CounterError, TypeError):
 
 
 class SequenceExhaustedError(CounterError):
-    """The sequence has reached ``Meta.autoinc_max``: nothing was spent."""
+    """The sequence has reached its end bound (``Meta.autoinc_max``, or ``autoinc_min`` going down) and does
+    not cycle: nothing was spent."""
+
+    last: Optional[int] = None
+    """The counter's value when it was refused (None: the counter was new)."""
+
+
+class OutOfBoundsError(AutoIncrementError, ValueError):
+    """A value given for a sequence (``setval``, a restart) lies outside its bounds; nothing was changed."""
+
+
+class SequenceMismatchError(ConfigurationError):
+    """The counter item records other sequence options than this model's: processes disagree about them.
+
+    ``recorded`` holds what the counter item records.
+    """
+
+    recorded: Optional[str] = None
 
 
 class ContentionError(CounterError):
@@ -162,7 +179,9 @@ __all__ = [
     "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
+    "OutOfBoundsError",
     "SequenceExhaustedError",
+    "SequenceMismatchError",
     "TransactionCanceledError",
     "UnassignedIdError",
     "WriteOutcomeUnknownError",

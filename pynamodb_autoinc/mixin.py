@@ -163,6 +163,8 @@ class AutoIncrementMixin(_Base):
         for item, new in zip(items, is_new):
             before_save.send(type(item), instance=item, is_new=new, operation="bulk")
         fresh = [item for item in items if getattr(item, opts.attribute) is None]
+        if opts.track_explicit:
+            strategies.track([item for item in items if getattr(item, opts.attribute) is not None], opts)
         if opts.strategy == "query":
             # no counter to batch: each item in turn, its number read from its partition just before its put
             chunks = [(getattr(item, opts.attribute) is None, [item]) for item in items]
@@ -231,6 +233,8 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
             f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
             "or leave it None to have the next value assigned"
         )
+    if not taken and opts.track_explicit:
+        strategies.track([instance], opts)
     return taken
 
 

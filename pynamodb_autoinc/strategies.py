@@ -76,8 +76,7 @@ class Claim:
         return (self.kind, *counter_id(self.opts, self.key))
 
     def assign(self, value: int) -> None:
-        """Take ``value``: check it against the bound and set it on the instance."""
-        self.opts.check_limit(self.key, value)
+        """Take ``value`` and set it on the instance."""
         self.value = value
         setattr(self.instance, self.opts.attribute, self.opts.to_python(value, self.period))
 
@@ -138,9 +137,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
-    """Identifies one counter item across models: endpoint, table, key."""
-    meta = opts.counter.Meta
-    return getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, key
+    """Identifies one counter item across models: endpoint, table, item key."""
+    return opts.counter._where(key)
 
 
 def remember(opts: Options, key: str, value: Optional[int]) -> None:
@@ -152,9 +150,8 @@ def remember(opts: Options, key: str, value: Optional[int]) -> None:
             _state.seen[counter_id(opts, key)] = value
 
 
-def forget_blocks(opts: Options, key: str) -> None:
-    """Drop this process's reserved values of counter ``key`` (after the counter was set by hand)."""
-    ident = counter_id(opts, key)
+def forget_counter(ident: Tuple[Any, ...]) -> None:
+    """Drop this process's reserved values and remembered value of a counter (it was set by hand)."""
     with _state.lock:
         for sequence in [s for s in _state.blocks if s[0] == ident]:
             del _state.blocks[sequence]
@@ -174,12 +171,13 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     key = partition_key(instance, opts) if kind == "query" else opts.counter_key(instance, period)
     claim = Claim(instance, opts, kind, key, period)
     if kind == "counter":
-        claim.assign(_from_block(opts, key) if opts.block > 1 else opts.counter.nextval(
-            key, step=opts.step, start=opts.start, limit=opts.limit))
+        claim.assign(_from_block(opts, key) if opts.block > 1 else opts.counter.nextval(key, opts.sequence))
         return claim
-    before = next((c for c in reversed(pending) if c.chain == claim.chain), None)
-    if before is not None:
-        claim.assign(before.value + opts.step)
+    chain = [c for c in pending if c.chain == claim.chain]
+    if len(chain) >= opts.sequence.size:
+        raise _too_many(opts, key, len(chain) + 1)
+    if chain:
+        claim.assign(opts.sequence.following(key, chain[-1].value))
     else:
         _head(claim, _UNKNOWN if fresh else _remembered(claim))
     return claim
@@ -197,7 +195,7 @@ def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
         groups.setdefault(opts.counter_key(instance, period), []).append(instance)
     claims: List[Claim] = []
     for key, group in groups.items():
-        for instance, value in zip(group, _reserve(opts, key, len(group))):
+        for instance, value in zip(group, _reserve(opts, key, len(group), partial=False)):
             claim = Claim(instance, opts, "counter", key, period)
             claim.assign(value)
             claims.append(claim)
@@ -211,7 +209,7 @@ def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
         if claim.kind != "counter" and claim.state == "held":
             before = next((c for c in reversed(done) if c.chain == claim.chain), None)
             if before is not None:
-                claim.assign(before.value + claim.opts.step)
+                claim.assign(claim.opts.sequence.following(claim.key, before.value))
             else:
                 if claim.kind == "swap":
                     remember(claim.opts, claim.key, None)
@@ -239,36 +237,48 @@ def _head(claim: Claim, last: Any) -> None:
         last = _query_last(claim.instance, opts) if claim.kind == "query" else opts.counter.currval(claim.key)
     if claim.kind == "swap":
         claim.expected = last
-    claim.assign(opts.start if last is None else last + opts.step)
+    claim.assign(opts.sequence.following(claim.key, last))
 
 
-def _reserve(opts: Options, key: str, count: int) -> List[int]:
-    """Reserve ``count`` values of counter ``key`` with one UpdateItem; they are this caller's alone."""
-    step = opts.step
-    top = opts.counter.nextval(key, step=step * count, start=opts.start + step * (count - 1), limit=opts.limit)
-    return [top - step * (count - 1 - i) for i in range(count)]
+def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]:
+    """Reserve ``count`` values of counter ``key``; they are this caller's alone.
+
+    One UpdateItem, unless a cycling sequence wraps within them (one more per
+    pass). Without ``partial``, a sequence that does not cycle gives all
+    ``count`` or nothing; with it, fewer when fewer are left.
+    """
+    if count > opts.sequence.size and not partial:
+        raise _too_many(opts, key, count)
+    values: List[int] = []
+    while len(values) < count:
+        values += opts.counter.reserve(key, count - len(values), opts.sequence,
+                                       partial=partial or opts.sequence.cycle)
+        if partial:
+            break
+    return values
+
+
+def _too_many(opts: Options, key: str, count: int) -> SequenceExhaustedError:
+    seq = opts.sequence
+    return SequenceExhaustedError(
+        f"sequence {key!r} cannot number {count} items in one request: it holds {seq.size} values "
+        f"({seq.minimum}..{seq.maximum}, step {seq.step}), so a value would repeat; nothing was spent. "
+        "Save fewer at once, or widen the bounds")
 
 
 def _from_block(opts: Options, key: str) -> int:
     """The next value of this process's block, reserving a new block when it is used up.
 
-    Blocks belong to one sequence definition (counter, start, step, bound), so
-    models that share a counter key with other options never share a block.
+    Fewer than a block's worth is reserved when fewer are left before the
+    end bound. Blocks belong to one sequence definition, so models that share
+    a counter key with other options never share a block (the counter refuses
+    one of them anyway).
     """
-    sequence = (counter_id(opts, key), opts.start, opts.step, opts.limit)
+    sequence = (counter_id(opts, key), opts.sequence)
     with _state.lock:
         block = _state.blocks.get(sequence)
-        count = opts.block
-        while block is None:
-            try:
-                values = _reserve(opts, key, count)
-            except SequenceExhaustedError:
-                # fewer than a block's worth is left before the bound: reserve what is left
-                left = opts.remaining(opts.counter.currval(key)) if opts.limit is not None else 0
-                if not 0 < left < count:
-                    raise
-                count = left
-                continue
+        if block is None:
+            values = _reserve(opts, key, opts.block, partial=True)
             block = _state.blocks[sequence] = [values[0], values[-1]]
         value = block[0]
         if value == block[1]:
@@ -276,6 +286,34 @@ def _from_block(opts: Options, key: str) -> int:
         else:
             block[0] = value + opts.step
         return value
+
+
+def track(instances: Sequence[Model], opts: Options) -> None:
+    """``Meta.autoinc_track_explicit``: move each counter past the explicit IDs of ``instances``.
+
+    One conditional UpdateItem per counter key (:meth:`NextId.raise_to`), for
+    the furthest ID on it; an ID outside the sequence's bounds is left alone,
+    as the sequence never reaches it. This process's block of the counter is
+    dropped when it holds such an ID, so no save here takes it later.
+    """
+    period = opts.current_period()
+    furthest: Dict[str, int] = {}
+    for instance in instances:
+        try:
+            value = int(getattr(instance, opts.attribute))
+        except (TypeError, ValueError):
+            continue  # not an integer ID (a string one that is not a number): nothing to track
+        if opts.sequence.contains(value):
+            key = opts.counter_key(instance, period)
+            seen = furthest.get(key)
+            furthest[key] = value if seen is None else max(seen, value) if opts.step > 0 else min(seen, value)
+    for key, value in furthest.items():
+        if not opts.counter.raise_to(key, value, step=opts.step):
+            ident = counter_id(opts, key)
+            with _state.lock:
+                for sequence, (first, last) in list(_state.blocks.items()):
+                    if sequence[0] == ident and min(first, last) <= value <= max(first, last):
+                        del _state.blocks[sequence]
 
 
 def partition_key(instance: Model, opts: Options) -> str:

@@ -57,6 +57,7 @@ class Countdown(AutoIncrementMixin, Model):
         table_name = f"{PREFIX}-countdown"
         autoinc_start = 100
         autoinc_step = -5
+        autoinc_max = 100
         host = HOST
         region = "us-east-1"
 
@@ -75,3 +76,30 @@ class Receipt(AutoIncrementMixin, Model):
 
     year = UnicodeAttribute(hash_key=True)
     id = NumberAttribute(range_key=True)
+
+
+class Ticket(AutoIncrementMixin, Model):
+    """A cycling sequence of 1..50."""
+
+    class Meta:
+        table_name = f"{PREFIX}-tickets"
+        autoinc_max = 50
+        autoinc_cycle = True
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)
+
+
+class BigTicket(AutoIncrementMixin, Model):
+    """Ticket after a change of Meta: the same table and counter, up to 100."""
+
+    class Meta:
+        table_name = f"{PREFIX}-tickets"
+        autoinc_key = f"{PREFIX}-tickets"
+        autoinc_max = 100
+        autoinc_cycle = True
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)

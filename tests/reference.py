@@ -25,44 +25,94 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Set
+from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional
 
 #: The label of each period: always with the year (README, Periods).
 PERIOD_FORMATS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
 
 
 class Exhausted(Exception):
-    """The next value would pass ``autoinc_max``: SequenceExhaustedError, and nothing is spent."""
+    """The next value would pass the end bound of a sequence that does not cycle: SequenceExhaustedError."""
+
+
+#: PostgreSQL's bigint bounds: the default bounds of a sequence (README, Coming from PostgreSQL).
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
 class Sequence:
-    """The numbers of one sequence: ``Meta.autoinc_start``, ``_step``, ``_max`` and ``_block``."""
+    """The numbers of one sequence: ``Meta.autoinc_start``, ``_step``, ``_min``, ``_max``, ``_cycle``, ``_block``."""
 
     start: int = 1
     step: int = 1
-    limit: Optional[int] = None
+    minimum: int = 1
+    maximum: int = BIGINT_MAX
+    cycle: bool = False
     block: int = 1
 
+    @property
+    def restart_value(self) -> int:
+        """Where a cycle starts again: the minimum going up, the maximum going down."""
+        return self.minimum if self.step > 0 else self.maximum
+
+    @property
+    def size(self) -> int:
+        """How many values one pass from the restart value to the end bound holds."""
+        return (self.maximum - self.minimum) // abs(self.step) + 1
+
     def fits(self, value: int) -> bool:
-        """Whether ``value`` may be handed out: not past ``autoinc_max`` in the step's direction."""
-        if self.limit is None:
-            return True
-        return value <= self.limit if self.step > 0 else value >= self.limit
+        """Whether ``value`` lies within the bounds."""
+        return self.minimum <= value <= self.maximum
 
     def after(self, last: Optional[int], count: int = 1) -> List[int]:
-        """The ``count`` values that follow ``last`` (``None``: nothing handed out yet)."""
+        """The ``count`` values that follow ``last`` (``None``: nothing handed out yet), bounds aside."""
         first = self.start if last is None else last + self.step
         return [first + i * self.step for i in range(count)]
+
+    def left(self, last: Optional[int]) -> int:
+        """How many values fit after ``last`` before the end bound."""
+        first = self.after(last)[0]
+        if not self.fits(first):
+            return 0
+        end = self.maximum if self.step > 0 else self.minimum
+        return (end - first) // self.step + 1
+
+    def following(self, last: Optional[int]) -> int:
+        """The next value after ``last``: wrapping to the restart value with CYCLE, else Exhausted at the end."""
+        value = self.after(last)[0]
+        if self.fits(value):
+            return value
+        if self.cycle:
+            return self.restart_value
+        raise Exhausted
+
+    def chain(self, last: Optional[int], count: int) -> List[int]:
+        """``count`` values one after another (gapless, the query strategy): each one ``following`` the last."""
+        if count > self.size:
+            raise Exhausted  # one request cannot number more items than one pass of a cycle holds
+        values: List[int] = []
+        for _ in range(count):
+            last = self.following(last if not values else values[-1])
+            values.append(last)
+        return values
 
     def query_next(self, stored: Iterable[int]) -> int:
         """The query strategy's next range key for a partition that holds ``stored``."""
         values = list(stored)
         last = None if not values else max(values) if self.step > 0 else min(values)
-        value = self.after(last)[0]
-        if not self.fits(value):
-            raise Exhausted
-        return value
+        return self.following(last)
+
+
+def configured_sequence(options: Mapping[str, Any]) -> Sequence:
+    """The sequence of valid Meta options, with PostgreSQL's defaults for what they leave out."""
+    step = options.get("autoinc_step", 1)
+    low = options.get("autoinc_min")
+    high = options.get("autoinc_max")
+    low = low if low is not None else 1 if step > 0 else BIGINT_MIN
+    high = high if high is not None else BIGINT_MAX if step > 0 else -1
+    start = options.get("autoinc_start")
+    start = start if start is not None else low if step > 0 else high
+    return Sequence(start, step, low, high, options.get("autoinc_cycle", False), options.get("autoinc_block", 1))
 
 
 @dataclass
@@ -74,8 +124,6 @@ class Counters:
     """What each counter item holds: the last value handed out (fast) or stored (gapless)."""
     blocks: Dict[Hashable, List[int]] = field(default_factory=dict)
     """The values this process reserved and has not handed out yet."""
-    maybe_stale: Set[Hashable] = field(default_factory=set)
-    """Gapless counters moved by ``setval`` since this process last wrote them."""
 
     def copy(self) -> Counters:
         return copy.deepcopy(self)
@@ -83,59 +131,69 @@ class Counters:
     def value(self, key: Hashable) -> Optional[int]:
         return self.values.get(key)
 
-    def nextval(self, key: Hashable, count: int = 1) -> List[int]:
-        """One counter request for ``count`` values: all of them, or Exhausted with nothing spent."""
-        values = self.sequence.after(self.values.get(key), count)
-        if not self.sequence.fits(values[-1]):
+    def nextval(self, key: Hashable, count: int = 1, *, partial: bool = False) -> List[int]:
+        """One counter request for ``count`` values.
+
+        All of them, or Exhausted with nothing spent; with ``partial``, fewer
+        when fewer are left. At the end of a cycling sequence: the first
+        values from the restart value.
+        """
+        seq = self.sequence
+        last = self.values.get(key)
+        left = seq.left(last)
+        if left >= count:
+            values = seq.after(last, count)
+        elif left and partial:
+            values = seq.after(last, left)
+        elif not left and seq.cycle:
+            values = [seq.restart_value + i * seq.step for i in range(count)]
+            values = [v for v in values if seq.fits(v)]
+        else:
             raise Exhausted
         self.values[key] = values[-1]
+        return values
+
+    def spend(self, key: Hashable, count: int) -> List[int]:
+        """Fast mode's save_all(): ``count`` values of one counter; a cycling sequence wraps between requests."""
+        if not self.sequence.cycle:
+            return self.nextval(key, count)
+        if count > self.sequence.size:
+            raise Exhausted  # one request cannot number more items than one pass of a cycle holds
+        values: List[int] = []
+        while len(values) < count:
+            values += self.nextval(key, count - len(values), partial=True)
         return values
 
     def take(self, key: Hashable) -> int:
         """Fast mode: the value a new item gets, from this process's block or one counter request."""
         if self.sequence.block == 1:
-            return self.nextval(key)[0]
+            return self.nextval(key, partial=self.sequence.cycle)[0]
         block = self.blocks.get(key)
         if not block:
-            try:
-                block = self.nextval(key, self.sequence.block)
-            except Exhausted:
-                # near autoinc_max: what is left before the bound, in one request
-                left = 0
-                while left < self.sequence.block and self.sequence.fits(
-                        self.sequence.after(self.values.get(key), left + 1)[-1]):
-                    left += 1
-                if left == 0:
-                    raise
-                block = self.nextval(key, left)
-            self.blocks[key] = block
+            # near the end bound: what is left before it, in one request
+            block = self.blocks[key] = self.nextval(key, self.sequence.block, partial=True)
         value = block.pop(0)
         if not block:
             del self.blocks[key]
         return value
 
     def peek(self, key: Hashable, count: int = 1) -> List[int]:
-        """Gapless mode: the next ``count`` values, nothing written; Exhausted if the last passes the max."""
-        values = self.sequence.after(self.values.get(key), count)
-        if not self.sequence.fits(values[-1]):
-            raise Exhausted
-        return values
+        """Gapless mode: the next ``count`` values, nothing written; Exhausted if one passes the end."""
+        return self.sequence.chain(self.values.get(key), count)
 
     def commit(self, key: Hashable, last: int) -> None:
         """Gapless mode: items up to ``last`` were stored with their counter swap."""
         self.values[key] = last
-        self.maybe_stale.discard(key)
 
-    def setval(self, key: Hashable, value: int, *, gapless: bool) -> None:
-        """``NextId.setval``: the counter holds ``value``; this process's blocks are kept until used up."""
-        self.values[key] = value
-        if gapless:
-            self.maybe_stale.add(key)
+    def setval(self, key: Hashable, value: int, *, is_called: bool) -> None:
+        """``NextId.setval``: the next value is ``value + step`` (``value`` itself when not called); this
+        process's block of the counter is dropped."""
+        self.values[key] = value if is_called else value - self.sequence.step
+        self.blocks.pop(key, None)
 
     def restart(self) -> None:
         """A new process: no blocks; nothing remembered about counters."""
         self.blocks.clear()
-        self.maybe_stale.clear()
 
 
 def period_label(period: Optional[str], now: datetime) -> Optional[str]:
@@ -172,6 +230,7 @@ OPTIONS = frozenset({
     "autoinc_attribute", "autoinc_key", "autoinc_gapless", "autoinc_counter", "autoinc_start", "autoinc_step",
     "autoinc_max", "autoinc_scope", "autoinc_strategy", "autoinc_period", "autoinc_format",
     "autoinc_counter_in_table", "autoinc_retries", "autoinc_backoff", "autoinc_timeout", "autoinc_block",
+    "autoinc_min", "autoinc_cycle", "autoinc_track_explicit",
 })
 
 #: Formats the generators use, and whether each is usable (the value appears; only value and period fields).
@@ -228,21 +287,24 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
         return "autoinc_key is not a non-empty string"
     if not counter_ok:
         return "autoinc_counter is not NextId"
-    for flag in ("autoinc_gapless", "autoinc_counter_in_table"):
+    for flag in ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit"):
         if not isinstance(options.get(flag, False), bool):
             return f"{flag} is not True or False"
-    start, step = options.get("autoinc_start", 1), options.get("autoinc_step", 1)
-    limit, block = options.get("autoinc_max"), options.get("autoinc_block", 1)
+    start, step = options.get("autoinc_start"), options.get("autoinc_step", 1)
+    low, high, block = options.get("autoinc_min"), options.get("autoinc_max"), options.get("autoinc_block", 1)
     retries, backoff = options.get("autoinc_retries"), options.get("autoinc_backoff", 0.01)
-    numbers_ok = all(_is_int(v) for v in (start, step, block)) and (retries is None or _is_int(retries))
-    if not numbers_ok or not (limit is None or _is_int(limit)):
+    numbers_ok = _is_int(step) and _is_int(block) and (retries is None or _is_int(retries))
+    if not numbers_ok or not all(v is None or _is_int(v) for v in (start, low, high)):
         return "a number option is not an int"
-    if any(v is not None and abs(v) >= DIGITS_LIMIT for v in (start, step, limit)):
+    if any(v is not None and abs(v) >= DIGITS_LIMIT for v in (start, step, low, high)):
         return "more than 38 digits"
     if step == 0:
         return "step 0"
-    if limit is not None and (start > limit if step > 0 else start < limit):
-        return "start past max"
+    sequence = configured_sequence(options)
+    if sequence.minimum >= sequence.maximum:
+        return "min not below max"
+    if not sequence.fits(sequence.start):
+        return "start outside the bounds"
     if not 1 <= block <= 1_000_000:
         return "block out of range"
     gapless = options.get("autoinc_gapless", False)
@@ -273,6 +335,10 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
         return "a sequence restarting each period in the hash key, without the period in its format"
     if strategy not in ("counter", "query"):
         return "unknown strategy"
+    if options.get("autoinc_cycle", False) and (strategy == "query" or not is_key):
+        return "cycle on the query strategy, or on an ID outside the key"
+    if options.get("autoinc_track_explicit", False) and (strategy == "query" or fmt is not None):
+        return "tracking explicit IDs with the query strategy or a format"
     if strategy == "query":
         if attribute != schema.range_key or kind != "number":
             return "query strategy on an attribute that is not a number range key"

@@ -27,7 +27,8 @@ def test_000_nextid_table_with_string_ids(make_model, backend):
     assert sorted((u.Id, u.name) for u in UserNew.scan()) == [("1", "kirk"), ("2", "spock")]
     assert seen == [("kirk", True), ("spock", True)]
     raw = backend.counter()._get_connection().get_item("user", consistent_read=True)["Item"]
-    assert raw == {"NextKey": {"S": "user"}, "NextId": {"N": "2"}}
+    assert raw == {"NextKey": {"S": "user"}, "NextId": {"N": "2"},
+                   "NextOptions": {"S": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}}
 
 
 def test_000_failed_counter_call_stores_nothing(make_model, backend):

@@ -60,7 +60,8 @@ def test_block_keeps_max(make_model):
 
 def test_block_with_negative_step(make_model):
     """A counting-down sequence reserves its blocks downwards."""
-    Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=0, autoinc_step=-1)
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=0, autoinc_step=-1,
+                      autoinc_max=0)
     assert ids_of(Item, 4) == [0, -1, -2, -3]
 
 

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pynamodb_autoinc import SequenceMismatchError
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -92,7 +94,7 @@ def cli(endpoint: str) -> Cli:
 
 def test_help_for_every_command(cli):
     """Each subcommand answers --help with exit 0."""
-    for command in ("create-table", "list", "get", "set", "seed", "check"):
+    for command in ("create-table", "list", "describe", "get", "set", "restart", "alter", "seed", "check", "policy"):
         done = cli(command, "--help")
         assert done.returncode == 0, done.stderr
         assert "usage: pynamodb-autoinc" in done.stdout
@@ -403,3 +405,94 @@ def test_check_hole_count_matches_the_sequence_spelled_out(start, step, values):
     named = [v for first, last in report["hole_ranges"] for v in range(first, last + (1 if step > 0 else -1), step)]
     assert named == holes[:len(named)]
     assert report["off_sequence"] == len(values) - len(on)
+
+
+# -- sequences: describe, restart, alter, set --no-is-called ------------------------------------
+
+def tickets(cli: Cli, saves: int) -> Any:
+    """The Ticket model (a CYCLE sequence 1..50) with ``saves`` items saved, and the counter table created."""
+    models = cli.models()
+    models.Ticket.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    cli("create-table", table=False)
+    for _ in range(saves):
+        models.Ticket().save()
+    return models
+
+
+def test_describe_shows_each_counters_sequence(cli):
+    """describe --json lists key, table, options, last value, values left and models, as pg_sequences does."""
+    tickets(cli, 3)
+    done = cli("describe", "--json", "--model", "tests.cli_models:Ticket", table=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{
+        "key": f"{cli.prefix}-tickets", "table": "NextId", "start": 1, "step": 1, "min": 1, "max": 50,
+        "cycle": True, "last_value": 3, "left": 47, "models": ["Ticket"]}]
+    table = cli("describe", "--model", "tests.cli_models:Ticket", table=False).stdout.splitlines()
+    assert table[0].split() == ["KEY", "TABLE", "START", "STEP", "MIN", "MAX", "CYCLE", "LAST", "LEFT", "MODELS"]
+    assert table[1].split() == [f"{cli.prefix}-tickets", "NextId", "1", "1", "1", "50", "yes", "3", "47", "Ticket"]
+
+
+def test_describe_reports_a_model_disagreeing_with_its_counter(cli):
+    """A model whose Meta changed since the counter recorded its options: exit 3, the difference and the fix."""
+    tickets(cli, 1)
+    done = cli("describe", "--model", "tests.cli_models:BigTicket", table=False)
+    assert done.returncode == 3
+    assert "max 50 (here 100)" in done.stderr
+    assert "pynamodb-autoinc alter --model tests.cli_models:BigTicket" in done.stderr
+
+
+def test_alter_records_the_changed_options(cli):
+    """alter records the model's new options, keeping the counter's value; the changed model then saves."""
+    models = tickets(cli, 2)
+    big = models.BigTicket()
+    with pytest.raises(SequenceMismatchError):
+        big.save()
+    done = cli("alter", "--model", "tests.cli_models:BigTicket", table=False)
+    assert done.returncode == 0, done.stderr
+    assert "now runs under start=1 step=1 min=1 max=100 cycle" in done.stdout and "was:" in done.stdout
+    big.save()
+    assert big.id == 3
+    assert cli("describe", "--model", "tests.cli_models:BigTicket", table=False).returncode == 0
+
+
+def test_restart_refuses_to_hand_out_stored_ids_unless_forced(cli):
+    """restart at the start while 1..3 are stored is refused; --with 4 is taken; --force restarts anyway."""
+    models = tickets(cli, 3)
+    refused = cli("restart", "--model", "tests.cli_models:Ticket", table=False)
+    assert refused.returncode == 1
+    assert "already stores id=3" in refused.stderr and "--force" in refused.stderr
+    done = cli("restart", "--model", "tests.cli_models:Ticket", "--with", "10", table=False)
+    assert done.returncode == 0, done.stderr
+    ticket = models.Ticket()
+    ticket.save()
+    assert ticket.id == 10
+    forced = cli("restart", "--model", "tests.cli_models:Ticket", "--force", table=False)
+    assert forced.returncode == 0, forced.stderr
+    assert cli("get", "--model", "tests.cli_models:Ticket", table=False).stdout.strip() == "0"
+
+
+def test_restart_outside_the_bounds_is_refused(cli):
+    """restart --with a value past the maximum: exit 1, the bounds named."""
+    tickets(cli, 1)
+    done = cli("restart", "--model", "tests.cli_models:Ticket", "--with", "51", table=False)
+    assert done.returncode == 1
+    assert "out of bounds" in done.stderr and "1..50" in done.stderr
+
+
+def test_set_no_is_called_makes_the_value_the_next_one(cli):
+    """set 20 --no-is-called: the next save gets 20 (PostgreSQL's setval(..., false))."""
+    models = tickets(cli, 1)
+    done = cli("set", "20", "--no-is-called", "--model", "tests.cli_models:Ticket", table=False)
+    assert done.returncode == 0, done.stderr
+    ticket = models.Ticket()
+    ticket.save()
+    assert ticket.id == 20
+
+
+def test_set_past_the_models_bounds_is_refused(cli):
+    """set with --model checks the value against the model's bounds: 51 is past Ticket's maximum 50."""
+    tickets(cli, 1)
+    done = cli("set", "51", "--model", "tests.cli_models:Ticket", table=False)
+    assert done.returncode == 1
+    assert "value 51 is out of bounds" in done.stderr
+    assert cli("get", "--model", "tests.cli_models:Ticket", table=False).stdout.strip() == "1"

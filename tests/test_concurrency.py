@@ -248,3 +248,26 @@ def test_forked_child_does_not_reuse_the_parents_block(local):
     second = model()
     second.save()
     assert (first.id, queue.get(), second.id) == (1, 11, 2)
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("extra", [{}, {"autoinc_block": 5}], ids=("one-by-one", "block"))
+def test_cycle_with_deletes_across_processes(tmp_path, local, gapless, extra):
+    """8 processes on a CYCLE sequence of 1..50, deleting their items behind them: every ID stays within
+    the bounds, no live item is ever overwritten, and the live items are exactly the saves not deleted."""
+    if gapless and extra:
+        pytest.skip("autoinc_block cannot be combined with gapless mode (a ConfigurationError)")
+    spec = {**one_model(local, "Ticket"), "autoinc_max": 50, "autoinc_cycle": True, **extra}
+    run = Run(tmp_path, local, gapless, [spec])
+    procs = run.start(8, task="cycle", count=40, keep=3)
+    assert wait_all(procs) == [0] * 8
+    lines = run.lines()
+    assert [f for f in lines if f[0] == "overwritten"] == [], "a live item was overwritten"
+    saved = [(int(f[1]), f[2]) for f in lines if f[0] == "ok"]
+    deleted = {(int(f[1]), f[2]) for f in lines if f[0] == "deleted"}
+    taken = [f for f in lines if f[0] == "taken"]
+    assert len(saved) + len(taken) == 8 * 40
+    assert all(1 <= value <= 50 for value, _ in saved), "a value outside 1..50"
+    assert len({value for value, _ in saved}) < len(saved), "the sequence never wrapped"
+    live = {(item.id, item.owner) for item in run.models["Ticket"].scan(consistent_read=True)}
+    assert live == set(saved) - deleted

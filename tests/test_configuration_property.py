@@ -1,6 +1,7 @@
 """Property: a refused option combination raises ConfigurationError and writes nothing; any other one saves.
 
-Options are drawn from values the README accepts and values it refuses, on
+Options are drawn from values the README accepts and values it refuses
+(bounds and start are valid alone; together they may cross), on
 models with a string or number hash key, with or without a range key, and
 attributes of every kind. ``tests.reference.configuration_problem`` says,
 from the README, whether the combination is usable.
@@ -21,7 +22,7 @@ from pynamodb.signals import pre_dynamodb_send
 from pynamodb_autoinc import AutoIncrementMixin, ConfigurationError, NextId, strategies
 from pynamodb_autoinc.periods import clock
 from tests.hypothesis_setup import budget, unique, worlds
-from tests.reference import Schema, configuration_problem, period_label, stored_id
+from tests.reference import Schema, configuration_problem, configured_sequence, period_label, stored_id
 
 NOW = datetime(2026, 11, 22, 12, 0, 0)
 
@@ -32,9 +33,12 @@ VALUES: Dict[str, Tuple[List[Any], List[Any]]] = {
     "autoinc_gapless": ([False, True], ["yes", 1]),
     "autoinc_counter_in_table": ([False, True], ["yes", 0]),
     "autoinc_counter": ([NextId], [dict]),
-    "autoinc_start": ([1, 0, -5, 100], [1.5, True, 10**40, "1"]),
+    "autoinc_start": ([None, 1, 0, -5, 100], [1.5, True, 10**40, "1"]),
     "autoinc_step": ([1, 3, -1, -2], [0, 1.0, False, -(10**38)]),
+    "autoinc_min": ([None, -10, 0, 1, 5], [2.5, 10**38, "0"]),
     "autoinc_max": ([None, 0, 5, 100, -10], [2.5, 10**38, "9"]),
+    "autoinc_cycle": ([False, True], ["yes", 1]),
+    "autoinc_track_explicit": ([False, True], ["yes", 1]),
     "autoinc_block": ([1, 5], [0, -1, 1_000_001, 2.0, True]),
     "autoinc_retries": ([None, 16, 0], [-1, True, 1.5]),
     "autoinc_timeout": ([None, 0.5, 10], [0, -1, "1s", True, float("inf")]),
@@ -130,7 +134,7 @@ def test_options_are_refused_exactly_as_documented(backend_name: str, request: p
                     return
             assert problem is None, f"accepted {options}, which the README refuses: {problem}"
             fmt = options.get("autoinc_format")
-            first = stored_id(options.get("autoinc_start", 1), fmt=fmt,
+            first = stored_id(configured_sequence(options).start, fmt=fmt,
                               as_string=schema.kinds[auto] == "unicode",
                               label=period_label(options.get("autoinc_period"), NOW))
             assert getattr(item, auto) == first, f"the first save of {options} got {getattr(item, auto)!r}"

@@ -14,7 +14,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECTED = {
     "quickstart.py": ["User 'McCoy' got id 3", "Member counter after the refused save: 3 (no number spent)",
                       "In one TransactWrite: User#Ada=4, User#Bob=5"],
-    "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'"],
+    "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'",
+                     "locker 1 for dee", "no locker for eve: locker 2 is still bob's"],
     "request_quota.py": ["2026-12-20 request 4/3: 429 quota exceeded", "2027-01-02 request 1/3: ok"],
     "composite_key.py": ["like(a111, u222) -> already liked", "likes of a111: ['u222', 'u333']"],
     "single_table.py": ["User#Luc: 3", "User.scan(): ['User#Alex', 'User#Luc', 'User#Uros']"],

@@ -16,7 +16,7 @@ import contextlib
 import itertools
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Set, Tuple, Type
+from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Tuple, Type
 
 import pytest
 from hypothesis import example, given
@@ -40,6 +40,7 @@ from pynamodb_autoinc import (
     ConditionFailedError,
     InvalidIdError,
     ItemExistsError,
+    OutOfBoundsError,
     SequenceExhaustedError,
     TransactionCanceledError,
     strategies,
@@ -47,7 +48,16 @@ from pynamodb_autoinc import (
 from pynamodb_autoinc.periods import clock
 from tests.conftest import Backend
 from tests.hypothesis_setup import World, budget, unique, worlds
-from tests.reference import Counters, Exhausted, Sequence, counter_key, period_label, stored_id
+from tests.reference import (
+    BIGINT_MAX,
+    BIGINT_MIN,
+    Counters,
+    Exhausted,
+    Sequence,
+    counter_key,
+    period_label,
+    stored_id,
+)
 
 #: The frozen times the clock moves between: across a day, a month and a year, and back.
 TIMES = (
@@ -82,7 +92,9 @@ class Config:
     query: bool
     start: int
     step: int
-    limit: Optional[int]
+    minimum: int
+    maximum: int
+    cycle: bool
     block: int
     period: Optional[str]
     fmt: Optional[str]
@@ -90,7 +102,11 @@ class Config:
 
     @property
     def sequence(self) -> Sequence:
-        return Sequence(self.start, self.step, self.limit, self.block)
+        return Sequence(self.start, self.step, self.minimum, self.maximum, self.cycle, self.block)
+
+    @property
+    def bounds(self) -> str:
+        return f"{self.minimum}..{self.maximum}{' cycle' if self.cycle else ''}"
 
     @property
     def auto(self) -> str:
@@ -103,11 +119,18 @@ def configs(draw: st.DrawFn) -> Config:
     start = draw(st.integers(-20, 20))
     step = draw(st.sampled_from([1, 2, 3, 4, -1, -2, -3]))
     sign = 1 if step > 0 else -1
-    limit = draw(st.none() | st.builds(lambda k, r: start + k * step + r * sign,
-                                       st.integers(0, 8), st.integers(0, abs(step) - 1)))
+    # the bound behind the start (where a cycle starts again), and the end bound (or none)
+    behind = start - sign * draw(st.integers(0, 6))
+    end = draw(st.none() | st.builds(lambda k, r: start + k * step + r * sign,
+                                     st.integers(0, 8), st.integers(0, abs(step) - 1)))
+    if end is not None and end == behind:
+        end += sign
+    low, high = (behind, BIGINT_MAX if end is None else end) if step > 0 else \
+        (BIGINT_MIN if end is None else end, behind)
     places = draw(st.sampled_from(["str", "num"]))
     base = Config(layout="range", as_string=False, places=places, scoped=False, gapless=draw(st.booleans()),
-                  query=True, start=start, step=step, limit=limit, block=1, period=None, fmt=None, in_table=False)
+                  query=True, start=start, step=step, minimum=low, maximum=high, cycle=False, block=1,
+                  period=None, fmt=None, in_table=False)
     if draw(st.integers(0, 3)) == 0:
         return base
     layout = draw(st.sampled_from(["hash", "range", "attr"]))
@@ -123,8 +146,9 @@ def configs(draw: st.DrawFn) -> Config:
     scoped = layout != "hash" and draw(st.booleans())
     in_table_ok = {"hash": as_string, "range": places == "str", "attr": True}[layout]
     in_table = in_table_ok and draw(st.booleans())
+    cycle = layout != "attr" and end is not None and draw(st.booleans())
     return replace(base, layout=layout, as_string=as_string, scoped=scoped, query=False, block=block,
-                   period=period, fmt=fmt, in_table=in_table)
+                   period=period, fmt=fmt, in_table=in_table, cycle=cycle)
 
 
 def build_model(config: Config, backend: Backend, key: str) -> Any:
@@ -153,7 +177,9 @@ def build_model(config: Config, backend: Backend, key: str) -> Any:
         "autoinc_strategy": "query" if config.query else "counter",
         "autoinc_start": config.start,
         "autoinc_step": config.step,
-        "autoinc_max": config.limit,
+        "autoinc_min": config.minimum,
+        "autoinc_max": config.maximum,
+        "autoinc_cycle": config.cycle,
         "autoinc_block": config.block,
         "autoinc_scope": scope,
         "autoinc_period": config.period,
@@ -275,11 +301,7 @@ class SequenceMachine(RuleBasedStateMachine):
         if self.config.query:
             return counters.sequence.query_next(self.partition(place) + pending)
         if self.config.gapless:
-            last = pending[-1] if pending else counters.value(seq)
-            value = counters.sequence.after(last)[0]
-            if not counters.sequence.fits(value):
-                raise Exhausted
-            return value
+            return counters.sequence.following(pending[-1] if pending else counters.value(seq))
         return counters.take(seq)
 
     def attempt(self, call: Callable[[], Any]) -> Optional[BaseException]:
@@ -299,7 +321,7 @@ class SequenceMachine(RuleBasedStateMachine):
             return
         names = " or ".join(t.__name__ for t in allowed)
         if SequenceExhaustedError in allowed:
-            names += f" (the next value lies past autoinc_max={self.config.limit})"
+            names += f" (the next value lies past the bounds {self.config.bounds})"
         assert exc is not None, f"{what}: expected {names}, but it succeeded"
         assert isinstance(exc, allowed), f"{what}: expected {names}, got {type(exc).__name__}: {exc}"
 
@@ -389,7 +411,7 @@ class SequenceMachine(RuleBasedStateMachine):
         self.expect(exc, (BulkSaveError, failure), "save_all()")
         if failure is SequenceExhaustedError:
             assert any(isinstance(e, SequenceExhaustedError) for e in causes(exc)), \
-                f"save_all() past autoinc_max={self.config.limit} failed with {exc!r}, not SequenceExhaustedError"
+                f"save_all() past the bounds {self.config.bounds} failed with {exc!r}, not SequenceExhaustedError"
         saved = {id(i) for i in exc.saved} if isinstance(exc, BulkSaveError) else set()
         if isinstance(exc, BulkSaveError):
             assert sorted(map(id, exc.saved + exc.unsaved)) == sorted(map(id, items)), \
@@ -411,7 +433,7 @@ class SequenceMachine(RuleBasedStateMachine):
         assigned: Dict[int, Tuple[Hashable, Row]] = {}
         for seq, group in groups.items():
             try:
-                values = trial.peek(seq, len(group)) if self.config.gapless else trial.nextval(seq, len(group))
+                values = trial.peek(seq, len(group)) if self.config.gapless else trial.spend(seq, len(group))
             except Exhausted:
                 return trial, assigned, SequenceExhaustedError
             for (item, place, pk), value in zip(group, values):
@@ -452,7 +474,7 @@ class SequenceMachine(RuleBasedStateMachine):
         else:
             self.expect(exc, (BulkSaveError, SequenceExhaustedError), "save_all()")
             assert any(isinstance(e, SequenceExhaustedError) for e in causes(exc)), \
-                f"save_all() past autoinc_max={self.config.limit} failed with {exc!r}"
+                f"save_all() past the bounds {self.config.bounds} failed with {exc!r}"
             if isinstance(exc, BulkSaveError):
                 assert [id(i) for i in exc.saved] == [id(i) for i, _, _ in landed], "BulkSaveError.saved is wrong"
             self.unset([item for item in items[failed_at:] if id(item) in new_at], "save_all()")
@@ -469,7 +491,6 @@ class SequenceMachine(RuleBasedStateMachine):
         news = []
         planned: List[Tuple[Hashable, Row]] = []
         pending: Dict[Hashable, List[int]] = {}
-        touched: Set[Hashable] = set()
         exhausted = False
         for where in wheres:
             place = self.place(where)
@@ -478,7 +499,6 @@ class SequenceMachine(RuleBasedStateMachine):
             if exhausted:
                 continue
             seq = self.seq_of(place)
-            touched.add(seq)
             try:
                 value = self.next_new(trial, place, pending.get(seq, []))
             except Exhausted:
@@ -496,7 +516,6 @@ class SequenceMachine(RuleBasedStateMachine):
             allowed = (Abandon,)
         elif ending == "cancel" or collision:
             allowed = (TransactionCanceledError,)
-        stale = self.config.gapless and not self.config.query and bool(touched & self.counters.maybe_stale)
         model = self.model
 
         def run() -> None:
@@ -511,20 +530,11 @@ class SequenceMachine(RuleBasedStateMachine):
 
         exc = self.attempt(run)
         what = f"TransactWrite of {len(news)} new items ({ending})"
-        if stale and isinstance(exc, (TransactionCanceledError, Abandon if ending == "raise" else ())):
-            # A gapless counter moved by setval since this process wrote it: the README says to run such a
-            # transaction again; whether this process noticed the setval is not specified.
-            self.unset(news, what)
-            if isinstance(exc, TransactionCanceledError):
-                self.counters.maybe_stale.difference_update(touched)
-            return
         self.expect(exc, allowed, what)
         if allowed:
             self.unset(news, what)
             if not self.config.gapless:
                 self.counters = trial  # fast mode spent the values at tx.save()
-            elif isinstance(exc, TransactionCanceledError):
-                self.counters.maybe_stale.difference_update(touched)
             return
         for item, (key, row) in zip(news, planned):
             assert self.id_of(item) == row.auto, f"{what}: gave {self.id_of(item)!r}, the reference {row.auto!r}"
@@ -580,9 +590,9 @@ class SequenceMachine(RuleBasedStateMachine):
         self.rows[key] = replace(row, note=item.note)
 
     @precondition(lambda self: not self.config.query)
-    @rule(where=st.integers(0, 3), k=st.integers(-3, 12), off=st.integers(0, 1))
-    def setval(self, where: int, k: int, off: int) -> None:
-        """NextId.setval(key, value), sometimes off the start + k*step lattice: the next value is value + step."""
+    @rule(where=st.integers(0, 3), k=st.integers(-3, 12), off=st.integers(0, 1), is_called=st.booleans())
+    def setval(self, where: int, k: int, off: int, is_called: bool) -> None:
+        """NextId.setval(key, value, is_called=...), sometimes off the start + k*step lattice or out of bounds."""
         seq = self.seq_of(self.place(where))
         step = self.config.step
         nudge = off if step > 0 else -off
@@ -591,9 +601,13 @@ class SequenceMachine(RuleBasedStateMachine):
             value = self.counters.sequence.after(self.counters.value(seq))[0] + (abs(k) - 1) * step + nudge
         else:
             value = self.config.start + k * step + nudge
-        exc = self.attempt(lambda: self.opts.counter.setval(self.counter_key_of(seq), value))
+        exc = self.attempt(lambda: self.opts.counter.setval(self.counter_key_of(seq), value, is_called=is_called,
+                                                            sequence=self.opts.sequence))
+        if not self.counters.sequence.fits(value):
+            self.expect(exc, (OutOfBoundsError,), f"setval({value}) outside {self.config.bounds}")
+            return
         self.expect(exc, (), "setval()")
-        self.counters.setval(seq, value, gapless=self.config.gapless)
+        self.counters.setval(seq, value, is_called=is_called)
 
     @rule()
     def restart(self) -> None:
@@ -621,8 +635,9 @@ class SequenceMachine(RuleBasedStateMachine):
 
     @invariant()
     def ids_are_unique(self) -> None:
-        """No two items the library numbered in one sequence hold the same ID."""
-        if not hasattr(self, "model"):
+        """No two items the library numbered in one sequence hold the same ID (a cycle may repeat one in
+        another partition; the table invariant still checks that nothing was overwritten)."""
+        if not hasattr(self, "model") or self.config.cycle:
             return
         stored = self.stored()
         owners: Dict[Tuple[Hashable, Any], Hashable] = {}
@@ -656,7 +671,7 @@ class SequenceMachine(RuleBasedStateMachine):
             for item in counter.scan(counter.next_key.startswith(prefix), consistent_read=True)
         }
         expected = {self.counter_key_of(seq): v for seq, v in self.counters.values.items() if v is not None}
-        assert actual == expected, f"counters hold {actual}, the reference {expected} (autoinc_max={self.config.limit})"
+        assert actual == expected, f"counters hold {actual}, the reference {expected} ({self.config.bounds})"
 
 
 def test_sequences_follow_the_reference(backend_name: str, request: pytest.FixtureRequest) -> None:
@@ -669,34 +684,36 @@ def test_sequences_follow_the_reference(backend_name: str, request: pytest.Fixtu
 
 @st.composite
 def sharers(draw: st.DrawFn) -> Dict[str, Any]:
-    """The options of one model on a shared counter: its own step size and block (sometimes gapless)."""
+    """The options of one model on a shared counter: its own block (sometimes gapless)."""
     gapless = draw(st.integers(0, 4)) == 0
     return {
-        "autoinc_step": draw(st.integers(1, 4)),
         "autoinc_gapless": gapless,
         "autoinc_block": 1 if gapless else draw(st.sampled_from([1, 2, 2, 3, 3, 5, 10])),
     }
 
 
 def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, request: pytest.FixtureRequest) -> None:
-    """Models sharing one autoinc_key, with their own steps and blocks, never repeat a value or pass the counter."""
+    """Models sharing one autoinc_key and sequence, with their own blocks or gapless, never repeat a value or
+    pass the counter."""
     world = worlds(backend_name, request)
 
     @budget(backend_name, moto=60, local=5)
-    @example(sign=1, start=0, first={"autoinc_step": 2, "autoinc_gapless": False, "autoinc_block": 2},
-             second={"autoinc_step": 1, "autoinc_gapless": False, "autoinc_block": 3},
-             ops=["second", "first", "first"])
-    @given(sign=st.sampled_from([1, -1]), start=st.integers(-5, 5), first=sharers(), second=sharers(),
+    @example(step=2, start=0, first={"autoinc_gapless": False, "autoinc_block": 2},
+             second={"autoinc_gapless": False, "autoinc_block": 3}, ops=["second", "first", "first"])
+    @given(step=st.sampled_from([1, 2, 3, 4, -1, -2, -3, -4]), start=st.integers(-5, 5), first=sharers(),
+           second=sharers(),
            ops=st.lists(st.sampled_from(["first", "second", "first", "second", "restart"]), min_size=2, max_size=30))
-    def check(sign: int, start: int, first: Dict[str, Any], second: Dict[str, Any], ops: List[str]) -> None:
+    def check(step: int, start: int, first: Dict[str, Any], second: Dict[str, Any], ops: List[str]) -> None:
         strategies._state.reset()
         key = unique("shared")
+        sign = 1 if step > 0 else -1
+        bound = {"autoinc_min": start} if step > 0 else {"autoinc_max": start}
         with world() as backend:
             models = {}
             for name, options in (("first", first), ("second", second)):
                 meta = type("Meta", (), {"table_name": backend.table_name(name), **backend.meta, "autoinc_key": key,
-                                         "autoinc_start": start, "autoinc_backoff": 0,
-                                         **options, "autoinc_step": sign * options["autoinc_step"]})
+                                         "autoinc_start": start, "autoinc_step": step, "autoinc_backoff": 0,
+                                         **bound, **options})
                 models[name] = type(name.title(), (AutoIncrementMixin, Model),
                                     {"Meta": meta, "id": NumberAttribute(hash_key=True)})
                 backend.create(models[name])

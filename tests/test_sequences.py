@@ -36,7 +36,7 @@ def counter_value(model: Any, key: str) -> Any:
 
 def test_negative_step_counts_down(make_model):
     """A negative step hands out start, start+step, … downwards."""
-    Countdown = make_model("Countdown", autoinc_start=10, autoinc_step=-3)
+    Countdown = make_model("Countdown", autoinc_start=10, autoinc_step=-3, autoinc_max=10)
     assert save_many(Countdown, 3) == [10, 7, 4]
 
 
@@ -52,19 +52,26 @@ def test_max_stops_the_sequence_without_spending(make_model):
     assert counter_value(Seat, Seat.Meta.table_name) == 3
 
 
-def test_max_is_a_floor_for_a_negative_step(make_model):
-    """With a negative step, autoinc_max is the smallest value handed out."""
-    Countdown = make_model("Countdown", autoinc_start=3, autoinc_step=-1, autoinc_max=2)
+def test_min_is_the_end_of_a_negative_step(make_model):
+    """With a negative step, autoinc_min is the smallest value handed out (PostgreSQL's MINVALUE)."""
+    Countdown = make_model("Countdown", autoinc_step=-1, autoinc_min=2, autoinc_max=3)
     assert save_many(Countdown, 2) == [3, 2]
-    with pytest.raises(SequenceExhaustedError):
+    with pytest.raises(SequenceExhaustedError, match="would pass its minimum"):
         Countdown().save()
 
 
 def test_start_past_max_is_refused(make_model):
     """A sequence whose start already lies past its max is a configuration error."""
     Broken = make_model("Broken", autoinc_start=5, autoinc_max=4)
-    with pytest.raises(ConfigurationError, match="lies past Meta.autoinc_max"):
+    with pytest.raises(ConfigurationError, match="lies above the maximum Meta.autoinc_max = 4"):
         Broken().save()
+
+
+def test_max_as_the_floor_of_a_countdown_is_refused_with_the_new_meaning(make_model):
+    """0.1.0's autoinc_max as the smallest value of a countdown is refused, naming autoinc_min instead."""
+    Old = make_model("Old", autoinc_start=10, autoinc_step=-1, autoinc_max=2)
+    with pytest.raises(ConfigurationError, match="lowest value of a descending sequence is Meta.autoinc_min"):
+        Old().save()
 
 
 @pytest.fixture
@@ -272,7 +279,8 @@ def test_counter_in_the_model_table(users_table, requests, mode):
     tables = {table for _, table in requests if table}
     assert tables == {Users.Meta.table_name}
     raw = Users._get_connection().get_item(f"{RESERVED_PREFIX}User", consistent_read=True)["Item"]
-    assert raw == {"pk": {"S": f"{RESERVED_PREFIX}User"}, "NextId": {"N": "3"}}
+    assert raw == {"pk": {"S": f"{RESERVED_PREFIX}User"}, "NextId": {"N": "3"},
+                   "NextOptions": {"S": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}}
 
 
 def test_scan_hides_the_counter_item(users_table):

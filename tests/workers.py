@@ -14,6 +14,9 @@ signal, saves ``count`` items and appends one line per outcome to ``out``
     the sequence had reached ``Meta.autoinc_max``;
 ``counted <n>``
     (``task="count"``) an event was counted; ``n`` is the count returned.
+
+With ``task="cycle"`` the worker saves on a cycling sequence and deletes its
+own items behind it (see :func:`cycle_saves`).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import os
 import sys
 import time
 from datetime import datetime
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import DeleteError
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementError, AutoIncrementMixin, SequenceExhaustedError
+from pynamodb_autoinc import AutoIncrementError, AutoIncrementMixin, ItemExistsError, SequenceExhaustedError
 from pynamodb_autoinc.periods import increment_in_period
 
 
@@ -61,6 +65,35 @@ def count_events(config: Dict[str, Any], out: Any) -> None:
         out.write(f"counted {value}\n")
 
 
+def cycle_saves(model: Any, config: Dict[str, Any], out: Any) -> None:
+    """Save on a cycling sequence and delete this worker's items behind it, keeping ``keep`` alive.
+
+    ``ok <id> <owner>``: saved; ``deleted <id> <owner>``: its own item deleted (conditional on the owner, so
+    an item overwritten by another worker shows as ``overwritten <id> <owner>``); ``taken``: the value's
+    item was still alive (ItemExistsError, nothing overwritten).
+    """
+    worker = config.get("worker", 0)
+    alive: List[Any] = []
+    for i in range(config["count"]):
+        owner = f"{worker}:{i}"
+        item = model(owner=owner)
+        try:
+            item.save()
+        except ItemExistsError:
+            out.write(f"taken {item.id}\n")
+            continue
+        out.write(f"ok {item.id} {owner}\n")
+        alive.append(item)
+        if len(alive) > config["keep"]:
+            old = alive.pop(0)
+            try:
+                old.delete(condition=model.owner == old.owner)
+            except DeleteError:
+                out.write(f"overwritten {old.id} {old.owner}\n")
+            else:
+                out.write(f"deleted {old.id} {old.owner}\n")
+
+
 def main(config: Dict[str, Any]) -> None:
     models = {spec["name"]: build_model(gapless=config["gapless"], meta=config["meta"], **spec)
               for spec in config.get("models", ())}
@@ -72,6 +105,9 @@ def main(config: Dict[str, Any]) -> None:
             time.sleep(0.01)
         if config.get("task") == "count":
             count_events(config, out)
+            return
+        if config.get("task") == "cycle":
+            cycle_saves(models[names[0]], config, out)
             return
         for i in range(config["count"]):
             name = names[(worker + i) % len(names)]
@@ -102,3 +138,9 @@ def main(config: Dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     main(json.loads(sys.argv[1]))
+
+
+def set_by_another_process(counter: Any, key: str, value: int) -> None:
+    """Set a counter as another process would: unlike ``setval``, this process keeps its blocks and memory."""
+    hash_key, range_key = counter._item_key(key)
+    counter._get_connection().update_item(hash_key, range_key=range_key, actions=[counter.next_id.set(value)])

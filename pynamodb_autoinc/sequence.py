@@ -1,0 +1,192 @@
+"""A sequence's definition: start, step, bounds and cycling, as PostgreSQL's ``CREATE SEQUENCE`` has them.
+
+A model's ``Meta.autoinc_start``, ``autoinc_step``, ``autoinc_min``,
+``autoinc_max`` and ``autoinc_cycle`` make one :class:`SequenceOptions`. The
+counter item records it (``NextOptions``), so that processes disagreeing
+about a sequence are refused instead of mixing two sequences in one counter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedError
+
+#: The bounds of PostgreSQL's bigint sequences, the defaults here too.
+BIGINT_MIN = -(2**63)
+BIGINT_MAX = 2**63 - 1
+
+#: Integers up to 38 digits are stored exactly by DynamoDB.
+NUMBER_LIMIT = 10**38
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class SequenceOptions:
+    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``.
+
+    Build it with :meth:`of`, which fills in PostgreSQL's defaults and checks
+    the combination.
+    """
+
+    start: int = 1
+    step: int = 1
+    minimum: int = 1
+    maximum: int = BIGINT_MAX
+    cycle: bool = False
+
+    @classmethod
+    def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
+           maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
+        """A checked sequence; bounds and start left out take PostgreSQL's defaults.
+
+        Ascending (``step > 0``): ``minimum`` 1, ``maximum`` 2**63 - 1.
+        Descending: ``minimum`` -2**63, ``maximum`` -1. The start defaults to
+        ``minimum`` going up and to ``maximum`` going down.
+
+        :raises ConfigurationError: a value is not an int, ``step`` is 0, the
+            bounds are crossed, or ``start`` lies outside them
+        """
+        names = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step",
+                 "minimum": "Meta.autoinc_min", "maximum": "Meta.autoinc_max"}
+        for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
+            if value is None and name != "step":
+                continue
+            if not _is_int(value):
+                allowed = "an int" if name == "step" else "an int or None"
+                raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
+            assert value is not None
+            if abs(value) >= NUMBER_LIMIT:
+                raise ConfigurationError(f"{names[name]} = {value} has more digits than a DynamoDB number holds "
+                                         "exactly (38); choose a smaller value")
+        if not isinstance(cycle, bool):
+            raise ConfigurationError(f"Meta.autoinc_cycle must be True or False, not {cycle!r}")
+        if step == 0:
+            raise ConfigurationError("Meta.autoinc_step must not be 0")
+        low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
+        high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
+        if low >= high:
+            raise ConfigurationError(
+                f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
+                + ("" if minimum is not None and maximum is not None else
+                   "; a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down, "
+                   "so set the other bound too"))
+        first = start if start is not None else low if step > 0 else high
+        if not low <= first <= high:
+            side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
+            raise ConfigurationError(
+                f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could "
+                f"never hand it out; move the start into {low}..{high}, or set {names[name]} (a bound left out "
+                f"defaults to {'1..2**63-1 going up' if step > 0 else '-2**63..-1 going down'})")
+        return cls(first, step, low, high, cycle)
+
+    @property
+    def ascending(self) -> bool:
+        return self.step > 0
+
+    @property
+    def end(self) -> int:
+        """The bound the sequence runs towards: ``maximum`` going up, ``minimum`` going down."""
+        return self.maximum if self.step > 0 else self.minimum
+
+    @property
+    def restart_value(self) -> int:
+        """Where a cycle starts again: ``minimum`` going up, ``maximum`` going down (as in PostgreSQL)."""
+        return self.minimum if self.step > 0 else self.maximum
+
+    @property
+    def size(self) -> int:
+        """How many values one pass from the restart value to the end holds."""
+        return (self.maximum - self.minimum) // abs(self.step) + 1
+
+    def contains(self, value: int) -> bool:
+        """Whether ``value`` lies within the bounds."""
+        return self.minimum <= value <= self.maximum
+
+    def remaining(self, last: Optional[int]) -> int:
+        """How many values are left before the end bound after ``last`` (None: the counter is new)."""
+        following = self.start if last is None else last + self.step
+        if not self.contains(following):
+            return 0
+        return (self.end - following) // self.step + 1
+
+    def following(self, key: str, last: Optional[int]) -> int:
+        """The value after ``last`` (the start when None), wrapping with ``cycle``.
+
+        :raises SequenceExhaustedError: the end bound is reached and the sequence does not cycle
+        :raises OutOfBoundsError: ``last`` lies so far behind the start bound that its next value is outside
+        """
+        if last is None:
+            return self.start
+        value = last + self.step
+        if self.contains(value):
+            return value
+        if (value < self.minimum) == (self.step > 0):
+            self.check_counter(key, last)  # behind the start bound: raises
+        if self.cycle:
+            return self.restart_value
+        raise self.exhausted(key, last)
+
+    def check_counter(self, key: str, last: int) -> None:
+        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` lies outside this sequence: past its
+        end bound, or so far behind its start bound that the next value is outside."""
+        past = last > self.maximum if self.step > 0 else last < self.minimum
+        behind = last + self.step < self.minimum if self.step > 0 else last + self.step > self.maximum
+        if past or behind:
+            where = f"past the {'maximum' if self.step > 0 else 'minimum'} {self.end}" if past else \
+                f"so its next value {last + self.step} lies outside the bounds {self.minimum}..{self.maximum}"
+            raise OutOfBoundsError(
+                f"counter {key!r} holds {last}, {where}; restart it within the bounds (`pynamodb-autoinc "
+                "restart`, or NextId.restart(key, sequence, value))")
+
+    def exhausted(self, key: str, last: Optional[int]) -> SequenceExhaustedError:
+        """The error for a sequence whose next value would pass its end bound."""
+        bound = "maximum (Meta.autoinc_max)" if self.step > 0 else "minimum (Meta.autoinc_min)"
+        after = f"{last} + {self.step}" if last is not None else f"starting at {self.start}"
+        error = SequenceExhaustedError(
+            f"sequence {key!r} has reached its limit: {after} would pass its {bound} {self.end}; nothing was "
+            "spent. Move the bound (then `pynamodb-autoinc alter`), set Meta.autoinc_cycle = True, or restart it")
+        error.last = last
+        return error
+
+    def check(self, key: str, value: int) -> None:
+        """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""
+        if not self.contains(value):
+            raise OutOfBoundsError(
+                f"value {value} is out of bounds for sequence {key!r} ({self.minimum}..{self.maximum}); "
+                "choose a value within them, or move the bounds first")
+
+    # -- recording on the counter item -----------------------------------------
+
+    def encode(self) -> str:
+        """The form recorded on the counter item: ``start=1 step=1 min=1 max=9223372036854775807 no cycle``."""
+        return (f"start={self.start} step={self.step} min={self.minimum} max={self.maximum} "
+                f"{'cycle' if self.cycle else 'no cycle'}")
+
+    @classmethod
+    def decode(cls, text: str) -> Optional[SequenceOptions]:
+        """The sequence :meth:`encode` wrote, or None if ``text`` is not one."""
+        words = text.split()
+        fields: Dict[str, int] = {}
+        try:
+            for word in words[:4]:
+                name, _, number = word.partition("=")
+                fields[name] = int(number)
+            cycle = {"cycle": True, "no cycle": False}[" ".join(words[4:])]
+            return cls(fields["start"], fields["step"], fields["min"], fields["max"], cycle)
+        except (KeyError, ValueError):
+            return None
+
+    def differences(self, other: SequenceOptions) -> List[str]:
+        """What differs from ``other``: ``"max 100 (here 200)"`` where ``other`` has 100 and this sequence 200."""
+        names = (("start", "start"), ("step", "step"), ("minimum", "min"), ("maximum", "max"), ("cycle", "cycle"))
+        return [f"{label} {getattr(other, name)} (here {getattr(self, name)})"
+                for name, label in names if getattr(self, name) != getattr(other, name)]
+
+
+#: The sequence a counter follows when none is given: 1, 2, 3, ... up to 2**63 - 1.
+DEFAULT = SequenceOptions()
