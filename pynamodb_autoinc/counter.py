@@ -15,7 +15,7 @@ import threading
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -40,6 +40,11 @@ from .exceptions import (
 from .sequence import DEFAULT, SequenceOptions, _is_int
 
 _C = TypeVar("_C", bound="NextId")
+
+#: Called with a counter's identity (:meth:`NextId._where`) when it is set by hand (setval, restart, alter,
+#: raise_to), so that what this process holds of it is dropped; :mod:`pynamodb_autoinc.strategies`
+#: registers the function that drops its reserved blocks and remembered values.
+SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
 #: The ``Meta`` settings that decide which endpoint a table is reached through.
 CONNECTION_SETTINGS = (
@@ -294,9 +299,8 @@ class NextId(Model):
     @classmethod
     def _forget(cls, key: str) -> None:
         """Drop this process's reserved values and remembered value of counter ``key``."""
-        from .strategies import forget_counter
-
-        forget_counter(cls._where(key))
+        for forget in SET_BY_HAND:
+            forget(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:

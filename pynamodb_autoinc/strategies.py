@@ -43,6 +43,7 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from ._options import Options
+from .counter import SET_BY_HAND
 from .exceptions import CounterError, SequenceExhaustedError, UnassignedIdError, WriteOutcomeUnknownError, error_code
 
 _UNKNOWN: Any = object()  # "the counter's value is not known here"
@@ -156,6 +157,9 @@ def forget_counter(ident: Tuple[Any, ...]) -> None:
         for sequence in [s for s in _state.blocks if s[0] == ident]:
             del _state.blocks[sequence]
         _state.seen.pop(ident, None)
+
+
+SET_BY_HAND.append(forget_counter)
 
 
 # -- taking values -----------------------------------------------------------
