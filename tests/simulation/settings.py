@@ -43,15 +43,15 @@ DEFAULT_BOUNDS = Bounds(clients=3, saves=2, faults=1, preemptions=2, budget=2)
 
 #: The other write paths, smaller: 2 clients, each doing every kind of operation of its workload once
 #: (a transaction committed, cancelled and abandoned; a batch and a failing batch), or 2 saves near the
-#: sequence's max (``block-max-2``: a preemption or a fault, not both).
+#: sequence's max.
 PATH_BOUNDS: Dict[str, Bounds] = {
     "tx-fast": Bounds(clients=2, saves=3, faults=1, preemptions=2, budget=2),
     "tx-gapless": Bounds(clients=2, saves=3, faults=1, preemptions=2, budget=2),
     "bulk-fast": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
     "bulk-gapless": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
     "block-max": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
-    # every save past the max costs 4 requests (a block refused, one value refused, each explained by a read)
-    "block-max-2": Bounds(clients=2, saves=2, faults=1, preemptions=1, budget=1),
+    # a refused block request returns the counter, so what is left is reserved next with no read in between
+    "block-max-2": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
 }
 
 #: The share of the random seeds each mode gets, in the order their windows follow each other.

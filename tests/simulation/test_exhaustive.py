@@ -4,7 +4,7 @@
 user's ``TransactWrite``, ``save_all()``, blocks near ``autoinc_max``): 2
 clients, each doing every kind of operation of its workload once
 (``settings.PATH_BOUNDS``). In all: at most one fault per run, at most two
-preemptions, and at most two of the two together (``block-max-2``: one);
+preemptions, and at most two of the two together;
 clients that have not sent anything yet are interchangeable, so only one of
 them is offered (see ``explore._options``). Override the bounds with
 ``SIM_CLIENTS``, ``SIM_SAVES``, ``SIM_FAULTS``, ``SIM_PREEMPTIONS`` and
