@@ -407,6 +407,10 @@ def exists_advice(entry: Entry) -> str:
     if claim is None or claim.opts.attribute != type(entry.instance)._hash_keyname:
         return "an item with this key already exists and was not overwritten; choose a key that is not in use, " \
                "or update the existing item instead"
+    if claim.opts.sequence.cycle:
+        return (f"an item with this key already exists and was not overwritten: sequence {claim.key!r} cycles "
+                "(Meta.autoinc_cycle) and has come round to a value whose item is still stored; delete old items "
+                "before the sequence reaches them again, or widen its bounds")
     return (f"an item with this key already exists and was not overwritten; the counter {claim.key!r} is behind "
             f"the IDs already stored: raise it to the largest stored ID with "
             f"{claim.opts.counter.__name__}.setval({claim.key!r}, N)")

@@ -246,7 +246,8 @@ class NextId(Model):
         if seq is None and not is_called:
             raise ConfigurationError(
                 f"counter {key!r} records no sequence options, so setval(..., is_called=False) cannot tell its "
-                "step; pass sequence=Model.autoinc_options().sequence")
+                "step; pass sequence=Model.autoinc_options().sequence (on the command line, name the model "
+                "with --model package.module:Model)")
         if seq is not None:
             seq.check(key, value)
             value = value if is_called else value - seq.step

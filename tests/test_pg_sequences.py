@@ -126,7 +126,7 @@ def test_a_wrapped_value_never_overwrites_a_live_item(make_model):
     for note in ("first", "second"):
         Seat(note=note).save()
     late = Seat(note="late")
-    with pytest.raises(ItemExistsError):
+    with pytest.raises(ItemExistsError, match="cycles .Meta.autoinc_cycle. and has come round"):
         late.save()
     assert late.id is None
     assert sorted((s.id, s.note) for s in Seat.scan(consistent_read=True)) == [(1, "first"), (2, "second")]
@@ -349,3 +349,15 @@ def test_counter_in_a_table_with_a_number_range_key(make_model):
     for sk in (1, 2):
         Events(pk="stream", sk=sk).save()
     assert sorted((e.sk, e.seq) for e in Events.scan()) == [(1, 1), (2, 2)]
+
+
+def test_setval_not_called_needs_the_step_of_an_unrecorded_counter(make_model):
+    """setval(..., is_called=False) on a counter that records no options cannot know the step: it says to pass
+    the model's sequence, and sets nothing; with the sequence it works."""
+    User = make_model("User", autoinc_step=5)
+    opts = User.autoinc_options()
+    with pytest.raises(ConfigurationError, match="pass sequence=Model.autoinc_options"):
+        opts.counter.setval(opts.key, 40, is_called=False)
+    assert opts.counter.currval(opts.key) is None
+    opts.counter.setval(opts.key, 40, is_called=False, sequence=opts.sequence)
+    assert save_many(User, 2) == [40, 45]
