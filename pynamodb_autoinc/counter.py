@@ -2,7 +2,9 @@
 
 One table holds many counters, one item per data-type key::
 
-    {"NextKey": "user", "NextId": 3}     # the last value handed out
+    {"NextKey": "user",
+     "NextId": 3,                                     # the last value handed out
+     "NextOptions": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}   # its sequence
 
 Every request a counter ever receives is built in this module.
 """
