@@ -39,7 +39,8 @@ Running it::
 modes are ``fast``, ``gapless``, ``block``, ``query`` (``Model.save()``),
 ``tx-fast``, ``tx-gapless`` (a user's ``TransactWrite``), ``bulk-fast``,
 ``bulk-gapless`` (``save_all()``), ``block-max`` and ``block-max-2`` (blocks
-of 3 with ``autoinc_max`` 4 and 2).
+of 3 with ``autoinc_max`` 4 and 2), ``cycle`` and ``cycle-gapless`` (a CYCLE
+sequence of 1..2, so saves come round to stored values).
 
 Larger explorations::
 

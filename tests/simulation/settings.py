@@ -52,12 +52,15 @@ PATH_BOUNDS: Dict[str, Bounds] = {
     "block-max": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
     # a refused block request returns the counter, so what is left is reserved next with no read in between
     "block-max-2": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
+    "cycle": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
+    "cycle-gapless": Bounds(clients=2, saves=2, faults=1, preemptions=2, budget=2),
 }
 
 #: The share of the random seeds each mode gets, in the order their windows follow each other.
 RANDOM_WEIGHTS: Dict[str, int] = {
     "fast": 500, "gapless": 500, "block": 500, "query": 500,
     "tx-fast": 40, "tx-gapless": 40, "bulk-fast": 40, "bulk-gapless": 40, "block-max": 40, "block-max-2": 40,
+    "cycle": 40, "cycle-gapless": 40,
 }
 
 

@@ -27,7 +27,7 @@ from .world import MAX_RETRY_ATTEMPTS
 MODES = ("fast", "gapless", "block", "query")
 
 #: The other write paths.
-PATHS = ("tx-fast", "tx-gapless", "bulk-fast", "bulk-gapless", "block-max", "block-max-2")
+PATHS = ("tx-fast", "tx-gapless", "bulk-fast", "bulk-gapless", "block-max", "block-max-2", "cycle", "cycle-gapless")
 
 #: Every sequence of up to three faults (more than botocore retries) on the requests of one operation.
 ONE_SAVE = Bounds(clients=1, saves=1, faults=3)

@@ -41,6 +41,7 @@ from pynamodb_autoinc import (
     AutoIncrementError,
     BulkSaveError,
     ContentionError,
+    ItemExistsError,
     SequenceExhaustedError,
     TransactionCanceledError,
 )
@@ -97,8 +98,10 @@ class Operation:
 
 
 def always_excused(world: World) -> Tuple[type, ...]:
-    """What may end any operation of ``world`` with no fault: contention, and an exhausted sequence."""
-    return (ContentionError,) + ((SequenceExhaustedError,) if world.mode.limit is not None else ())
+    """What may end any operation of ``world`` with no fault: contention, an exhausted sequence, and, on a
+    cycling one, a value come round whose item is still stored."""
+    exhausted = (SequenceExhaustedError,) if world.mode.limit is not None and not world.mode.cycle else ()
+    return (ContentionError,) + exhausted + ((ItemExistsError,) if world.mode.cycle else ())
 
 
 def save(world: World, save_index: int, tag: str) -> Operation:

@@ -42,6 +42,11 @@ class Mode:
     """What one client operation does (:data:`tests.simulation.workloads.WORKLOADS`)."""
 
     @property
+    def cycle(self) -> bool:
+        """``Meta.autoinc_cycle``: past ``autoinc_max`` the sequence starts again from 1."""
+        return bool(self.meta.get("autoinc_cycle"))
+
+    @property
     def limit(self) -> Optional[int]:
         """``Meta.autoinc_max``: no value past it is ever handed out (the step is 1 in every mode)."""
         limit: Optional[int] = self.meta.get("autoinc_max")
@@ -58,7 +63,9 @@ GAPLESS = {"autoinc_gapless": True}
 #: The other write paths: a user's TransactWrite (``tx-*``) and ``Model.save_all()`` (``bulk-*``) in fast
 #: and gapless mode, and blocks of 3 close to ``autoinc_max``: ``block-max`` (max 4: one block, then the
 #: last value reserved alone, then SequenceExhaustedError) and ``block-max-2`` (max 2: less than one
-#: block fits from the start, on a counter that does not exist yet).
+#: block fits from the start, on a counter that does not exist yet). ``cycle`` and ``cycle-gapless`` cycle
+#: through 1..2, so their saves come round to values whose items are stored: ItemExistsError, never an
+#: overwrite.
 MODES: Dict[str, Mode] = {
     "fast": Mode("fast"),
     "gapless": Mode("gapless", GAPLESS, gapless=True),
@@ -71,6 +78,8 @@ MODES: Dict[str, Mode] = {
     "bulk-gapless": Mode("bulk-gapless", GAPLESS, gapless=True, workload="bulk"),
     "block-max": Mode("block-max", {"autoinc_block": 3, "autoinc_max": 4}),
     "block-max-2": Mode("block-max-2", {"autoinc_block": 3, "autoinc_max": 2}),
+    "cycle": Mode("cycle", {"autoinc_max": 2, "autoinc_cycle": True}),
+    "cycle-gapless": Mode("cycle-gapless", {**GAPLESS, "autoinc_max": 2, "autoinc_cycle": True}, gapless=True),
 }
 
 
