@@ -2,6 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .attributes import CounterAttribute, CounterMixin
 from .counter import NextId
 from .exceptions import (
     AutoIncrementError,
@@ -38,7 +39,9 @@ __all__ = [
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",
+    "CounterAttribute",
     "CounterError",
+    "CounterMixin",
     "CounterTableMissingError",
     "CounterValueError",
     "InvalidIdError",
