@@ -13,6 +13,7 @@ from .exceptions import (
     CounterError,
     CounterTableMissingError,
     CounterValueError,
+    HistoryWriteError,
     InvalidIdError,
     ItemExistsError,
     ItemWriteError,
@@ -21,8 +22,10 @@ from .exceptions import (
     SequenceMismatchError,
     TransactionCanceledError,
     UnassignedIdError,
+    VersionConflictError,
     WriteOutcomeUnknownError,
 )
+from .history import HistoryMixin
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions
 from .signals import after_save, before_save
@@ -44,6 +47,8 @@ __all__ = [
     "CounterMixin",
     "CounterTableMissingError",
     "CounterValueError",
+    "HistoryMixin",
+    "HistoryWriteError",
     "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
@@ -54,6 +59,7 @@ __all__ = [
     "SequenceOptions",
     "TransactionCanceledError",
     "UnassignedIdError",
+    "VersionConflictError",
     "WriteOutcomeUnknownError",
     "after_save",
     "before_save",
