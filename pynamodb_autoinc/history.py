@@ -25,20 +25,23 @@ same name.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.expressions.condition import Condition
-from pynamodb.models import Model
+from pynamodb.expressions.update import Action
+from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite
 
 from ._options import options_for
+from .attributes import CounterMixin
 from .exceptions import ConfigurationError, HistoryWriteError, VersionConflictError
 from .mixin import AutoIncrementMixin
 
@@ -54,6 +57,9 @@ else:
 RETRY_SECONDS = 30.0
 
 Merge = Callable[[Any, Any], None]
+
+# Set while HistoryMixin builds its own transaction: any other write of the item would skip its history.
+_writing: contextvars.ContextVar[bool] = contextvars.ContextVar("autoinc_history_writing", default=False)
 
 
 class _Config:
@@ -95,6 +101,10 @@ class _Config:
                     f"{model.__name__}: HistoryMixin needs a new item's ID before its transaction is sent, and a "
                     "gapless or query-strategy ID can change when the transaction is resent; use fast mode "
                     "(Meta.autoinc_gapless = False) or blocks")
+        if issubclass(model, CounterMixin):
+            raise ConfigurationError(
+                f"{model.__name__} takes both HistoryMixin and CounterMixin, which write the item in different "
+                "requests (a transaction, an UpdateItem); use one of them")
         self.history: Type[Model] = history
         self.version = version
         self.hash_name, self.range_name = hash_name, range_name
@@ -168,6 +178,31 @@ class HistoryMixin(_Base):
         config = _config(type(self))
         return self._write(config, condition, deleted=True)
 
+    def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
+               add_version_condition: bool = True) -> Any:
+        """Refused: an ``UpdateItem`` would raise the version without recording it; set the attributes and
+        call :meth:`save`."""
+        raise HistoryWriteError(f"{type(self).__name__}.update() would change the item without recording a "
+                                "version; set the attributes on the instance and call save()")
+
+    def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.save()")
+        return super().get_save_kwargs_from_instance(*args, **kwargs)
+
+    def get_update_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.update()")
+        return super().get_update_kwargs_from_instance(*args, **kwargs)
+
+    def get_delete_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.delete()")
+        return super().get_delete_kwargs_from_instance(*args, **kwargs)
+
+    @classmethod
+    def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
+        """Refused: a batch write cannot carry the version condition nor the history put."""
+        raise HistoryWriteError(f"{cls.__name__}.batch_write() cannot record versions (no condition, no "
+                                "transaction); save the instances one by one with save()")
+
     def history_key(self) -> str:
         """The key this item's versions are stored under in the history model."""
         return item_key(*self._key_values())
@@ -196,6 +231,11 @@ class HistoryMixin(_Base):
 
     # -- internals --------------------------------------------------------------
 
+    def _only_from_history(self, what: str) -> None:
+        if not _writing.get():
+            raise HistoryWriteError(f"{what} of a {type(self).__name__} would change the item without recording "
+                                    "a version; use its save() or delete(), which write both in one transaction")
+
     def _key_values(self) -> Tuple[Any, Any]:
         cls = type(self)
         return (getattr(self, cls._hash_keyname or ""),
@@ -220,6 +260,7 @@ class HistoryMixin(_Base):
         while True:
             # one token per attempt: botocore's resends of this request are idempotent
             tx = TransactWrite(connection=connection, client_request_token=uuid.uuid4().hex)
+            token = _writing.set(True)
             try:
                 with tx:
                     if deleted:
@@ -236,6 +277,8 @@ class HistoryMixin(_Base):
                     time.sleep(0.005)
                     continue  # a concurrent transaction held the item: not lost yet, send again
                 raise self._failure(config, exc, codes, old, new, deleted) from exc
+            finally:
+                _writing.reset(token)
             if deleted:
                 setattr(self, config.version, new)
             return {}
@@ -256,7 +299,7 @@ class HistoryMixin(_Base):
             current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
             if current is not None and current != old:
                 error = VersionConflictError(
-                    f"{name}: version {new} lost to version {current}, saved by another writer since this "
+                    f"{name}: lost version {new} to another writer; the item is at version {current}, this "
                     f"instance was read at version {old}; read the item again, or pass merge= to save() to "
                     "merge and retry", exc)
                 error.attempted, error.current = new, current

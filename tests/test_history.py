@@ -12,10 +12,13 @@ from typing import Any, Dict, Tuple
 import pytest
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
+from pynamodb.transactions import TransactWrite
 
 from pynamodb_autoinc import (
     AutoIncrementError,
     ConfigurationError,
+    CounterAttribute,
+    CounterMixin,
     HistoryMixin,
     HistoryWriteError,
     VersionConflictError,
@@ -92,7 +95,7 @@ def test_stale_save_raises_version_conflict(backend):
     with pytest.raises(VersionConflictError) as raised:
         mine.save()
     assert (raised.value.attempted, raised.value.current) == (2, 2)
-    assert "version 2 lost to version 2" in str(raised.value)
+    assert "lost version 2 to another writer; the item is at version 2" in str(raised.value)
     assert isinstance(raised.value, AutoIncrementError)
     assert [(v.version, v.title) for v in Page("a").versions(consistent_read=True)] == [(2, "theirs"), (1, "x")]
 
@@ -252,6 +255,43 @@ def test_version_attribute_named_version_is_refused(backend):
     Page: Any = type("Page", (HistoryMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
                                                      "version": VersionAttribute()})
     with pytest.raises(ConfigurationError, match="attr_name"):
+        Page("a").save()
+
+
+def test_update_is_refused(backend):
+    """update() is refused (it would raise the version without a history entry), naming save() as the fix."""
+    Page, _ = models(backend)
+    page = Page("a")
+    page.save()
+    with pytest.raises(HistoryWriteError, match="call save"):
+        page.update(actions=[Page.title.set("x")])
+    assert [v.version for v in page.versions(consistent_read=True)] == [1]
+
+
+def test_user_transaction_is_refused(backend):
+    """A user's TransactWrite.save() of a history item is refused: it would skip the history."""
+    Page, _ = models(backend)
+    with pytest.raises(HistoryWriteError, match="TransactWrite.save"), \
+            TransactWrite(connection=Page._get_connection().connection) as tx:
+        tx.save(Page("a"))
+    assert Page.count("a", consistent_read=True) == 0
+
+
+def test_batch_write_is_refused(backend):
+    """batch_write() is refused: a batch cannot carry the version condition or the history put."""
+    Page, _ = models(backend)
+    with pytest.raises(HistoryWriteError, match="one by one"):
+        Page.batch_write()
+
+
+def test_counter_mixin_is_refused(backend):
+    """HistoryMixin and CounterMixin together are refused with a message naming both."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": "p", "history_model": history, **backend.meta})
+    Page: Any = type("Page", (HistoryMixin, CounterMixin, Model), {
+        "Meta": meta, "url": UnicodeAttribute(hash_key=True), "n": CounterAttribute(),
+        "revision": VersionAttribute()})
+    with pytest.raises(ConfigurationError, match="CounterMixin"):
         Page("a").save()
 
 
