@@ -18,7 +18,8 @@ A model holding counter attributes takes :class:`CounterMixin` before
   ``None``) and raises the counters the same way, so an existing item's
   counters rise by ``delta`` and a new item's start at ``start``, with no read.
   A new instance of an ``AutoIncrementMixin`` model is the exception: it is
-  put (with its new ID) with its counters at ``start``;
+  put (with its new ID) with its counters at ``start``. An auto-increment
+  model's ``before_save`` and ``after_save`` signals are sent either way;
 - both send ``ReturnValues=ALL_NEW``, so the instance holds the stored
   counters afterwards.
 
@@ -37,7 +38,8 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from .exceptions import ConfigurationError
-from .mixin import AutoIncrementMixin
+from .mixin import AutoIncrementMixin, _claim
+from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
 
@@ -154,8 +156,14 @@ class CounterMixin(_Base):
                     for name, value in before.items():
                         setattr(self, name, value)
                     raise
+        if isinstance(self, AutoIncrementMixin):
+            # as AutoIncrementMixin.save() of an instance that has its ID: the signals, Meta.autoinc_track_explicit
+            _claim(self, type(self).autoinc_options(), False, "save")
         self.serialize(null_check=True)  # the checks a put would make (missing values, an unassigned ID)
-        return self.update(self._field_actions(fields), condition, add_version_condition=add_version_condition)
+        data = self.update(self._field_actions(fields), condition, add_version_condition=add_version_condition)
+        if isinstance(self, AutoIncrementMixin):
+            send_after_save(type(self), instance=self, is_new=False, operation="save")
+        return data
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:

@@ -10,7 +10,14 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import AutoIncrementMixin, ConfigurationError, CounterAttribute, CounterMixin
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    ConfigurationError,
+    CounterAttribute,
+    CounterMixin,
+    after_save,
+    before_save,
+)
 from pynamodb_autoinc.iam import required_actions
 
 
@@ -158,6 +165,25 @@ def test_with_auto_increment(make_model):
     assert order.edits == 2
     got = stored(Order, 1)
     assert (got.name, got.edits) == ("y", 2)
+
+
+@pytest.mark.modes("fast")
+def test_signals_on_update_path(make_model):
+    """save() of an existing auto-increment item, sent as an UpdateItem, still sends before_save and after_save."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute())
+    order = Order()
+    order.save()
+    seen = []
+
+    def before(sender: Any, instance: Any, is_new: bool, **_: Any) -> None:
+        seen.append(("before", is_new, instance.edits))
+
+    def after(sender: Any, instance: Any, is_new: bool, **_: Any) -> None:
+        seen.append(("after", is_new, instance.edits))
+
+    with before_save.connected_to(before, sender=Order), after_save.connected_to(after, sender=Order):
+        order.save()
+    assert seen == [("before", False, 0), ("after", False, 1)]
 
 
 @pytest.mark.modes("fast")
