@@ -29,7 +29,7 @@ import contextvars
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
@@ -42,7 +42,13 @@ from pynamodb.transactions import TransactWrite
 
 from ._options import options_for
 from .attributes import CounterMixin
-from .exceptions import ConfigurationError, HistoryWriteError, VersionConflictError
+from .exceptions import (
+    AutoIncrementError,
+    BulkSaveError,
+    ConfigurationError,
+    HistoryWriteError,
+    VersionConflictError,
+)
 from .mixin import AutoIncrementMixin
 
 _T = TypeVar("_T", bound="HistoryMixin")
@@ -196,6 +202,24 @@ class HistoryMixin(_Base):
     def get_delete_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         self._only_from_history("TransactWrite.delete()")
         return super().get_delete_kwargs_from_instance(*args, **kwargs)
+
+    @classmethod
+    def save_all(cls, instances: Iterable[Model]) -> None:
+        """Save the instances one by one, in order, each with :meth:`save` (its own transaction).
+
+        :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
+        """
+        items: List[Model] = list(instances)
+        saved: List[Model] = []
+        for item in items:
+            try:
+                item.save()
+            except AutoIncrementError as exc:
+                error = BulkSaveError(f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
+                                      exc.cause, cancellation_reasons=exc.cancellation_reasons)
+                error.saved, error.unsaved = saved, items[len(saved):]
+                raise error from exc
+            saved.append(item)
 
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:

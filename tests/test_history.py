@@ -16,6 +16,7 @@ from pynamodb.transactions import TransactWrite
 
 from pynamodb_autoinc import (
     AutoIncrementError,
+    BulkSaveError,
     ConfigurationError,
     CounterAttribute,
     CounterMixin,
@@ -205,6 +206,37 @@ def test_with_auto_increment(make_model, backend):
     assert doc.id == 1
     assert [(v.item, v.version, v.title) for v in Doc.history(1, consistent_read=True)] == [("1", 2, "b"),
                                                                                              ("1", 1, "a")]
+
+
+@pytest.mark.modes("fast")
+def test_save_all_records_versions(make_model, backend):
+    """save_all() of a history model saves each instance through save(): every one gets its version."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history)
+    old = Doc(title="old")
+    old.save()
+    new = Doc(title="new")
+    old.title = "old2"
+    Doc.save_all([old, new])
+    assert [v.version for v in Doc.history(old.id, consistent_read=True)] == [2, 1]
+    assert [(v.version, v.title) for v in Doc.history(new.id, consistent_read=True)] == [(1, "new")]
+
+
+@pytest.mark.modes("fast")
+def test_save_all_stops_at_conflict(make_model, backend):
+    """save_all() raises BulkSaveError at the first lost save, saying which instances landed."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    doc = Doc()
+    doc.save()
+    stale = Doc.get(doc.id, consistent_read=True)
+    doc.save()
+    first = Doc()
+    with pytest.raises(BulkSaveError) as raised:
+        Doc.save_all([first, stale])
+    assert raised.value.saved == [first] and raised.value.unsaved == [stale]
+    assert isinstance(raised.value.__cause__, VersionConflictError)
 
 
 @pytest.mark.modes("gapless")
