@@ -276,8 +276,8 @@ class HistoryMixin(_Base):
     def _write(self, config: _Config, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
         old = getattr(self, config.version)
         if deleted and old is None:
-            raise ConfigurationError(f"{type(self).__name__}.delete() of an instance never saved or read: "
-                                     "nothing to delete")
+            raise HistoryWriteError(f"{type(self).__name__}.delete() of an instance never saved or read has no "
+                                    "version to follow; read the item (Model.get) and delete that instance")
         new = (old or 0) + 1
         connection = type(self)._get_connection().connection
         deadline = time.monotonic() + RETRY_SECONDS

@@ -19,6 +19,7 @@ from pynamodb_autoinc import (
     before_save,
 )
 from pynamodb_autoinc.iam import required_actions
+from tests.test_faults import Faults
 
 
 def plain_model(backend: Any, **attrs: Any) -> Any:
@@ -243,3 +244,19 @@ def test_iam_names_update_item(backend):
     """The IAM helper grants UpdateItem on the table of a model with counters."""
     Page = plain_model(backend)
     assert required_actions(Page) == {Page.Meta.table_name: {"dynamodb:UpdateItem"}}
+
+
+def test_resent_update_counts_twice(backend):
+    """Documented at-least-once: an UpdateItem applied whose answer was lost is resent and raises the counter twice."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    fault = Faults(Page)
+    try:
+        fault.inject("UpdateItem", "drop-after-commit")
+        page.save()
+    finally:
+        fault.remove()
+    assert fault.count("UpdateItem") == 2
+    assert page.views == 2
+    assert stored(Page, "a").views == 2

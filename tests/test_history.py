@@ -26,6 +26,7 @@ from pynamodb_autoinc import (
 )
 from pynamodb_autoinc.iam import required_actions
 from tests.history_worker import build_models
+from tests.test_faults import Faults
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -174,6 +175,15 @@ def test_stale_delete_conflicts(backend):
         stale.delete()
     assert Page.get("a", consistent_read=True).revision == 2
     assert [v.version for v in fresh.versions(consistent_read=True)] == [2, 1]
+
+
+def test_delete_of_unread_instance_is_refused(backend):
+    """delete() of an instance never saved or read is refused (it has no version), and nothing is deleted."""
+    Page, _ = models(backend)
+    Page("a").save()
+    with pytest.raises(HistoryWriteError, match="never saved or read"):
+        Page("a").delete()
+    assert Page.count("a", consistent_read=True) == 1
 
 
 def test_recreating_deleted_key_is_refused(backend):
@@ -369,3 +379,24 @@ def test_eight_processes_save_the_same_items(tmp_path, local):
         assert sorted(stored) == list(range(1, last + 1))
         assert stored == {1: "created", **sent}
         assert Doc.get(key, consistent_read=True).revision == last
+
+
+def test_resent_transaction_is_idempotent(backend):
+    """A save whose transaction was applied but whose answer was lost is resent with the same token: it succeeds,
+    and writes one version."""
+    if backend.name == "moto":
+        pytest.skip("moto does not implement TransactWriteItems' ClientRequestToken idempotency; DynamoDB does")
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    fault = Faults(Page)
+    try:
+        fault.inject("TransactWriteItems", "drop-after-commit")
+        page.title = "y"
+        page.save()
+    finally:
+        fault.remove()
+    tokens = [token for op, token in fault.sent if op == "TransactWriteItems"]
+    assert len(tokens) == 2 and tokens[0] == tokens[1]
+    assert page.revision == 2
+    assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(2, "y"), (1, "x")]
