@@ -166,9 +166,12 @@ class HistoryMixin(_Base):
             except VersionConflictError as exc:
                 if merge is None or time.monotonic() > deadline:
                     raise
-                stored = type(self).get(*self._key_values(), consistent_read=True) if exc.current else None
-                if stored is None:
-                    raise
+                if exc.current is None:
+                    raise  # deleted: nothing to merge with
+                try:
+                    stored = type(self).get(*self._key_values(), consistent_read=True)
+                except type(self).DoesNotExist:
+                    raise exc from None  # deleted since the conflict: nothing to merge with
                 merge(self, stored)
                 setattr(self, config.version, getattr(stored, config.version))
 

@@ -133,6 +133,18 @@ def test_merge_retries(backend):
     assert [(v.version, v.title) for v in mine.versions(consistent_read=True)] == [(3, "B+A"), (2, "B"), (1, "x")]
 
 
+def test_merge_after_delete_raises(backend):
+    """With merge=, a save that lost to a delete raises VersionConflictError (current None), merge never called."""
+    Page, _ = models(backend)
+    Page("a").save()
+    mine, theirs = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    theirs.delete()
+    calls = []
+    with pytest.raises(VersionConflictError, match="deleted by another writer") as raised:
+        mine.save(merge=lambda me, stored: calls.append(stored))
+    assert raised.value.current is None and calls == []
+
+
 def test_new_instance_over_existing_item_conflicts(backend):
     """Saving a new instance (no version) over an existing item is refused, never overwrites."""
     Page, _ = models(backend)
