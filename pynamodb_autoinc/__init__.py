@@ -2,6 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .attributes import CounterAttribute, CounterMixin
 from .counter import NextId
 from .exceptions import (
     AutoIncrementError,
@@ -12,6 +13,7 @@ from .exceptions import (
     CounterError,
     CounterTableMissingError,
     CounterValueError,
+    HistoryWriteError,
     InvalidIdError,
     ItemExistsError,
     ItemWriteError,
@@ -20,8 +22,10 @@ from .exceptions import (
     SequenceMismatchError,
     TransactionCanceledError,
     UnassignedIdError,
+    VersionConflictError,
     WriteOutcomeUnknownError,
 )
+from .history import HistoryMixin
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions
 from .signals import after_save, before_save
@@ -38,9 +42,13 @@ __all__ = [
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",
+    "CounterAttribute",
     "CounterError",
+    "CounterMixin",
     "CounterTableMissingError",
     "CounterValueError",
+    "HistoryMixin",
+    "HistoryWriteError",
     "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
@@ -51,6 +59,7 @@ __all__ = [
     "SequenceOptions",
     "TransactionCanceledError",
     "UnassignedIdError",
+    "VersionConflictError",
     "WriteOutcomeUnknownError",
     "after_save",
     "before_save",

@@ -167,6 +167,18 @@ class TransactionCanceledError(AutoIncrementError, TransactWriteError):
     """A user's ``TransactWrite`` holding new auto-increment items was cancelled."""
 
 
+class HistoryWriteError(AutoIncrementError, TransactWriteError):
+    """A ``HistoryMixin`` save or delete was not written: the item and its history are unchanged."""
+
+
+class VersionConflictError(HistoryWriteError):
+    """Another writer saved (or deleted) the item first; ``attempted`` is the version this write would have
+    been, ``current`` the version stored now (None: deleted, or unknown)."""
+
+    attempted: Optional[int] = None
+    current: Optional[int] = None
+
+
 __all__ = [
     "AutoIncrementError",
     "BulkSaveError",
@@ -176,6 +188,7 @@ __all__ = [
     "CounterError",
     "CounterTableMissingError",
     "CounterValueError",
+    "HistoryWriteError",
     "InvalidIdError",
     "ItemExistsError",
     "ItemWriteError",
@@ -184,5 +197,6 @@ __all__ = [
     "SequenceMismatchError",
     "TransactionCanceledError",
     "UnassignedIdError",
+    "VersionConflictError",
     "WriteOutcomeUnknownError",
 ]

@@ -15,10 +15,41 @@ from typing import Any, Dict, List, Set, Type
 from pynamodb.models import Model
 
 from ._options import options_for
+from .attributes import CounterMixin, counters
+from .history import HistoryMixin
+from .mixin import AutoIncrementMixin
 
 
 def required_actions(model: Type[Model]) -> Dict[str, Set[str]]:
-    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included)."""
+    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included).
+
+    A model with counter attributes (:class:`~pynamodb_autoinc.CounterMixin`)
+    saves existing items, and raises its counters, with UpdateItem.
+    """
+    table = model.Meta.table_name
+    if issubclass(model, HistoryMixin):
+        return _history_actions(model)
+    updates = issubclass(model, CounterMixin) and bool(counters(model))
+    if not issubclass(model, AutoIncrementMixin):
+        return {table: {"dynamodb:UpdateItem"}} if updates else {table: {"dynamodb:PutItem"}}
+    actions = _autoinc_actions(model)
+    if updates:
+        actions[table].add("dynamodb:UpdateItem")
+    return actions
+
+
+def _history_actions(model: Type[Model]) -> Dict[str, Set[str]]:
+    # A transaction puts (or deletes) the item and puts its version; GetItem reads the item for merge=,
+    # GetItem and Query read versions.
+    table, history = model.Meta.table_name, model.Meta.history_model  # type: ignore[attr-defined]
+    actions = _autoinc_actions(model) if issubclass(model, AutoIncrementMixin) else {table: set()}
+    actions[table].update({"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"})
+    actions.setdefault(history.Meta.table_name, set()).update(
+        {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"})
+    return actions
+
+
+def _autoinc_actions(model: Type[Model]) -> Dict[str, Set[str]]:
     opts = options_for(model)
     table = model.Meta.table_name
     # PutItem writes the items (alone or in a transaction); GetItem settles a write whose answer was lost.

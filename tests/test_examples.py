@@ -12,6 +12,11 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 EXPECTED = {
+    "counter_attribute.py": ["new page: views=0 stock=100", "after a save and an update: views=2 stock=98",
+                             "a save from an unread instance: views=3", "ticket 1: edits=2"],
+    "history.py": ["bob lost version 3; the article is at revision 3",
+                   "bob merged: revision 4, 'Hello, world' / \"Bob's edit.\"", "v5: deleted", "v1: 'Hello' / None",
+                   "version 1 was 'Hello'"],
     "quickstart.py": ["User 'McCoy' got id 3", "Member counter after the refused save: 3 (no number spent)",
                       "In one TransactWrite: User#Ada=4, User#Bob=5"],
     "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'",

@@ -1,0 +1,201 @@
+"""``CounterAttribute``: a number the table raises on every write, like the AWS Java SDK's ``@DynamoDbAtomicCounter``.
+
+A model holding counter attributes takes :class:`CounterMixin` before
+``Model`` (and before ``AutoIncrementMixin``)::
+
+    class Page(CounterMixin, Model):
+        class Meta:
+            table_name = "pages"
+        url = UnicodeAttribute(hash_key=True)
+        title = UnicodeAttribute(null=True)
+        views = CounterAttribute()                    # 0, 1, 2, ...
+        stock = CounterAttribute(start=100, delta=-1)  # 100, 99, 98, ...
+
+- ``update(actions)`` adds ``SET views = if_not_exists(views, start - delta) + delta``
+  to the actions, unless they already name the counter;
+- ``save()`` is sent as an ``UpdateItem`` (never a ``PutItem``): it sets every
+  other attribute to the instance's value (removing the ones that are
+  ``None``) and raises the counters the same way, so an existing item's
+  counters rise by ``delta`` and a new item's start at ``start``, with no read.
+  A new instance of an ``AutoIncrementMixin`` model is the exception: it is
+  put (with its new ID) with its counters at ``start``. An auto-increment
+  model's ``before_save`` and ``after_save`` signals are sent either way;
+- both send ``ReturnValues=ALL_NEW``, so the instance holds the stored
+  counters afterwards.
+
+A counter rises at least once per write: when botocore resends a request
+whose answer was lost, the table may apply it twice and the counter rises
+by ``2 * delta``. The library does not guard against this (see the README).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Type, TypeVar
+
+from pynamodb.attributes import NumberAttribute
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
+
+from .exceptions import ConfigurationError
+from .mixin import AutoIncrementMixin, _claim
+from .signals import send_after_save
+
+_T = TypeVar("_T", bound=Model)
+
+if TYPE_CHECKING:
+    _Base = Model
+else:
+    _Base = object
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class CounterAttribute(NumberAttribute):
+    """A number attribute that every ``save()`` and ``update()`` raises by ``delta``, with no read.
+
+    A new item stores ``start``; each later write adds ``delta`` (negative
+    counts down). The attribute may be ``None`` on an instance that was never
+    written; it is never a key. Needs :class:`CounterMixin` on the model.
+    """
+
+    def __init__(self, *, start: int = 0, delta: int = 1, **kwargs: Any) -> None:
+        if not _is_int(start):
+            raise ConfigurationError(f"CounterAttribute(start={start!r}): start must be an integer, e.g. start=0")
+        if not _is_int(delta) or delta == 0:
+            raise ConfigurationError(
+                f"CounterAttribute(delta={delta!r}): delta must be a non-zero integer, e.g. 1 (or -1 to count down)"
+            )
+        if kwargs.get("hash_key") or kwargs.get("range_key"):
+            raise ConfigurationError("CounterAttribute cannot be a key: a key cannot change; use a NumberAttribute")
+        kwargs.setdefault("null", True)
+        super().__init__(**kwargs)
+        self.start = start
+        self.delta = delta
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        super().__set_name__(owner, name)
+        if isinstance(owner, type) and issubclass(owner, Model) and not issubclass(owner, CounterMixin):
+            raise ConfigurationError(
+                f"{owner.__name__}.{name} is a CounterAttribute, but {owner.__name__} does not take CounterMixin: "
+                f"a plain Model.save() would overwrite the counter; declare "
+                f"class {owner.__name__}(CounterMixin, ..., Model)"
+            )
+        if isinstance(owner, type) and issubclass(owner, CounterMixin):
+            mro = owner.__mro__
+            if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
+                raise ConfigurationError(
+                    f"{owner.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
+                    f"class {owner.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
+                    "start at their start value"
+                )
+
+    def raised(self) -> Action:
+        """The action raising this counter: ``SET c = if_not_exists(c, start - delta) + delta``."""
+        return self.set((self | (self.start - self.delta)) + self.delta)
+
+
+def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
+    """The counter attributes of ``model``, by Python attribute name."""
+    return {name: attr for name, attr in model.get_attributes().items() if isinstance(attr, CounterAttribute)}
+
+
+def _named(actions: Iterable[Action]) -> List[str]:
+    """The attribute names (in the table) the actions write."""
+    names = []
+    for action in actions:
+        path = action.values[0]
+        names.append(".".join(getattr(path, "path", [])))
+    return names
+
+
+class CounterMixin(_Base):
+    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``.
+
+    Put it first in the bases: ``class Page(CounterMixin, Model)`` or
+    ``class Order(CounterMixin, AutoIncrementMixin, Model)``.
+    """
+
+    def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
+               add_version_condition: bool = True) -> Any:
+        """``Model.update``, with every counter not named in ``actions`` raised by its delta.
+
+        The instance holds the stored values afterwards (``ALL_NEW``).
+        """
+        return super().update(self._with_counters(actions), condition, add_version_condition=add_version_condition)
+
+    def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
+                                        return_values_on_condition_failure: Optional[str] = None, *,
+                                        add_version_condition: bool = True) -> Dict[str, Any]:
+        # TransactWrite.update(): the counters rise there too.
+        return super().get_update_kwargs_from_instance(
+            self._with_counters(actions), condition, return_values_on_condition_failure,
+            add_version_condition=add_version_condition)
+
+    def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
+        """Write the instance in one ``UpdateItem`` that raises its counters (a new item's start at ``start``).
+
+        Every other attribute is set to the instance's value, or removed when
+        it is ``None``; attributes the model does not declare are left as
+        they are (a ``PutItem`` would have dropped them). A new instance of an
+        ``AutoIncrementMixin`` model is put instead, its counters at
+        ``start``. Returns the ``UpdateItem`` response.
+        """
+        fields = counters(type(self))
+        if isinstance(self, AutoIncrementMixin):
+            attribute = type(self).autoinc_options().attribute
+            if getattr(self, attribute) is None:
+                before = {name: getattr(self, name) for name in fields}
+                for name, attr in fields.items():
+                    setattr(self, name, attr.start)
+                try:
+                    return super().save(condition, add_version_condition=add_version_condition)
+                except BaseException:
+                    for name, value in before.items():
+                        setattr(self, name, value)
+                    raise
+        if isinstance(self, AutoIncrementMixin):
+            # as AutoIncrementMixin.save() of an instance that has its ID: the signals, Meta.autoinc_track_explicit
+            _claim(self, type(self).autoinc_options(), False, "save")
+        self.serialize(null_check=True)  # the checks a put would make (missing values, an unassigned ID)
+        data = self.update(self._field_actions(fields), condition, add_version_condition=add_version_condition)
+        if isinstance(self, AutoIncrementMixin):
+            send_after_save(type(self), instance=self, is_new=False, operation="save")
+        return data
+
+    @classmethod
+    def save_all(cls, instances: Iterable[Model]) -> None:
+        """``AutoIncrementMixin.save_all``: new instances are put with their counters at ``start``; the
+        others are then saved one by one with :meth:`save`, which raises their counters."""
+        if not issubclass(cls, AutoIncrementMixin):
+            raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
+        items = list(instances)
+        attribute = cls.autoinc_options().attribute
+        fresh = [item for item in items if getattr(item, attribute) is None]
+        for item in fresh:
+            for name, attr in counters(type(item)).items():
+                setattr(item, name, attr.start)
+        super().save_all(fresh)  # type: ignore[misc]
+        for item in items:
+            if not any(item is f for f in fresh):
+                item.save()
+
+    def _with_counters(self, actions: List[Action]) -> List[Action]:
+        named = set(_named(actions))
+        return list(actions) + [attr.raised() for attr in counters(type(self)).values() if attr.attr_name not in named]
+
+    def _field_actions(self, fields: Dict[str, CounterAttribute]) -> List[Action]:
+        cls = type(self)
+        skip = {cls._hash_keyname, cls._range_keyname, cls._version_attribute_name, *fields}
+        serialized = self.serialize(null_check=False)
+        actions: List[Action] = []
+        for name, attr in cls.get_attributes().items():
+            if name in skip:
+                continue
+            actions.append(attr.set(getattr(self, name)) if attr.attr_name in serialized else attr.remove())
+        return actions  # update() adds the counters
+
+
+__all__ = ["CounterAttribute", "CounterMixin", "counters"]

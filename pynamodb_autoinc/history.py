@@ -1,0 +1,354 @@
+"""``HistoryMixin``: every save of an item also writes its state, numbered 1, 2, 3, …, to a history model.
+
+The item's :class:`~pynamodb.attributes.VersionAttribute` is the version
+number. A save sends one ``TransactWriteItems`` holding the item's put
+(conditioned on the version it was read at, as PynamoDB's optimistic locking
+does) and the history put of the new version (conditioned on that version
+not existing), so the item and its history never disagree and no version is
+skipped. A save that lost to another writer raises
+:class:`~pynamodb_autoinc.VersionConflictError`, or, given ``merge=``, reads
+the stored item, lets the callback merge, and tries again.
+
+The history model is an ordinary PynamoDB model::
+
+    class PageVersion(Model):
+        class Meta:
+            table_name = "page-history"
+        item = UnicodeAttribute(hash_key=True)       # the item's key, as text
+        version = NumberAttribute(range_key=True)    # 1, 2, 3, …
+        deleted = BooleanAttribute(default=False)    # True: the tombstone of a delete()
+        title = UnicodeAttribute(null=True)          # copied from the item by name
+
+Every other attribute it declares is copied from the item attribute of the
+same name.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
+from weakref import WeakKeyDictionary
+
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.models import BatchWrite, Model
+from pynamodb.pagination import ResultIterator
+from pynamodb.transactions import TransactWrite
+
+from ._options import options_for
+from .attributes import CounterMixin
+from .exceptions import (
+    AutoIncrementError,
+    BulkSaveError,
+    ConfigurationError,
+    HistoryWriteError,
+    VersionConflictError,
+)
+from .mixin import AutoIncrementMixin
+
+_T = TypeVar("_T", bound="HistoryMixin")
+
+if TYPE_CHECKING:
+    _Base = Model
+else:
+    _Base = object
+
+#: How long a save keeps resending a transaction that DynamoDB cancelled for a concurrent transaction
+#: (``TransactionConflict``), or retrying merges, before giving up.
+RETRY_SECONDS = 30.0
+
+Merge = Callable[[Any, Any], None]
+
+# Set while HistoryMixin builds its own transaction: any other write of the item would skip its history.
+_writing: contextvars.ContextVar[bool] = contextvars.ContextVar("autoinc_history_writing", default=False)
+
+
+class _Config:
+    """What a model's history needs, checked once."""
+
+    def __init__(self, model: Type[Model]) -> None:
+        history = getattr(model.Meta, "history_model", None)
+        if not (isinstance(history, type) and issubclass(history, Model)):
+            raise ConfigurationError(
+                f"{model.__name__} takes HistoryMixin but Meta.history_model is {history!r}; set it to the "
+                "PynamoDB model storing the versions (see HistoryMixin)")
+        version = model._version_attribute_name
+        if version is None:
+            raise ConfigurationError(
+                f"{model.__name__} takes HistoryMixin but has no VersionAttribute; its version is the history's "
+                "version number: declare revision = VersionAttribute()")
+        if version == "version":
+            raise ConfigurationError(
+                f"{model.__name__}.version is its VersionAttribute, which hides HistoryMixin's version(n); "
+                "rename it and keep the stored name: revision = VersionAttribute(attr_name='version')")
+        attrs = history.get_attributes()
+        hash_name, range_name = history._hash_keyname, history._range_keyname
+        if hash_name is None or not isinstance(attrs[hash_name], UnicodeAttribute):
+            raise ConfigurationError(
+                f"{history.__name__} (history of {model.__name__}) needs a UnicodeAttribute hash key to hold "
+                "the item's key, e.g. item = UnicodeAttribute(hash_key=True)")
+        if range_name is None or not isinstance(attrs[range_name], NumberAttribute):
+            raise ConfigurationError(
+                f"{history.__name__} (history of {model.__name__}) needs a NumberAttribute range key to hold "
+                "the version, e.g. version = NumberAttribute(range_key=True)")
+        if not isinstance(attrs.get("deleted"), BooleanAttribute):
+            raise ConfigurationError(
+                f"{history.__name__} (history of {model.__name__}) needs deleted = BooleanAttribute(default=False) "
+                "to mark the tombstone a delete() records")
+        if issubclass(model, AutoIncrementMixin):
+            opts = options_for(model)
+            if opts.gapless or opts.strategy == "query":
+                raise ConfigurationError(
+                    f"{model.__name__}: HistoryMixin needs a new item's ID before its transaction is sent, and a "
+                    "gapless or query-strategy ID can change when the transaction is resent; use fast mode "
+                    "(Meta.autoinc_gapless = False) or blocks")
+        if issubclass(model, CounterMixin):
+            raise ConfigurationError(
+                f"{model.__name__} takes both HistoryMixin and CounterMixin, which write the item in different "
+                "requests (a transaction, an UpdateItem); use one of them")
+        self.history: Type[Model] = history
+        self.version = version
+        self.hash_name, self.range_name = hash_name, range_name
+        item_attrs = model.get_attributes()
+        self.copied = [name for name in attrs if name not in (hash_name, range_name, "deleted") and name in item_attrs]
+
+
+_CONFIGS: WeakKeyDictionary[type, _Config] = WeakKeyDictionary()
+
+
+def _config(model: Type[Model]) -> _Config:
+    config = _CONFIGS.get(model)
+    if config is None:
+        config = _CONFIGS[model] = _Config(model)
+    return config
+
+
+def item_key(hash_key: Any, range_key: Any = None) -> str:
+    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON."""
+    if range_key is None:
+        return str(hash_key)
+    return json.dumps([hash_key, range_key], default=str)
+
+
+class HistoryMixin(_Base):
+    """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
+
+    Put it first in the bases (``class Page(HistoryMixin, Model)``, or before
+    ``AutoIncrementMixin``), declare a ``VersionAttribute`` (not named
+    ``version``, which would hide :meth:`version`) and name the history
+    model in ``Meta.history_model``.
+    """
+
+    def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
+             merge: Optional[Merge] = None) -> Dict[str, Any]:
+        """Write the item and its new version in one transaction.
+
+        :param merge: called as ``merge(mine, stored)`` when another writer
+            saved first: update ``mine`` from ``stored`` (the item as it is
+            now); the save is then tried again on top of the stored version.
+        :raises VersionConflictError: another writer saved first (and no ``merge``)
+        :raises HistoryWriteError: the transaction failed otherwise (``condition``, a recreated key, ...)
+        """
+        if not add_version_condition:
+            raise ConfigurationError(
+                f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
+                "version; a history save always checks the version (pass merge= to resolve conflicts)")
+        config = _config(type(self))
+        deadline = time.monotonic() + RETRY_SECONDS
+        while True:
+            try:
+                return self._write(config, condition, deleted=False)
+            except VersionConflictError as exc:
+                if merge is None or time.monotonic() > deadline:
+                    raise
+                if exc.current is None:
+                    raise  # deleted: nothing to merge with
+                try:
+                    stored = type(self).get(*self._key_values(), consistent_read=True)
+                except type(self).DoesNotExist:
+                    raise exc from None  # deleted since the conflict: nothing to merge with
+                merge(self, stored)
+                setattr(self, config.version, getattr(stored, config.version))
+
+    def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
+        """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
+
+        :raises VersionConflictError: the item was saved by another writer since it was read
+        """
+        if not add_version_condition:
+            raise ConfigurationError(
+                f"{type(self).__name__}.delete(add_version_condition=False): a history delete always checks the "
+                "version, so its tombstone follows the state it deletes")
+        config = _config(type(self))
+        return self._write(config, condition, deleted=True)
+
+    def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
+               add_version_condition: bool = True) -> Any:
+        """Refused: an ``UpdateItem`` would raise the version without recording it; set the attributes and
+        call :meth:`save`."""
+        raise HistoryWriteError(f"{type(self).__name__}.update() would change the item without recording a "
+                                "version; set the attributes on the instance and call save()")
+
+    def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.save()")
+        return super().get_save_kwargs_from_instance(*args, **kwargs)
+
+    def get_update_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.update()")
+        return super().get_update_kwargs_from_instance(*args, **kwargs)
+
+    def get_delete_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        self._only_from_history("TransactWrite.delete()")
+        return super().get_delete_kwargs_from_instance(*args, **kwargs)
+
+    @classmethod
+    def save_all(cls, instances: Iterable[Model]) -> None:
+        """Save the instances one by one, in order, each with :meth:`save` (its own transaction).
+
+        :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
+        """
+        items: List[Model] = list(instances)
+        saved: List[Model] = []
+        for item in items:
+            try:
+                item.save()
+            except AutoIncrementError as exc:
+                error = BulkSaveError(f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
+                                      exc.cause, cancellation_reasons=exc.cancellation_reasons)
+                error.saved, error.unsaved = saved, items[len(saved):]
+                raise error from exc
+            saved.append(item)
+
+    @classmethod
+    def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
+        """Refused: a batch write cannot carry the version condition nor the history put."""
+        raise HistoryWriteError(f"{cls.__name__}.batch_write() cannot record versions (no condition, no "
+                                "transaction); save the instances one by one with save()")
+
+    def history_key(self) -> str:
+        """The key this item's versions are stored under in the history model."""
+        return item_key(*self._key_values())
+
+    def versions(self, *, consistent_read: bool = False, page_size: Optional[int] = None) -> ResultIterator[Any]:
+        """This item's versions, newest first (a paged PynamoDB iterator of history model instances)."""
+        return type(self).history(*self._key_values(), consistent_read=consistent_read, page_size=page_size)
+
+    def version(self, number: int, *, consistent_read: bool = False) -> Any:
+        """Version ``number`` of this item, a history model instance.
+
+        :raises DoesNotExist: (the history model's) there is no such version
+        """
+        history = _config(type(self)).history
+        return history.get(self.history_key(), number, consistent_read=consistent_read)
+
+    @classmethod
+    def history(cls, hash_key: Any, range_key: Any = None, *, consistent_read: bool = False,
+                page_size: Optional[int] = None, last_evaluated_key: Optional[Dict[str, Any]] = None,
+                ) -> ResultIterator[Any]:
+        """The versions of the item with this key, newest first; a paged iterator (``last_evaluated_key``)."""
+        history = _config(cls).history
+        return history.query(item_key(hash_key, range_key), scan_index_forward=False,
+                             consistent_read=consistent_read, page_size=page_size,
+                             last_evaluated_key=last_evaluated_key)
+
+    # -- internals --------------------------------------------------------------
+
+    def _only_from_history(self, what: str) -> None:
+        if not _writing.get():
+            raise HistoryWriteError(f"{what} of a {type(self).__name__} would change the item without recording "
+                                    "a version; use its save() or delete(), which write both in one transaction")
+
+    def _key_values(self) -> Tuple[Any, Any]:
+        cls = type(self)
+        return (getattr(self, cls._hash_keyname or ""),
+                getattr(self, cls._range_keyname) if cls._range_keyname else None)
+
+    def _record(self, config: _Config, version: int, deleted: bool) -> Model:
+        record = config.history()
+        setattr(record, config.range_name, version)
+        record.deleted = deleted  # type: ignore[attr-defined]
+        for name in config.copied:
+            setattr(record, name, None if deleted else getattr(self, name))
+        return record
+
+    def _write(self, config: _Config, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
+        old = getattr(self, config.version)
+        if deleted and old is None:
+            raise HistoryWriteError(f"{type(self).__name__}.delete() of an instance never saved or read has no "
+                                    "version to follow; read the item (Model.get) and delete that instance")
+        new = (old or 0) + 1
+        connection = type(self)._get_connection().connection
+        deadline = time.monotonic() + RETRY_SECONDS
+        while True:
+            # one token per attempt: botocore's resends of this request are idempotent
+            tx = TransactWrite(connection=connection, client_request_token=uuid.uuid4().hex)
+            token = _writing.set(True)
+            try:
+                with tx:
+                    if deleted:
+                        tx.delete(self, condition=condition)
+                    else:
+                        tx.save(self, condition=condition, return_values="ALL_OLD")
+                    record = self._record(config, new, deleted)
+                    setattr(record, config.hash_name, self.history_key())
+                    tx.save(record, condition=config.history.get_attributes()[config.range_name].does_not_exist())
+            except TransactWriteError as exc:
+                reasons = exc.cancellation_reasons or []
+                codes = [r.code if r is not None else None for r in reasons]
+                if "TransactionConflict" in codes and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                    continue  # a concurrent transaction held the item: not lost yet, send again
+                raise self._failure(config, exc, codes, old, new, deleted) from exc
+            finally:
+                _writing.reset(token)
+            if deleted:
+                setattr(self, config.version, new)
+            return {}
+
+    def _failure(self, config: _Config, exc: TransactWriteError, codes: list, old: Optional[int],
+                 new: int, deleted: bool) -> Exception:
+        name = f"{type(self).__name__} {self.history_key()!r}"
+        if codes and codes[0] == "ConditionalCheckFailed" and deleted:
+            error = VersionConflictError(
+                f"{name}: delete (tombstone version {new}) lost: the item was saved or deleted by another writer "
+                f"since this instance was read at version {old}, or the condition passed did not hold; "
+                "nothing was deleted; read the item again", exc)
+            error.attempted, error.current = new, None
+            return error
+        if codes and codes[0] == "ConditionalCheckFailed":
+            raw = exc.cancellation_reasons[0].raw_item if exc.cancellation_reasons[0] else None
+            version_attr = type(self).get_attributes()[config.version].attr_name
+            current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
+            if current is not None and current != old:
+                error = VersionConflictError(
+                    f"{name}: lost version {new} to another writer; the item is at version {current}, this "
+                    f"instance was read at version {old}; read the item again, or pass merge= to save() to "
+                    "merge and retry", exc)
+                error.attempted, error.current = new, current
+                return error
+            if old is None and raw:
+                error = VersionConflictError(
+                    f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
+                    "instance, or pass merge= to save()", exc)
+                error.attempted, error.current = new, current
+                return error
+            if old is not None and not raw:
+                error = VersionConflictError(
+                    f"{name}: version {new} lost: the item was deleted by another writer", exc)
+                error.attempted, error.current = new, None
+                return error
+            return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
+        if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+            return HistoryWriteError(
+                f"{name}: version {new} is already in {config.history.__name__}: the key was deleted and is "
+                "being created again, or the history was written outside HistoryMixin; a deleted key's "
+                "history ends with its tombstone, so give the new item another key", exc)
+        return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
+
+
+__all__ = ["HistoryMixin", "item_key"]

@@ -1,0 +1,262 @@
+"""CounterAttribute: a number raised by every save() and update(), with no read (on moto and DynamoDB Local)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.exceptions import UpdateError
+from pynamodb.models import Model
+from pynamodb.transactions import TransactWrite
+
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    ConfigurationError,
+    CounterAttribute,
+    CounterMixin,
+    after_save,
+    before_save,
+)
+from pynamodb_autoinc.iam import required_actions
+from tests.test_faults import Faults
+
+
+def plain_model(backend: Any, **attrs: Any) -> Any:
+    """A plain ``CounterMixin, Model`` keyed by a string, its table created."""
+    meta = type("Meta", (), {"table_name": backend.table_name("page"), **backend.meta})
+    model = type("Page", (CounterMixin, Model), {
+        "Meta": meta, "url": UnicodeAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "views": CounterAttribute(), **attrs})
+    backend.create(model)
+    return model
+
+
+def stored(model: Any, key: Any) -> Any:
+    return model.get(key, consistent_read=True)
+
+
+def test_new_item_starts_at_start(backend):
+    """The first save() of a new item stores the counter's start value."""
+    Page = plain_model(backend, stock=CounterAttribute(start=100, delta=-1))
+    page = Page("a")
+    page.save()
+    assert (page.views, page.stock) == (0, 100)
+    assert (stored(Page, "a").views, stored(Page, "a").stock) == (0, 100)
+
+
+def test_save_of_existing_item_raises_by_delta(backend):
+    """Each save() of an existing item raises the counter by its delta, and the instance holds the stored value."""
+    Page = plain_model(backend, stock=CounterAttribute(start=100, delta=-1))
+    page = Page("a")
+    page.save()
+    page.save()
+    page.save()
+    assert (page.views, page.stock) == (2, 98)
+    assert (stored(Page, "a").views, stored(Page, "a").stock) == (2, 98)
+
+
+def test_save_does_not_trust_a_stale_instance(backend):
+    """A save() from an instance holding an old counter value raises the stored value, it does not write its own."""
+    Page = plain_model(backend)
+    first, second = Page("a"), Page("a")
+    first.save()
+    second.save()
+    first.save()
+    assert first.views == 2
+    assert stored(Page, "a").views == 2
+
+
+def test_save_sends_no_read(backend, requests):
+    """save() of an existing item is one UpdateItem: no GetItem, no PutItem."""
+    Page = plain_model(backend)
+    Page("a").save()
+    requests.clear()
+    page = Page("a", title="t")
+    page.save()
+    assert [op for op, _ in requests] == ["UpdateItem"]
+
+
+def test_save_writes_and_removes_other_attributes(backend):
+    """save() sets the other attributes to the instance's values and removes those that are None."""
+    Page = plain_model(backend)
+    Page("a", title="old").save()
+    page = stored(Page, "a")
+    page.title = "new"
+    page.save()
+    assert stored(Page, "a").title == "new"
+    page.title = None
+    page.save()
+    assert stored(Page, "a").title is None
+    assert stored(Page, "a").views == 2
+
+
+def test_update_raises_counter(backend):
+    """update() of another attribute raises the counter too, and the instance reflects both."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    page.update(actions=[Page.title.set("hello")])
+    assert (page.title, page.views) == ("hello", 1)
+    assert stored(Page, "a").views == 1
+
+
+def test_update_naming_the_counter_wins(backend):
+    """An update() whose actions set the counter itself is sent as given (the counter is not raised twice)."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    page.update(actions=[Page.views.set(40)])
+    assert page.views == 40
+    assert stored(Page, "a").views == 40
+
+
+def test_update_of_missing_item_starts_counter(backend):
+    """update() creating an item (DynamoDB upserts) gives the new item its counter at start."""
+    Page = plain_model(backend, stock=CounterAttribute(start=10, delta=5))
+    page = Page("b")
+    page.update(actions=[Page.title.set("x")])
+    assert page.stock == 10
+    assert stored(Page, "b").stock == 10
+
+
+def test_condition_failure_leaves_counter(backend):
+    """A save() whose condition fails raises UpdateError and leaves the stored counter alone."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    with pytest.raises(UpdateError):
+        page.save(condition=Page.title == "nope")
+    assert stored(Page, "a").views == 0
+
+
+def test_transact_update_raises_counter(backend):
+    """TransactWrite.update() raises the counter as update() does."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    with TransactWrite(connection=Page._get_connection().connection) as tx:
+        tx.update(page, actions=[Page.title.set("t")])
+    assert stored(Page, "a").views == 1
+
+
+def test_with_version_attribute(backend):
+    """With a VersionAttribute, save() is conditioned on the version: a stale instance is refused, counter unchanged."""
+    Page = plain_model(backend, version=VersionAttribute())
+    page = Page("a")
+    page.save()
+    stale = stored(Page, "a")
+    page.save()
+    assert (page.version, page.views) == (2, 1)
+    with pytest.raises(UpdateError):
+        stale.save()
+    assert (stored(Page, "a").version, stored(Page, "a").views) == (2, 1)
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_with_auto_increment(make_model):
+    """With AutoIncrementMixin, a new item gets its ID and the start value; a later save raises the counter."""
+    Order = make_model("Order", bases=(CounterMixin,), name=UnicodeAttribute(null=True),
+                       edits=CounterAttribute(start=1))
+    order = Order(name="x")
+    order.save()
+    assert (order.id, order.edits) == (1, 1)
+    order.name = "y"
+    order.save()
+    assert order.edits == 2
+    got = stored(Order, 1)
+    assert (got.name, got.edits) == ("y", 2)
+
+
+@pytest.mark.modes("fast")
+def test_signals_on_update_path(make_model):
+    """save() of an existing auto-increment item, sent as an UpdateItem, still sends before_save and after_save."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute())
+    order = Order()
+    order.save()
+    seen = []
+
+    def before(sender: Any, instance: Any, is_new: bool, **_: Any) -> None:
+        seen.append(("before", is_new, instance.edits))
+
+    def after(sender: Any, instance: Any, is_new: bool, **_: Any) -> None:
+        seen.append(("after", is_new, instance.edits))
+
+    with before_save.connected_to(before, sender=Order), after_save.connected_to(after, sender=Order):
+        order.save()
+    assert seen == [("before", False, 0), ("after", False, 1)]
+
+
+@pytest.mark.modes("fast")
+def test_save_all_with_auto_increment(make_model):
+    """save_all(): new instances start at start, existing ones are raised by delta."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute())
+    old = Order()
+    old.save()
+    new = Order()
+    Order.save_all([new, old])
+    assert (new.edits, old.edits) == (0, 1)
+    assert (stored(Order, new.id).edits, stored(Order, old.id).edits) == (0, 1)
+
+
+def test_failed_new_auto_increment_save_restores_counter(backend):
+    """A new auto-increment instance whose put is refused keeps its counter as it was (None)."""
+    meta = type("Meta", (), {"table_name": backend.table_name("order"), **backend.meta})
+    Order: Any = type("Order", (CounterMixin, AutoIncrementMixin, Model), {
+        "Meta": meta, "id": NumberAttribute(hash_key=True), "n": CounterAttribute()})
+    backend.counter(model=Order)
+    backend.create(Order)
+    order = Order()
+    with pytest.raises(Exception):  # noqa: B017 - any refusal: the point is what the instance holds after
+        order.save(condition=Order.n == 5)
+    assert order.n is None
+
+
+def test_model_without_mixin_is_refused():
+    """A CounterAttribute on a model without CounterMixin is refused when the class is made, naming the fix."""
+    with pytest.raises((ConfigurationError, RuntimeError)) as raised:
+        type("Bad", (Model,), {"Meta": type("Meta", (), {"table_name": "t"}),
+                               "k": UnicodeAttribute(hash_key=True), "n": CounterAttribute()})
+    error = raised.value if isinstance(raised.value, ConfigurationError) else raised.value.__cause__
+    assert isinstance(error, ConfigurationError)
+    assert "class Bad(CounterMixin" in str(error)
+
+
+def test_mixin_after_auto_increment_is_refused():
+    """CounterMixin placed after AutoIncrementMixin is refused: a new item would miss its start value."""
+    with pytest.raises((ConfigurationError, RuntimeError)) as raised:
+        type("Bad", (AutoIncrementMixin, CounterMixin, Model), {
+            "Meta": type("Meta", (), {"table_name": "t"}), "id": NumberAttribute(hash_key=True),
+            "n": CounterAttribute()})
+    error = raised.value if isinstance(raised.value, ConfigurationError) else raised.value.__cause__
+    assert "before AutoIncrementMixin" in str(error)
+
+
+@pytest.mark.parametrize("kwargs", [{"delta": 0}, {"delta": 1.5}, {"start": "0"}, {"start": True},
+                                    {"hash_key": True}])
+def test_bad_arguments(kwargs):
+    """start and delta must be integers (delta non-zero), and a counter cannot be a key."""
+    with pytest.raises(ConfigurationError):
+        CounterAttribute(**kwargs)
+
+
+def test_iam_names_update_item(backend):
+    """The IAM helper grants UpdateItem on the table of a model with counters."""
+    Page = plain_model(backend)
+    assert required_actions(Page) == {Page.Meta.table_name: {"dynamodb:UpdateItem"}}
+
+
+def test_resent_update_counts_twice(backend):
+    """Documented at-least-once: an UpdateItem applied whose answer was lost is resent and raises the counter twice."""
+    Page = plain_model(backend)
+    page = Page("a")
+    page.save()
+    fault = Faults(Page)
+    try:
+        fault.inject("UpdateItem", "drop-after-commit")
+        page.save()
+    finally:
+        fault.remove()
+    assert fault.count("UpdateItem") == 2
+    assert page.views == 2
+    assert stored(Page, "a").views == 2

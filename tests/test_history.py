@@ -1,0 +1,414 @@
+"""HistoryMixin: every save writes the item's state as version 1, 2, 3, … in one transaction with the item."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+import pytest
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.models import Model
+from pynamodb.transactions import TransactWrite
+
+from pynamodb_autoinc import (
+    AutoIncrementError,
+    BulkSaveError,
+    ConfigurationError,
+    CounterAttribute,
+    CounterMixin,
+    HistoryMixin,
+    HistoryWriteError,
+    VersionConflictError,
+)
+from pynamodb_autoinc.iam import required_actions
+from tests.history_worker import build_models
+from tests.test_faults import Faults
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def history_model(backend: Any) -> Any:
+    meta = type("Meta", (), {"table_name": backend.table_name("page-history"), **backend.meta})
+    model = type("PageVersion", (Model,), {
+        "Meta": meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(model)
+    return model
+
+
+def models(backend: Any) -> Tuple[Any, Any]:
+    """A ``Page`` keyed by url, with title and version, and its history model."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history, **backend.meta})
+    page = type("Page", (HistoryMixin, Model), {
+        "Meta": meta, "url": UnicodeAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(page)
+    return page, history
+
+
+def test_first_save_is_version_one(backend):
+    """The item's creation is version 1, stored in the history with its state."""
+    Page, _ = models(backend)
+    page = Page("a", title="one")
+    page.save()
+    assert page.revision == 1
+    first = page.version(1, consistent_read=True)
+    assert (first.item, first.version, first.title, first.deleted) == ("a", 1, "one", False)
+
+
+def test_versions_follow_saves(backend):
+    """Each save adds the next version holding the state saved; versions() lists them newest first."""
+    Page, _ = models(backend)
+    page = Page("a", title="t1")
+    for title in ("t1", "t2", "t3"):
+        page.title = title
+        page.save()
+    assert Page.get("a", consistent_read=True).revision == 3
+    assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(3, "t3"), (2, "t2"), (1, "t1")]
+
+
+def test_history_classmethod_pages(backend):
+    """Model.history(key) is a paged iterator, newest first, resumable from last_evaluated_key."""
+    Page, _ = models(backend)
+    page = Page("a")
+    for n in range(5):
+        page.title = str(n)
+        page.save()
+    pages = Page.history("a", page_size=2, consistent_read=True)
+    first_two = [next(pages).version, next(pages).version]
+    assert first_two == [5, 4]
+    rest = Page.history("a", consistent_read=True, last_evaluated_key=pages.last_evaluated_key)
+    assert [v.version for v in rest] == [3, 2, 1]
+
+
+def test_stale_save_raises_version_conflict(backend):
+    """A save from an instance read before another writer's save raises VersionConflictError naming both versions."""
+    Page, _ = models(backend)
+    Page("a", title="x").save()
+    mine, theirs = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    theirs.title = "theirs"
+    theirs.save()
+    mine.title = "mine"
+    with pytest.raises(VersionConflictError) as raised:
+        mine.save()
+    assert (raised.value.attempted, raised.value.current) == (2, 2)
+    assert "lost version 2 to another writer; the item is at version 2" in str(raised.value)
+    assert isinstance(raised.value, AutoIncrementError)
+    assert [(v.version, v.title) for v in Page("a").versions(consistent_read=True)] == [(2, "theirs"), (1, "x")]
+
+
+def test_conflict_leaves_instance_version(backend):
+    """A save that lost keeps the version the instance was read at."""
+    Page, _ = models(backend)
+    Page("a").save()
+    mine, theirs = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    theirs.save()
+    with pytest.raises(VersionConflictError):
+        mine.save()
+    assert mine.revision == 1
+
+
+def test_merge_retries(backend):
+    """With merge=, a lost save calls merge(mine, stored) and is saved as the next version."""
+    Page, _ = models(backend)
+    Page("a", title="x").save()
+    mine, theirs = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    theirs.title = "B"
+    theirs.save()
+    mine.title = "A"
+    seen = []
+
+    def merge(me: Any, stored: Any) -> None:
+        seen.append(stored.revision)
+        me.title = f"{stored.title}+{me.title}"
+
+    mine.save(merge=merge)
+    assert seen == [2]
+    assert mine.revision == 3
+    assert [(v.version, v.title) for v in mine.versions(consistent_read=True)] == [(3, "B+A"), (2, "B"), (1, "x")]
+
+
+def test_merge_after_delete_raises(backend):
+    """With merge=, a save that lost to a delete raises VersionConflictError (current None), merge never called."""
+    Page, _ = models(backend)
+    Page("a").save()
+    mine, theirs = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    theirs.delete()
+    calls = []
+    with pytest.raises(VersionConflictError, match="deleted by another writer") as raised:
+        mine.save(merge=lambda me, stored: calls.append(stored))
+    assert raised.value.current is None and calls == []
+
+
+def test_new_instance_over_existing_item_conflicts(backend):
+    """Saving a new instance (no version) over an existing item is refused, never overwrites."""
+    Page, _ = models(backend)
+    Page("a", title="first").save()
+    with pytest.raises(VersionConflictError) as raised:
+        Page("a", title="second").save()
+    assert raised.value.current == 1
+    assert Page.get("a", consistent_read=True).title == "first"
+
+
+def test_condition_failure(backend):
+    """A failing condition= raises HistoryWriteError (not a conflict) and writes no version."""
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    with pytest.raises(HistoryWriteError) as raised:
+        page.save(condition=Page.title == "nope")
+    assert not isinstance(raised.value, VersionConflictError)
+    assert [v.version for v in page.versions(consistent_read=True)] == [1]
+
+
+def test_delete_records_tombstone(backend):
+    """delete() removes the item and records the next version as a tombstone (deleted=True, no state)."""
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    page.delete()
+    assert Page.count("a", consistent_read=True) == 0
+    tomb = Page("a").version(2, consistent_read=True)
+    assert (tomb.deleted, tomb.title) == (True, None)
+
+
+def test_stale_delete_conflicts(backend):
+    """delete() from an instance read before another save is refused: nothing deleted, no tombstone."""
+    Page, _ = models(backend)
+    Page("a").save()
+    stale, fresh = Page.get("a", consistent_read=True), Page.get("a", consistent_read=True)
+    fresh.save()
+    with pytest.raises(VersionConflictError):
+        stale.delete()
+    assert Page.get("a", consistent_read=True).revision == 2
+    assert [v.version for v in fresh.versions(consistent_read=True)] == [2, 1]
+
+
+def test_delete_of_unread_instance_is_refused(backend):
+    """delete() of an instance never saved or read is refused (it has no version), and nothing is deleted."""
+    Page, _ = models(backend)
+    Page("a").save()
+    with pytest.raises(HistoryWriteError, match="never saved or read"):
+        Page("a").delete()
+    assert Page.count("a", consistent_read=True) == 1
+
+
+def test_recreating_deleted_key_is_refused(backend):
+    """After a delete, a new item under the same key is refused: its history ends with the tombstone."""
+    Page, _ = models(backend)
+    page = Page("a")
+    page.save()
+    page.delete()
+    with pytest.raises(HistoryWriteError, match="already in PageVersion"):
+        Page("a").save()
+
+
+def test_last_write_wins_is_refused(backend):
+    """save(add_version_condition=False) is refused: two saves could claim one version."""
+    Page, _ = models(backend)
+    with pytest.raises(ConfigurationError, match="always checks the version"):
+        Page("a").save(add_version_condition=False)
+
+
+@pytest.mark.modes("fast", "block")
+def test_with_auto_increment(make_model, backend):
+    """An auto-increment item's history is stored under its new ID."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history)
+    doc = Doc(title="a")
+    doc.save()
+    doc.title = "b"
+    doc.save()
+    assert doc.id == 1
+    assert [(v.item, v.version, v.title) for v in Doc.history(1, consistent_read=True)] == [("1", 2, "b"),
+                                                                                             ("1", 1, "a")]
+
+
+@pytest.mark.modes("fast")
+def test_save_all_records_versions(make_model, backend):
+    """save_all() of a history model saves each instance through save(): every one gets its version."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history)
+    old = Doc(title="old")
+    old.save()
+    new = Doc(title="new")
+    old.title = "old2"
+    Doc.save_all([old, new])
+    assert [v.version for v in Doc.history(old.id, consistent_read=True)] == [2, 1]
+    assert [(v.version, v.title) for v in Doc.history(new.id, consistent_read=True)] == [(1, "new")]
+
+
+@pytest.mark.modes("fast")
+def test_save_all_stops_at_conflict(make_model, backend):
+    """save_all() raises BulkSaveError at the first lost save, saying which instances landed."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    doc = Doc()
+    doc.save()
+    stale = Doc.get(doc.id, consistent_read=True)
+    doc.save()
+    first = Doc()
+    with pytest.raises(BulkSaveError) as raised:
+        Doc.save_all([first, stale])
+    assert raised.value.saved == [first] and raised.value.unsaved == [stale]
+    assert isinstance(raised.value.__cause__, VersionConflictError)
+
+
+@pytest.mark.modes("gapless")
+def test_gapless_auto_increment_is_refused(make_model, backend):
+    """A gapless auto-increment model is refused: its ID may change when its transaction is resent."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    with pytest.raises(ConfigurationError, match="fast mode"):
+        Doc().save()
+
+
+def test_range_key_item(backend):
+    """An item with a range key keeps its history under both keys, as JSON."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": backend.table_name("thread"), "history_model": history, **backend.meta})
+    Post: Any = type("Post", (HistoryMixin, Model), {
+        "Meta": meta, "forum": UnicodeAttribute(hash_key=True), "n": NumberAttribute(range_key=True),
+        "title": UnicodeAttribute(null=True), "revision": VersionAttribute()})
+    backend.create(Post)
+    Post("f", 7, title="x").save()
+    assert [v.item for v in Post.history("f", 7, consistent_read=True)] == ['["f", 7]']
+
+
+@pytest.mark.parametrize("missing, message", [
+    ("history_model", "Meta.history_model"), ("version", "VersionAttribute"), ("deleted", "deleted = BooleanAttribute"),
+])
+def test_configuration_errors(backend, missing, message):
+    """A model without a history model, without a VersionAttribute, or a history without deleted, is refused."""
+    hist_attrs = {"item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True)}
+    if missing != "deleted":
+        hist_attrs["deleted"] = BooleanAttribute(default=False)
+    history = type("H", (Model,), {"Meta": type("Meta", (), {"table_name": "h", **backend.meta}), **hist_attrs})
+    meta = {"table_name": "p", **backend.meta}
+    if missing != "history_model":
+        meta["history_model"] = history
+    attrs: Dict[str, Any] = {"url": UnicodeAttribute(hash_key=True)}
+    if missing != "version":
+        attrs["revision"] = VersionAttribute()
+    Page: Any = type("Page", (HistoryMixin, Model), {"Meta": type("Meta", (), meta), **attrs})
+    with pytest.raises(ConfigurationError, match=message):
+        Page("a").save()
+
+
+def test_version_attribute_named_version_is_refused(backend):
+    """A VersionAttribute named ``version`` would hide instance.version(n): refused, naming attr_name as the fix."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": "p", "history_model": history, **backend.meta})
+    Page: Any = type("Page", (HistoryMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                     "version": VersionAttribute()})
+    with pytest.raises(ConfigurationError, match="attr_name"):
+        Page("a").save()
+
+
+def test_update_is_refused(backend):
+    """update() is refused (it would raise the version without a history entry), naming save() as the fix."""
+    Page, _ = models(backend)
+    page = Page("a")
+    page.save()
+    with pytest.raises(HistoryWriteError, match="call save"):
+        page.update(actions=[Page.title.set("x")])
+    assert [v.version for v in page.versions(consistent_read=True)] == [1]
+
+
+def test_user_transaction_is_refused(backend):
+    """A user's TransactWrite.save() of a history item is refused: it would skip the history."""
+    Page, _ = models(backend)
+    with pytest.raises(HistoryWriteError, match="TransactWrite.save"), \
+            TransactWrite(connection=Page._get_connection().connection) as tx:
+        tx.save(Page("a"))
+    assert Page.count("a", consistent_read=True) == 0
+
+
+def test_batch_write_is_refused(backend):
+    """batch_write() is refused: a batch cannot carry the version condition or the history put."""
+    Page, _ = models(backend)
+    with pytest.raises(HistoryWriteError, match="one by one"):
+        Page.batch_write()
+
+
+def test_counter_mixin_is_refused(backend):
+    """HistoryMixin and CounterMixin together are refused with a message naming both."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": "p", "history_model": history, **backend.meta})
+    Page: Any = type("Page", (HistoryMixin, CounterMixin, Model), {
+        "Meta": meta, "url": UnicodeAttribute(hash_key=True), "n": CounterAttribute(),
+        "revision": VersionAttribute()})
+    with pytest.raises(ConfigurationError, match="CounterMixin"):
+        Page("a").save()
+
+
+def test_iam(backend):
+    """The IAM helper grants PutItem on the history table and Put/Delete on the item's table."""
+    Page, History = models(backend)
+    actions = required_actions(Page)
+    assert actions[History.Meta.table_name] == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"}
+    assert {"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"} <= actions[Page.Meta.table_name]
+
+
+@pytest.mark.engine
+def test_eight_processes_save_the_same_items(tmp_path, local):
+    """8 OS processes each saving the same 5 items 40 times: every item's history is exactly 1..321, each
+    version holding the state its writer sent, and the item at version 321."""
+    workers, saves, keys = 8, 40, [f"doc{n}" for n in range(5)]
+    page_table, history_table = local.table_name("doc"), local.table_name("doc-history")
+    Doc, History = build_models(page_table, history_table, local.meta)
+    local.create(History)
+    local.create(Doc)
+    for key in keys:
+        Doc(key, title="created").save()
+    go, outs, procs = tmp_path / "go", [], []
+    for worker in range(workers):
+        out = tmp_path / f"worker-{worker}.log"
+        outs.append(out)
+        conf = {"page_table": page_table, "history_table": history_table, "meta": local.meta, "worker": worker,
+                "out": str(out), "go": str(go), "items": keys, "saves": saves}
+        procs.append(subprocess.Popen([sys.executable, "-m", "tests.history_worker", json.dumps(conf)], cwd=ROOT))
+    deadline = time.monotonic() + 60
+    while not all(o.exists() and o.read_text().startswith("ready") for o in outs):
+        assert time.monotonic() < deadline, "workers did not start"
+        assert all(p.poll() is None for p in procs), "a worker died while starting"
+        time.sleep(0.05)
+    go.touch()
+    assert [p.wait(timeout=900) for p in procs] == [0] * workers
+    reported = [line.split() for o in outs for line in o.read_text().splitlines() if line.startswith("ok")]
+    last = 1 + workers * saves
+    for key in keys:
+        sent = {int(v): title for _, k, v, title in reported if k == key}
+        assert len(sent) == workers * saves, "two saves reported the same version"
+        stored = {v.version: v.title for v in History.query(key, consistent_read=True)}
+        assert sorted(stored) == list(range(1, last + 1))
+        assert stored == {1: "created", **sent}
+        assert Doc.get(key, consistent_read=True).revision == last
+
+
+def test_resent_transaction_is_idempotent(backend):
+    """A save whose transaction was applied but whose answer was lost is resent with the same token: it succeeds,
+    and writes one version."""
+    if backend.name == "moto":
+        pytest.skip("moto does not implement TransactWriteItems' ClientRequestToken idempotency; DynamoDB does")
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    fault = Faults(Page)
+    try:
+        fault.inject("TransactWriteItems", "drop-after-commit")
+        page.title = "y"
+        page.save()
+    finally:
+        fault.remove()
+    tokens = [token for op, token in fault.sent if op == "TransactWriteItems"]
+    assert len(tokens) == 2 and tokens[0] == tokens[1]
+    assert page.revision == 2
+    assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(2, "y"), (1, "x")]
