@@ -366,12 +366,9 @@ def _set(args: argparse.Namespace) -> int:
         sequence.check(key, args.value)
     if model is not None and not args.force:
         opts = options_for(model)
-        if opts.period or opts.fmt:
-            raise CommandError(f"{_numbering(opts)}, so set cannot compare {args.value} with the stored IDs; "
-                               "look up the last ID of that counter yourself and use --force")
-        furthest = _furthest_ids(model, segments=4).get(key)
-        value = args.value if args.is_called else args.value - opts.step
-        if furthest is not None and _behind(value, furthest, opts.step):
+        furthest = _stored_ahead(model, key, args.value if args.is_called else args.value - opts.step,
+                                 f"set cannot compare {args.value}")
+        if furthest is not None:
             below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
             counts = "" if opts.step > 0 else f" counts down (Meta.autoinc_step = {opts.step}) and"
             raise CommandError(
@@ -387,6 +384,18 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stored_ahead(model: Type[Model], key: str, counter_value: int, cannot: str) -> Optional[int]:
+    """The furthest stored ID under counter ``key`` if a counter holding ``counter_value`` is behind it (its
+    next values are stored already), else None. ``cannot`` says what a model with a period or a format,
+    whose IDs do not show their counter, cannot do."""
+    opts = options_for(model)
+    if opts.period or opts.fmt:
+        raise CommandError(f"{_numbering(opts)}, so {cannot} with the stored IDs; look up the last ID of that "
+                           "counter yourself and use --force")
+    furthest = _furthest_ids(model, segments=4).get(key)
+    return furthest if furthest is not None and _behind(counter_value, furthest, opts.step) else None
+
+
 def _restart(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     assert model is not None
@@ -394,11 +403,8 @@ def _restart(args: argparse.Namespace) -> int:
     value = opts.start if args.value is None else args.value
     opts.sequence.check(key, value)
     if not args.force:
-        if opts.period or opts.fmt:
-            raise CommandError(f"{_numbering(opts)}, so restart cannot compare {value} with the stored IDs; "
-                               "look up the last ID of that counter yourself and use --force")
-        furthest = _furthest_ids(model, segments=4).get(key)
-        if furthest is not None and _behind(value - opts.step, furthest, opts.step):
+        furthest = _stored_ahead(model, key, value - opts.step, f"restart cannot compare {value}")
+        if furthest is not None:
             raise CommandError(
                 f"{model.__name__} already stores {opts.attribute}={furthest} under counter {key!r}; restarting at "
                 f"{value} would hand out IDs that are stored (those saves are refused, never overwritten). Delete "
@@ -416,8 +422,7 @@ def _alter(args: argparse.Namespace) -> int:
     opts = options_for(model)
     counter = _counter(args, model)
     with _counter_errors(counter, key, model):
-        before = counter.stored_options(key)
-        counter.alter(key, opts.sequence)
+        before = counter.alter(key, opts.sequence)
     if before == opts.sequence:
         print(f"{key}: already runs under {opts.sequence.encode()}")
     else:

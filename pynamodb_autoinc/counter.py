@@ -30,11 +30,11 @@ from . import periods
 from .exceptions import (
     AutoIncrementError,
     ConfigurationError,
+    ContentionError,
     CounterError,
     CounterTableMissingError,
     CounterValueError,
     OutOfBoundsError,
-    SequenceExhaustedError,
     SequenceMismatchError,
     error_code,
     error_responses,
@@ -141,8 +141,10 @@ class NextId(Model):
         value; the values of one request never straddle the wrap.
         """
         seq = sequence or DEFAULT
-        step, recorded = seq.step, seq.encode()
-        attr, options = cls.next_id, cls.options
+        step, attr = seq.step, cls.next_id
+        records, follows = cls._following(seq)
+        if seq.cycle and count > seq.size and not partial:
+            raise seq.too_many(key, count)  # a wrap could never give them all at once
         for _ in range(_MOVES):
             span = step * (count - 1)
             # the counter's last value must leave room for count values within both bounds
@@ -152,10 +154,9 @@ class NextId(Model):
             condition = attr.is_type() & (attr >= low) & (attr <= high)
             if seq.contains(seq.start + span):
                 condition = attr.does_not_exist() | condition
-            condition &= options.does_not_exist() | (options == recorded)
             try:
-                data = cls._update(key, [attr.set((attr | (seq.start - step)) + step * count),
-                                         options.set(recorded)], condition, UPDATED_NEW)
+                data = cls._update("advance", key, [attr.set((attr | (seq.start - step)) + step * count),
+                                                    follows], condition & records, UPDATED_NEW)
             except _Refused as refused:
                 last = cls._refused_value(key, refused.item, seq)
                 left = seq.remaining(last)
@@ -167,16 +168,14 @@ class NextId(Model):
                 if left:
                     raise seq.exhausted(key, last) from None
                 seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
-                count = min(count, seq.size) if partial else count
-                if count > seq.size:
-                    break
+                count = min(count, seq.size)
                 if cls.compare_and_set(key, last, seq.restart_value + step * (count - 1), seq):
                     return [seq.restart_value + step * i for i in range(count)]
                 continue
             top = cls._integer(key, data["Attributes"][attr.attr_name]["N"])
             return [top - step * (count - 1 - i) for i in range(count)]
-        raise SequenceExhaustedError(f"sequence {key!r} cannot hand out {count} values at once: one pass "
-                                     f"from {seq.restart_value} to {seq.end} holds {seq.size}; take fewer")
+        raise ContentionError(f"counter {key!r} in table {cls.Meta.table_name!r} moved under {_MOVES} requests "
+                              "in a row while wrapping; nothing was spent, try again")
 
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
@@ -185,14 +184,9 @@ class NextId(Model):
 
         With ``sequence``, the counter must record those options (or none), and records them.
         """
-        attr = cls.next_id
-        condition = attr.does_not_exist() if expected is None else attr == expected
-        actions = [attr.set(value)]
-        if sequence is not None:
-            condition &= cls.options.does_not_exist() | (cls.options == sequence.encode())
-            actions.append(cls.options.set(sequence.encode()))
+        actions, condition = cls._swap(expected, value, sequence)
         try:
-            cls._update(key, actions, condition)
+            cls._update("advance", key, actions, condition)
         except _Refused as refused:
             if sequence is not None:
                 cls._refused_value(key, refused.item, sequence)  # raises on other options
@@ -268,9 +262,10 @@ class NextId(Model):
         cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
 
     @classmethod
-    def alter(cls, key: str, sequence: SequenceOptions) -> None:
+    def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
         """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value.
 
+        Returns the options the counter recorded before (None: none).
         Refused with :class:`OutOfBoundsError` when the counter lies outside
         the new bounds (past the end bound, or behind the start bound);
         restart it instead, with :meth:`restart`.
@@ -278,9 +273,9 @@ class NextId(Model):
         last, recorded = cls.read(key)
         if last is not None:
             sequence.check_counter(key, last)
-        if recorded is not None and recorded == sequence:
-            return
-        cls._set(key, last, sequence, recorded)
+        if recorded != sequence:
+            cls._set(key, last, sequence, recorded)
+        return recorded
 
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
@@ -292,7 +287,7 @@ class NextId(Model):
             actions.append(options.set(sequence.encode()))
         condition = options.does_not_exist() if recorded is None else options == recorded.encode()
         try:
-            cls._update(key, actions, condition)
+            cls._update("set", key, actions, condition)
         except _Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
@@ -319,7 +314,7 @@ class NextId(Model):
         attr = cls.next_id
         behind = (attr < int(value)) if step > 0 else (attr > int(value))
         try:
-            cls._update(key, [attr.set(int(value))], attr.does_not_exist() | behind)
+            cls._update("raise", key, [attr.set(int(value))], attr.does_not_exist() | behind)
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
@@ -327,18 +322,26 @@ class NextId(Model):
         return True
 
     @classmethod
-    def _update(cls, key: str, actions: List[Any], condition: Any,
+    def _update(cls, verb: str, key: str, actions: List[Any], condition: Any,
                 return_values: Optional[str] = None) -> Dict[str, Any]:
-        """Send one UpdateItem; a failed condition raises :class:`_Refused` with the item as it was."""
+        """Send one UpdateItem that would ``verb`` counter ``key``.
+
+        A failed condition raises :class:`_Refused` with the item as it was.
+        Any other failure raises the library's error, a
+        :class:`CounterValueError` when the counter holds no number.
+        """
         connection = cls._get_connection().connection
         try:
             return cast(Dict[str, Any], connection.dispatch(
                 UPDATE_ITEM, cls._update_kwargs(key, actions, condition, return_values)))
         except BOTOCORE_EXCEPTIONS as error:
             exc = UpdateError(f"Failed to update item: {error}", error)
-        if error_code(exc) == "ConditionalCheckFailedException":
-            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}))
-        raise cls._request_failed("update", key, exc) from exc
+        code = error_code(exc)
+        if code == "ConditionalCheckFailedException":
+            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc)
+        if code == "ValidationException":
+            cls.currval(key)  # raises if the counter holds no number
+        raise cls._request_failed(verb, key, exc) from exc
 
     @classmethod
     def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
@@ -378,13 +381,12 @@ class NextId(Model):
     def _mismatch(cls, key: str, sequence: SequenceOptions, recorded: str) -> SequenceMismatchError:
         other = SequenceOptions.decode(recorded)
         differs = ", ".join(sequence.differences(other)) if other is not None else f"{recorded!r}"
-        error = SequenceMismatchError(
+        return SequenceMismatchError(
             f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. "
             "Every model and process sharing a counter must agree on them. If the options were changed on "
             "purpose, record the new ones with `pynamodb-autoinc alter --model package.module:Model` (or "
-            f"{cls.__name__}.alter(key, sequence)); otherwise make the Meta options agree")
-        error.recorded = recorded
-        return error
+            f"{cls.__name__}.alter(key, sequence)); otherwise make the Meta options agree",
+            recorded=recorded)
 
     @classmethod
     def swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
@@ -399,12 +401,7 @@ class NextId(Model):
         safe; the queue decides who goes first. With ``sequence``, the counter
         must record those options (or none), and records them.
         """
-        attr = cls.next_id
-        condition = attr.does_not_exist() if expected is None else attr == expected
-        actions = [attr.set(value)]
-        if sequence is not None:
-            condition &= cls.options.does_not_exist() | (cls.options == sequence.encode())
-            actions.append(cls.options.set(sequence.encode()))
+        actions, condition = cls._swap(expected, value, sequence)
         if ticket is not None:
             condition &= cls.served == ticket - 1
             actions.append(cls.served.set(ticket))
@@ -422,6 +419,26 @@ class NextId(Model):
         """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting."""
         return cls._update_kwargs(key, [cls.served.set(served + 1)],
                                   (cls.served == served) & (cls.ticket > served), "ALL_NEW")
+
+    @classmethod
+    def _swap(cls, expected: Optional[int], value: int,
+              sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
+        """The actions and condition moving the counter from ``expected`` (None: no value) to ``value``,
+        recording ``sequence`` if given."""
+        attr = cls.next_id
+        condition = attr.does_not_exist() if expected is None else attr == expected
+        actions = [attr.set(value)]
+        if sequence is not None:
+            records, follows = cls._following(sequence)
+            condition &= records
+            actions.append(follows)
+        return actions, condition
+
+    @classmethod
+    def _following(cls, sequence: SequenceOptions) -> Tuple[Any, Any]:
+        """The condition that the counter records ``sequence`` or nothing, and the action recording it."""
+        recorded = sequence.encode()
+        return cls.options.does_not_exist() | (cls.options == recorded), cls.options.set(recorded)
 
     @classmethod
     def _update_kwargs(cls, key: str, actions: List[Any], condition: Any,
@@ -486,8 +503,6 @@ class NextId(Model):
                whole: bool) -> Dict[str, Any]:
         """Send the UpdateItem of :meth:`increment`; raise :class:`_Resent` when it had been applied already."""
         writer = Path([mine])
-        hash_key, range_key = cls._item_key(key)
-        connection = cls._get_connection()
         while True:
             actions: List[Any] = [cls.next_id.add(by), writer.set(seq)]
             condition = writer.does_not_exist() | (writer < seq)
@@ -495,37 +510,27 @@ class NextId(Model):
                 other = Path([name])
                 actions.append(other.remove())
                 condition &= other.does_not_exist() | (other == seen)
-            kwargs = connection.get_operation_kwargs(
-                hash_key, range_key=range_key, key=KEY, actions=actions, condition=condition,
-                return_values=ALL_NEW if whole else UPDATED_NEW, return_values_on_condition_failure="ALL_OLD")
             try:
-                return cast(Dict[str, Any], connection.connection.dispatch(UPDATE_ITEM, kwargs))
-            except BOTOCORE_EXCEPTIONS as error:
-                exc = UpdateError(f"Failed to update item: {error}", error)
-            code = error_code(exc)
-            if code == "ConditionalCheckFailedException":
-                old = next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {})
-                held = old.get(mine, {}).get("N")
+                return cls._update("increment", key, actions, condition, ALL_NEW if whole else UPDATED_NEW)
+            except _Refused as refused:
+                held = refused.item.get(mine, {}).get("N")
                 if held is not None and Decimal(held) == seq:
-                    raise _Resent(old)  # an earlier send of this very request was applied
+                    raise _Resent(refused.item) from None  # an earlier send of this very request was applied
                 if idle:
                     idle = []  # an idle writer has counted again since it was seen: keep its attribute
                     continue
                 raise CounterError(
                     f"could not increment counter {key!r} in table {cls.Meta.table_name!r}: its writer "
                     f"attribute {mine!r} holds {held}, not below this writer's sequence number {seq}; "
-                    "is another process counting under the same writer id?", exc) from exc
-            if code == "ValidationException":
-                cls.currval(key)  # raises if the counter holds no number
-            raise cls._request_failed("increment", key, exc) from exc
+                    "is another process counting under the same writer id?", refused.cause) from refused.cause
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
         """The count an UpdateItem answer (or a returned old item) shows."""
-        raw = item.get(cls.next_id.attr_name)
-        if raw is None or "N" not in raw:
-            raise cls._not_a_number(key, None, raw)
-        return cls._integer(key, raw["N"])
+        count = cls._value_in(key, item)
+        if count is None:
+            raise cls._not_a_number(key, None, None)
+        return count
 
     @classmethod
     def _where(cls, key: str) -> Tuple[Any, ...]:
@@ -713,11 +718,12 @@ _MOVES = 100
 
 
 class _Refused(Exception):
-    """An update's condition failed; ``item`` is the counter item as the condition saw it."""
+    """An update's condition failed; ``item`` is the counter item as the condition saw it, ``cause`` the error."""
 
-    def __init__(self, item: Dict[str, Any]) -> None:
+    def __init__(self, item: Dict[str, Any], cause: Exception) -> None:
         super().__init__()
         self.item = item
+        self.cause = cause
 
 
 class _Resent(Exception):

@@ -10,7 +10,7 @@ that a plain ``Model.save()`` would have raised (``PutError`` or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from pynamodb.exceptions import (
     CancellationReason,
@@ -115,8 +115,13 @@ class SequenceExhaustedError(CounterError):
     """The sequence has reached its end bound (``Meta.autoinc_max``, or ``autoinc_min`` going down) and does
     not cycle: nothing was spent."""
 
-    last: Optional[int] = None
-    """The counter's value when it was refused (None: the counter was new)."""
+    last: Optional[int]
+    """The counter's value when it was refused (None: the counter was new, or not known)."""
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
+                 last: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.last = last
 
 
 class OutOfBoundsError(AutoIncrementError, ValueError):
@@ -129,7 +134,12 @@ class SequenceMismatchError(ConfigurationError):
     ``recorded`` holds what the counter item records.
     """
 
-    recorded: Optional[str] = None
+    recorded: Optional[str]
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
+                 recorded: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.recorded = recorded
 
 
 class ContentionError(CounterError):
@@ -175,8 +185,13 @@ class VersionConflictError(HistoryWriteError):
     """Another writer saved (or deleted) the item first; ``attempted`` is the version this write would have
     been, ``current`` the version stored now (None: deleted, or unknown)."""
 
-    attempted: Optional[int] = None
-    current: Optional[int] = None
+    attempted: Optional[int]
+    current: Optional[int]
+
+    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
+                 attempted: Optional[int] = None, current: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(msg, cause, **kwargs)
+        self.attempted, self.current = attempted, current
 
 
 __all__ = [

@@ -314,34 +314,30 @@ class HistoryMixin(_Base):
                  new: int, deleted: bool) -> Exception:
         name = f"{type(self).__name__} {self.history_key()!r}"
         if codes and codes[0] == "ConditionalCheckFailed" and deleted:
-            error = VersionConflictError(
+            return VersionConflictError(
                 f"{name}: delete (tombstone version {new}) lost: the item was saved or deleted by another writer "
                 f"since this instance was read at version {old}, or the condition passed did not hold; "
-                "nothing was deleted; read the item again", exc)
-            error.attempted, error.current = new, None
-            return error
+                "nothing was deleted; read the item again", exc,
+                attempted=new)
         if codes and codes[0] == "ConditionalCheckFailed":
             raw = exc.cancellation_reasons[0].raw_item if exc.cancellation_reasons[0] else None
             version_attr = type(self).get_attributes()[config.version].attr_name
             current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
             if current is not None and current != old:
-                error = VersionConflictError(
+                return VersionConflictError(
                     f"{name}: lost version {new} to another writer; the item is at version {current}, this "
                     f"instance was read at version {old}; read the item again, or pass merge= to save() to "
-                    "merge and retry", exc)
-                error.attempted, error.current = new, current
-                return error
+                    "merge and retry", exc,
+                    attempted=new, current=current)
             if old is None and raw:
-                error = VersionConflictError(
+                return VersionConflictError(
                     f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
-                    "instance, or pass merge= to save()", exc)
-                error.attempted, error.current = new, current
-                return error
+                    "instance, or pass merge= to save()", exc,
+                    attempted=new, current=current)
             if old is not None and not raw:
-                error = VersionConflictError(
-                    f"{name}: version {new} lost: the item was deleted by another writer", exc)
-                error.attempted, error.current = new, None
-                return error
+                return VersionConflictError(
+                    f"{name}: version {new} lost: the item was deleted by another writer", exc,
+                    attempted=new)
             return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
         if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
             return HistoryWriteError(

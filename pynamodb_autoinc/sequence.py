@@ -147,11 +147,17 @@ class SequenceOptions:
         """The error for a sequence whose next value would pass its end bound."""
         bound = "maximum (Meta.autoinc_max)" if self.step > 0 else "minimum (Meta.autoinc_min)"
         after = f"{last} + {self.step}" if last is not None else f"starting at {self.start}"
-        error = SequenceExhaustedError(
+        return SequenceExhaustedError(
             f"sequence {key!r} has reached its limit: {after} would pass its {bound} {self.end}; nothing was "
-            "spent. Move the bound (then `pynamodb-autoinc alter`), set Meta.autoinc_cycle = True, or restart it")
-        error.last = last
-        return error
+            "spent. Move the bound (then `pynamodb-autoinc alter`), set Meta.autoinc_cycle = True, or restart it",
+            last=last)
+
+    def too_many(self, key: str, count: int) -> SequenceExhaustedError:
+        """The error for one request numbering more items than one pass of the sequence holds."""
+        return SequenceExhaustedError(
+            f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
+            f"({self.minimum}..{self.maximum}, step {self.step}), so a value would repeat; nothing was spent. "
+            "Save fewer at once, or widen the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""

@@ -44,7 +44,7 @@ from pynamodb.models import Model
 
 from ._options import Options
 from .counter import SET_BY_HAND
-from .exceptions import CounterError, SequenceExhaustedError, UnassignedIdError, WriteOutcomeUnknownError, error_code
+from .exceptions import CounterError, UnassignedIdError, WriteOutcomeUnknownError, error_code
 
 _UNKNOWN: Any = object()  # "the counter's value is not known here"
 
@@ -179,7 +179,7 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
         return claim
     chain = [c for c in pending if c.chain == claim.chain]
     if len(chain) >= opts.sequence.size:
-        raise _too_many(opts, key, len(chain) + 1)
+        raise opts.sequence.too_many(key, len(chain) + 1)
     if chain:
         claim.assign(opts.sequence.following(key, chain[-1].value))
     else:
@@ -252,7 +252,7 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
     ``count`` or nothing; with it, fewer when fewer are left.
     """
     if count > opts.sequence.size and not partial:
-        raise _too_many(opts, key, count)
+        raise opts.sequence.too_many(key, count)  # a cycling sequence is asked for what is left, pass by pass
     values: List[int] = []
     while len(values) < count:
         values += opts.counter.reserve(key, count - len(values), opts.sequence,
@@ -260,14 +260,6 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
         if partial:
             break
     return values
-
-
-def _too_many(opts: Options, key: str, count: int) -> SequenceExhaustedError:
-    seq = opts.sequence
-    return SequenceExhaustedError(
-        f"sequence {key!r} cannot number {count} items in one request: it holds {seq.size} values "
-        f"({seq.minimum}..{seq.maximum}, step {seq.step}), so a value would repeat; nothing was spent. "
-        "Save fewer at once, or widen the bounds")
 
 
 def _from_block(opts: Options, key: str) -> int:
@@ -312,12 +304,13 @@ def track(instances: Sequence[Model], opts: Options) -> None:
             seen = furthest.get(key)
             furthest[key] = value if seen is None else max(seen, value) if opts.step > 0 else min(seen, value)
     for key, value in furthest.items():
-        if not opts.counter.raise_to(key, value, step=opts.step):
+        if not opts.counter.raise_to(key, value, step=opts.step):  # when it moves, raise_to forgets the counter
             ident = counter_id(opts, key)
             with _state.lock:
-                for sequence, (first, last) in list(_state.blocks.items()):
-                    if sequence[0] == ident and min(first, last) <= value <= max(first, last):
-                        del _state.blocks[sequence]
+                holds = any(sequence[0] == ident and min(block) <= value <= max(block)
+                            for sequence, block in _state.blocks.items())
+            if holds:
+                forget_counter(ident)
 
 
 def partition_key(instance: Model, opts: Options) -> str:
