@@ -19,8 +19,19 @@ A queue between processes
     value it expects by then; a refused swap's answer shows the queue and
     the counter as they are. A writer that saw the queue busy a moment ago
     takes a ticket at once rather than send a swap bound to be refused.
-    Writers are served in the order they queued, so none is starved, and
-    each pays about one extra request per item while the queue is busy.
+    Writers are served in the order they queued, so none is starved.
+
+    A process saving on the counter in a loop keeps its place: when its
+    swap serves its ticket while others are queued behind it, and it began
+    this save right after its previous one, the same swap takes a standing
+    ticket for its next save (recorded under the process's own attribute of
+    the counter item, since a transaction answers with nothing). Its next
+    save sends its swap after about one round trip per writer that was
+    behind it, with the value expected by then, and no ticket request; a
+    refusal shows its ticket's number, and it waits as any ticket holder.
+    So a busy queue costs about one request per item, not two. A standing
+    ticket whose process does not come back is passed over after
+    :data:`STANDING_TURN`, as a dead writer's ticket after :data:`TURN`.
 
     Only the swap's value condition keeps values unique and gapless; the
     queue decides who goes first. A ticket whose turn does not come for
@@ -50,6 +61,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
@@ -68,6 +80,17 @@ TURN = 0.25
 
 #: Seconds after seeing the queue busy during which a save takes a ticket at once.
 BUSY = 0.5
+
+#: Seconds a standing ticket may keep the queue waiting (or four round trips, if longer, up to
+#: :data:`TURN`) before the writer behind passes over it.
+STANDING_TURN = 0.05
+
+#: A lone save beginning within this many seconds of the process's previous one on the same counter
+#: keeps the process's place in a busy queue (takes a standing ticket).
+HOT = 0.05
+
+#: What the counter attribute holding a process's standing ticket is called, before the process's id.
+STANDING_PREFIX = "NextStanding_"
 
 #: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
 GROUP_LIMIT = 25
@@ -95,18 +118,54 @@ clock = Clock()
 """The engine's clock (see :class:`Clock`)."""
 
 
+class _Standing:
+    """A standing ticket this process holds on a counter, taken by the swap of its last save."""
+
+    def __init__(self, value: int, behind: int, at: float) -> None:
+        self.value = value
+        """The counter value that swap stored."""
+        self.behind = behind
+        """How many writers were queued behind that save: they go before the standing ticket."""
+        self.at = at
+        """When that save ended (monotonic seconds)."""
+
+
 class _Process:
-    """This process's measure of one round trip, and when it last saw each counter's queue busy."""
+    """This process's measure of one round trip, when it last saw each counter's queue busy, and the
+    standing tickets its lone saves hold."""
 
     def __init__(self) -> None:
         self.round_trip = 0.01
         self.busy: Dict[ChainId, float] = {}
+        self.standing_name = STANDING_PREFIX + uuid.uuid4().hex[:12]
+        """The counter attribute holding this process's standing tickets (one per counter item)."""
+        self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
+        """By (counter, connection): the standing ticket held there."""
+        self.last_end: Dict[Tuple[ChainId, int], float] = {}
+        """By (counter, connection): when the last lone save there ended."""
+        self.seen: Dict[ChainId, Tuple[int, float]] = {}
+        """By counter: the last ticket served that an answer showed, and when."""
+        self.pace: Dict[ChainId, float] = {}
+        """By counter: the seconds its queue takes to serve one ticket, as measured."""
         self.groups: Dict[Tuple[Any, ...], _Group] = {}
         self.groups_guard = threading.Lock()
 
     def observe(self, seconds: float) -> None:
         """Fold one measured transaction round trip into the estimate."""
         self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
+
+    def observe_queue(self, chain: ChainId, served: int) -> None:
+        """Note that ``chain``'s queue has served ``served``; fold its pace since the last sight in."""
+        now = clock.monotonic()
+        last = self.seen.get(chain)
+        self.seen[chain] = (served, now)
+        if last is not None and served > last[0] and now - last[1] < TURN:
+            sample = min((now - last[1]) / (served - last[0]), TURN)
+            self.pace[chain] = 0.7 * self.pace.get(chain, sample) + 0.3 * sample
+
+    def turn(self, chain: ChainId) -> float:
+        """About how long ``chain``'s queue takes to serve one ticket."""
+        return max(self.pace.get(chain, self.round_trip), self.round_trip)
 
 
 _process = _Process()
@@ -137,12 +196,52 @@ class Contest:
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
         write.queue = self.chain is not None
+        self.behind = 0
+        """How many writers were queued behind this write's ticket when the counter was last seen."""
+        # A lone save (sent by its process's group commit, one at a time per counter and connection)
+        # may hold the process's standing ticket, and take one.
+        self.place: Optional[Tuple[ChainId, int]] = None
+        self.hot = False
+        if self.chain is not None and write.grouped:
+            self.place = (self.chain, id(write.connection))
+            write.standing = _process.standing_name
+            self.hot = self.began - _process.last_end.get(self.place, self.began - HOT) < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
-        """Before the first send: take a ticket if the queue was busy a moment ago (the values to claim from)."""
+        """Before the first send: come back on a standing ticket, or take a ticket if the queue was busy a
+        moment ago (the values to claim from)."""
+        if self.place is not None:
+            held = _process.standing.pop(self.place, None)
+            if held is not None:
+                return self._come_back(held)
         if self.chain is None or clock.monotonic() - _process.busy.get(self.chain, -BUSY) >= BUSY:
             return None
         return self._queue()
+
+    def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
+        """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
+        assert self.chain is not None
+        head = self._head()
+        self.write.by_standing = True
+        self.behind = held.behind
+        self.write.requeue = self.hot and held.behind > 0
+        wait = held.behind * _process.turn(self.chain) - (clock.monotonic() - held.at)
+        if wait > 0:
+            clock.sleep(min(wait * random.uniform(0.9, 1.1), TURN))
+        expected = held.value + held.behind * head.opts.step
+        return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
+
+    def done(self) -> None:
+        """After the write was applied: remember when, and the standing ticket its swap took."""
+        if self.place is None:
+            return
+        now = clock.monotonic()
+        _process.last_end[self.place] = now
+        if self.ticket is not None:
+            _process.observe_queue(self.place[0], self.ticket)
+        if self.write.requeue and (self.ticket is not None or self.write.by_standing):
+            last = next(c for c in reversed(self.write.claims) if c.chain == self.chain)
+            _process.standing[self.place] = _Standing(last.value, self.behind, now)
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
         """After a lost race: wait as the queue asks, and return the counter values to claim from.
@@ -155,18 +254,35 @@ class Contest:
             clock.sleep(strategies.backoff_delay(self.write.claims[0].opts.backoff, self.losses))
             return current
         item = self.write.counter_items.get(self.chain)
+        if self.write.by_standing:
+            return self._standing_refused(item)
         if self.ticket is None:
             if self.losses == 1 and item is not None and _number(item, "NextTicket") == _number(item, "NextServed"):
                 return current  # a first loss with nobody queued: the refusal showed the value, try it at once
             return self._queue()
         return self._wait(item, exc)
 
+    def _standing_refused(self, item: Optional[Dict[str, Any]]) -> Dict[ChainId, Any]:
+        """A swap on the standing ticket was refused: learn the ticket's number from the counter item, and
+        wait as any ticket holder; take a new ticket if it was passed over."""
+        if item is None:  # a conflict, which shows nothing: try the standing ticket again shortly
+            clock.sleep(max(_process.round_trip, 0.001) * random.uniform(0.5, 1.0))
+            return {}
+        self.write.by_standing = False
+        mine = _number(item, _process.standing_name)
+        if mine is None:
+            return self._queue()
+        self.ticket = mine + 1
+        return self._wait(item, None)
+
     def _queue(self) -> Dict[ChainId, Any]:
-        """Take a ticket, and wait for its turn."""
+        """Take a ticket (dropping the process's standing ticket, if any), and wait for its turn."""
         assert self.chain is not None
         head = self._head()
+        self.write.by_standing = False
         try:
-            item = self.write.send(UPDATE_ITEM, head.opts.counter.ticket_kwargs(head.key)).get("Attributes")
+            item = self.write.send(UPDATE_ITEM, head.opts.counter.ticket_kwargs(
+                head.key, self.write.standing)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
             clock.sleep(strategies.backoff_delay(head.opts.backoff, self.losses))
             return {}
@@ -182,19 +298,24 @@ class Contest:
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is _UNKNOWN:
             return {}  # the answer did not show the queue: the next refusal will
+        _process.observe_queue(self.chain, served)
         ahead = self.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.ticket = None
             return self._queue()
+        self.behind = max((_number(item, "NextTicket") or self.ticket) - self.ticket, 0)
+        self.write.requeue = self.hot and self.behind > 0
         if ahead == 0:
             return {self.chain: value}
         now = clock.monotonic()
+        owner = _standing_owner(item, served)
+        patience = min(max(STANDING_TURN, 4 * _process.round_trip), TURN) if owner else TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
-        elif now - self.waited[1] >= TURN:
-            self._skip(served)
+        elif now - self.waited[1] >= patience:
+            self._skip(served, owner)
         # about one transaction per writer ahead: an early swap is refused and shows the queue again
-        clock.sleep(min(max(ahead * _process.round_trip, 0.001) * random.uniform(0.9, 1.3), TURN / 4))
+        clock.sleep(min(max(ahead * _process.turn(self.chain), 0.001) * random.uniform(0.9, 1.3), TURN / 4))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -202,11 +323,12 @@ class Contest:
         expected = last + ahead * head.opts.step
         return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
 
-    def _skip(self, served: int) -> None:
-        """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn."""
+    def _skip(self, served: int, owner: Optional[str]) -> None:
+        """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
+        recorded in ``owner``: a shorter one)."""
         head = self._head()
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
-            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, served))
+            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, served, owner))
         self.waited = None
 
     def _head(self) -> Claim:
@@ -225,12 +347,16 @@ class Contest:
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
-        if self.ticket is None or self.chain is None:
+        if self.chain is None or (self.ticket is None and not self.write.by_standing):
             return
         ticket, self.ticket = self.ticket, None
         head = self._head()
+        counter, standing = head.opts.counter, self.write.standing
+        kwargs = (counter.skip_kwargs(head.key, ticket - 1, standing) if ticket is not None
+                  else counter.give_back_kwargs(head.key, standing))  # type: ignore[arg-type]
+        self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
-            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, ticket - 1))
+            self.write.send(UPDATE_ITEM, kwargs)
 
     @property
     def ticket(self) -> Optional[int]:
@@ -240,6 +366,12 @@ class Contest:
     @ticket.setter
     def ticket(self, value: Optional[int]) -> None:
         self.write.ticket = value
+
+
+def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str]:
+    """The attribute of the standing ticket that is next in the queue ``item`` shows, if it is one."""
+    return next((name for name in (item or {}) if name.startswith(STANDING_PREFIX)
+                 and _number(item, name) == served), None)
 
 
 def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
@@ -323,9 +455,11 @@ def _lead(batch: List[_Member], commit: Callable[[Write], Dict[str, Any]]) -> No
 
     try:
         if len(batch) == 1:
+            batch[0].write.grouped = True
             batch[0].response = commit(batch[0].write)
         else:
             group = GroupWrite([m.write for m in batch])
+            group.grouped = True
             strategies.rechain(group.claims)
             response = commit(group)
             for m in batch:

@@ -94,6 +94,15 @@ class Write:
         """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
         self.ticket: Optional[int] = None
         """The queue ticket the swap serves."""
+        self.standing: Optional[str] = None
+        """The counter attribute holding this process's standing ticket, for a lone save that may keep its
+        place in the queue."""
+        self.by_standing = False
+        """The swap serves the standing ticket, whose number is not known yet."""
+        self.requeue = False
+        """The swap takes a standing ticket for the process's next save."""
+        self.grouped = False
+        """Sent by its process's group commit: the only write of the process on its counter in flight."""
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
         """The counter items that refused swaps showed, by chain."""
 
@@ -115,7 +124,9 @@ class Write:
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
         swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value, queue=self.queue,
-                                               ticket=self.ticket, sequence=last.opts.sequence)
+                                               ticket=self.ticket, standing=self.standing,
+                                               by_standing=self.by_standing, requeue=self.requeue,
+                                               sequence=last.opts.sequence)
                  for _, head, last in self.chains()]
         if self.purpose != "transaction" and len(self.puts) == 1 and not swaps:
             return PUT_ITEM, dict(self.puts[0])
@@ -335,6 +346,7 @@ def _commit(write: Write) -> Dict[str, Any]:
                 claim.commit()
             for _, _, last in write.chains():
                 strategies.remember(last.opts, last.key, last.value)
+            contest.done()
     except BaseException:
         contest.give_back()
         raise

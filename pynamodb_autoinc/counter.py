@@ -390,35 +390,61 @@ class NextId(Model):
 
     @classmethod
     def swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                    ticket: Optional[int] = None, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
+                    ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
+                    requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
 
         ``expected=None`` means the counter must not hold a value yet. With
         ``queue``, the swap also waits its turn among the writers queued on the
-        counter (see :mod:`pynamodb_autoinc._contention`): without a ``ticket``
-        it goes only while nobody is queued; with one, only when the ticket is
-        next, and it serves it. The value condition alone keeps the sequence
-        safe; the queue decides who goes first. With ``sequence``, the counter
-        must record those options (or none), and records them.
+        counter (see :mod:`pynamodb_autoinc._contention`): without a ticket it
+        goes only while nobody is queued; with one (``ticket``, or with
+        ``by_standing`` the standing ticket recorded in attribute
+        ``standing``), only when the ticket is next, and it serves it. With a
+        ticket and ``standing``, the swap also takes a standing ticket for the
+        writer's next save (``requeue``) or drops the one it had. The value
+        condition alone keeps the sequence safe; the queue decides who goes
+        first. With ``sequence``, the counter must record those options (or
+        none), and records them.
         """
         actions, condition = cls._swap(expected, value, sequence)
-        if ticket is not None:
-            condition &= cls.served == ticket - 1
-            actions.append(cls.served.set(ticket))
+        if ticket is not None or by_standing:
+            if ticket is None:
+                assert standing is not None
+                condition &= cls.served == Path(standing)
+                actions.append(cls.served.set(cls.served + 1))
+            else:
+                condition &= cls.served == ticket - 1
+                actions.append(cls.served.set(ticket))
+            if standing is not None:
+                actions += ([Path(standing).set(cls.ticket), cls.ticket.set(cls.ticket + 1)] if requeue
+                            else [Path(standing).remove()])
         elif queue:
             condition &= cls.ticket.does_not_exist() | (cls.ticket == cls.served)
         return cls._update_kwargs(key, actions, condition)
 
     @classmethod
-    def ticket_kwargs(cls, key: str) -> Dict[str, Any]:
-        """The UpdateItem that takes the next ticket of ``key``'s queue; it answers with the whole item."""
-        return cls._update_kwargs(key, [cls.ticket.add(1), cls.served.set(cls.served | 0)], None, "ALL_NEW")
+    def ticket_kwargs(cls, key: str, standing: Optional[str] = None) -> Dict[str, Any]:
+        """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
+        ticket if given; it answers with the whole item."""
+        actions = [cls.ticket.add(1), cls.served.set(cls.served | 0)]
+        if standing is not None:
+            actions.append(Path(standing).remove())
+        return cls._update_kwargs(key, actions, None, "ALL_NEW")
 
     @classmethod
-    def skip_kwargs(cls, key: str, served: int) -> Dict[str, Any]:
-        """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting."""
-        return cls._update_kwargs(key, [cls.served.set(served + 1)],
-                                  (cls.served == served) & (cls.ticket > served), "ALL_NEW")
+    def skip_kwargs(cls, key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
+        """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting; with
+        ``standing``, that ticket is the standing ticket recorded there, which goes too."""
+        actions = [cls.served.set(served + 1)]
+        if standing is not None:
+            actions.append(Path(standing).remove())
+        return cls._update_kwargs(key, actions, (cls.served == served) & (cls.ticket > served), "ALL_NEW")
+
+    @classmethod
+    def give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
+        """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
+        return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove()],
+                                  cls.served == Path(standing), "ALL_NEW")
 
     @classmethod
     def _swap(cls, expected: Optional[int], value: int,

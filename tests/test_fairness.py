@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 from pynamodb.attributes import NumberAttribute
+from pynamodb.expressions.operand import Path
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_autoinc import ConditionFailedError, ContentionError, _contention
@@ -125,6 +126,120 @@ def test_no_timeout_means_retries_alone_bound_the_save(make_model, rival):
     with pytest.raises(ContentionError, match="4 times in a row"):
         user.save()
     assert user.id is None
+
+
+# -- standing tickets --------------------------------------------------------
+
+def standing_names(model: Any) -> List[str]:
+    """The standing-ticket attributes on the model's counter item."""
+    return [n for n in counter_item(model, model.autoinc_options().key) if n.startswith(_contention.STANDING_PREFIX)]
+
+
+def serve_ghost(model: Any, ticket: int) -> None:
+    """Another process's save: its swap serves ``ticket`` and stores the next value."""
+    opts = model.autoinc_options()
+    current = opts.counter.currval(opts.key)
+    model._get_connection().connection.dispatch("UpdateItem", opts.counter.swap_kwargs(
+        opts.key, current, current + 1, ticket=ticket))
+
+
+def save_with_a_writer_behind(model: Any, rival: Any) -> Any:
+    """Save after losing three races; before the first swap on its ticket, another process queues behind it."""
+    opts = model.autoinc_options()
+    sent = {"swaps": 0}
+
+    def ghost(_: Any, operation_name: str, **__: Any) -> None:
+        if operation_name == "TransactWriteItems":
+            sent["swaps"] += 1
+            if sent["swaps"] == 3:  # the first swap on the ticket
+                model._get_connection().connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(opts.key))
+
+    rival(model, times=3)
+    with pre_dynamodb_send.connected_to(ghost):
+        user = model()
+        user.save()
+    assert sent["swaps"] == 4
+    return user
+
+
+def test_a_writer_saving_in_a_loop_keeps_its_place(make_model, rival, requests, virtual_clock):
+    """A save served while another process queued behind it, begun right after the process's previous save,
+    takes a standing ticket: the next save sends one transaction and no ticket request."""
+    User = make_model("User", autoinc_gapless=True)
+    User().save()
+    save_with_a_writer_behind(User, rival)
+    assert queue_of(User) == (3, 1)  # ticket 2: the other process; ticket 3: the standing one
+    assert len(standing_names(User)) == 1
+    serve_ghost(User, 2)
+    requests.clear()
+    user = User()
+    user.save()
+    assert [op for op, _ in requests] == ["TransactWriteItems"]
+    assert user.id == User.autoinc_options().counter.currval(User.autoinc_options().key)
+    # it served its standing ticket 3 and, having seen a writer behind it last time, took ticket 4
+    assert queue_of(User) == (4, 3)
+    assert len(standing_names(User)) == 1
+
+
+def test_a_writer_after_a_pause_takes_no_standing_ticket(make_model, rival, virtual_clock):
+    """A save begun more than HOT seconds after the process's previous one leaves no standing ticket."""
+    User = make_model("User", autoinc_gapless=True)
+    User().save()
+    virtual_clock.sleep(2 * _contention.HOT)
+    save_with_a_writer_behind(User, rival)
+    assert queue_of(User) == (2, 1)
+    assert standing_names(User) == []
+
+
+def test_a_dead_processs_standing_ticket_is_passed_over_soon(make_model, virtual_clock):
+    """A standing ticket whose process does not come back delays the writer behind it by about
+    STANDING_TURN, not TURN, and is removed."""
+    User = make_model("User", autoinc_gapless=True)
+    opts = User.autoinc_options()
+    opts.counter.setval(opts.key, 5)
+    connection = User._get_connection().connection
+    connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(opts.key))
+    connection.dispatch("UpdateItem", opts.counter._update_kwargs(  # ticket 1 is the dead process's standing one
+        opts.key, [Path(_contention.STANDING_PREFIX + "dead").set(0)], None))
+    user = User()
+    user.save()
+    assert user.id == 6
+    assert _contention.STANDING_TURN <= virtual_clock.elapsed < _contention.TURN, virtual_clock.elapsed
+    assert queue_of(User) == (2, 2)
+    assert standing_names(User) == []
+
+
+def test_a_failed_save_gives_its_standing_ticket_back(make_model, rival, virtual_clock):
+    """A save on a standing ticket that fails for its own reason serves the ticket unused: nobody waits for it,
+    and the instance keeps no ID."""
+    User = make_model("User", autoinc_gapless=True, score=NumberAttribute(null=True))
+    User().save()
+    save_with_a_writer_behind(User, rival)
+    serve_ghost(User, 2)
+    user = User()
+    with pytest.raises(ConditionFailedError):
+        user.save(condition=User.score.exists())
+    assert user.id is None
+    assert queue_of(User) == (3, 3)
+    assert standing_names(User) == []
+
+
+def test_a_passed_over_standing_ticket_queues_again(make_model, rival, requests, virtual_clock):
+    """A process whose standing ticket was passed over finds out from the refusal, takes a new ticket and
+    saves."""
+    User = make_model("User", autoinc_gapless=True)
+    opts = User.autoinc_options()
+    User().save()
+    save_with_a_writer_behind(User, rival)
+    serve_ghost(User, 2)
+    name, = standing_names(User)
+    User._get_connection().connection.dispatch("UpdateItem", opts.counter.skip_kwargs(opts.key, 2, name))
+    requests.clear()
+    user = User()
+    user.save()
+    assert [op for op, _ in requests] == ["TransactWriteItems", "UpdateItem", "TransactWriteItems"]
+    assert user.id == opts.counter.currval(opts.key)
+    assert queue_of(User) == (4, 4)
 
 
 # -- group commit ------------------------------------------------------------
