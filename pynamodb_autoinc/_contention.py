@@ -14,9 +14,11 @@ A queue between processes
     takes a ticket (one UpdateItem, answered with the whole
     counter item) and waits its turn: while tickets are waiting, a swap
     without a ticket is refused, and a ticket's swap goes only when the
-    ticket before it was served, and serves its own. A waiter sleeps about
-    one round trip per writer ahead of it, then sends its swap with the
-    value it expects by then; a refused swap's answer shows the queue and
+    ticket before it was served, and serves its own. A waiter sleeps a
+    little over one transaction round trip per writer ahead of it, then
+    sends its swap with the value it expects by then (a transaction
+    answers nothing, so there is no way to be told when the writer ahead
+    is done); a refused swap's answer shows the queue and
     the counter as they are. A writer that saw the queue busy a moment ago
     takes a ticket at once rather than send a swap bound to be refused.
     Writers are served in the order they queued, so none is starved.
@@ -26,7 +28,7 @@ A queue between processes
     this save right after its previous one, the same swap takes a standing
     ticket for its next save (recorded under the process's own attribute of
     the counter item, since a transaction answers with nothing). Its next
-    save sends its swap after about one round trip per writer that was
+    save sends its swap after about one turn per writer that was
     behind it, with the value expected by then, and no ticket request; a
     refusal shows its ticket's number, and it waits as any ticket holder.
     So a busy queue costs about one request per item, not two. A standing
@@ -125,7 +127,7 @@ class _Standing:
         self.value = value
         """The counter value that swap stored."""
         self.behind = behind
-        """How many writers were queued behind that save: they go before the standing ticket."""
+        """How many other writers were queued during that save: they go before the standing ticket."""
         self.at = at
         """When that save ended (monotonic seconds)."""
 
@@ -143,10 +145,6 @@ class _Process:
         """By (counter, connection): the standing ticket held there."""
         self.last_end: Dict[Tuple[ChainId, int], float] = {}
         """By (counter, connection): when the last lone save there ended."""
-        self.seen: Dict[ChainId, Tuple[int, float]] = {}
-        """By counter: the last ticket served that an answer showed, and when."""
-        self.pace: Dict[ChainId, float] = {}
-        """By counter: the seconds its queue takes to serve one ticket, as measured."""
         self.groups: Dict[Tuple[Any, ...], _Group] = {}
         self.groups_guard = threading.Lock()
 
@@ -154,18 +152,10 @@ class _Process:
         """Fold one measured transaction round trip into the estimate."""
         self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
 
-    def observe_queue(self, chain: ChainId, served: int) -> None:
-        """Note that ``chain``'s queue has served ``served``; fold its pace since the last sight in."""
-        now = clock.monotonic()
-        last = self.seen.get(chain)
-        self.seen[chain] = (served, now)
-        if last is not None and served > last[0] and now - last[1] < TURN:
-            sample = min((now - last[1]) / (served - last[0]), TURN)
-            self.pace[chain] = 0.7 * self.pace.get(chain, sample) + 0.3 * sample
-
-    def turn(self, chain: ChainId) -> float:
-        """About how long ``chain``'s queue takes to serve one ticket."""
-        return max(self.pace.get(chain, self.round_trip), self.round_trip)
+    def turn(self) -> float:
+        """About how long a busy queue takes to serve one ticket: a little over one transaction round
+        trip, with some jitter so that waiters do not wake in step."""
+        return self.round_trip * random.uniform(1.2, 1.6)
 
 
 _process = _Process()
@@ -197,7 +187,7 @@ class Contest:
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
         write.queue = self.chain is not None
         self.behind = 0
-        """How many writers were queued behind this write's ticket when the counter was last seen."""
+        """How many other writers were queued when the counter was last seen."""
         # A lone save (sent by its process's group commit, one at a time per counter and connection)
         # may hold the process's standing ticket, and take one.
         self.place: Optional[Tuple[ChainId, int]] = None
@@ -225,9 +215,9 @@ class Contest:
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self.hot and held.behind > 0
-        wait = held.behind * _process.turn(self.chain) - (clock.monotonic() - held.at)
+        wait = held.behind * _process.turn() - (clock.monotonic() - held.at)
         if wait > 0:
-            clock.sleep(min(wait * random.uniform(0.9, 1.1), TURN))
+            clock.sleep(min(wait, TURN))
         expected = held.value + held.behind * head.opts.step
         return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
 
@@ -237,8 +227,6 @@ class Contest:
             return
         now = clock.monotonic()
         _process.last_end[self.place] = now
-        if self.ticket is not None:
-            _process.observe_queue(self.place[0], self.ticket)
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):
             last = next(c for c in reversed(self.write.claims) if c.chain == self.chain)
             _process.standing[self.place] = _Standing(last.value, self.behind, now)
@@ -298,12 +286,12 @@ class Contest:
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is _UNKNOWN:
             return {}  # the answer did not show the queue: the next refusal will
-        _process.observe_queue(self.chain, served)
         ahead = self.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.ticket = None
             return self._queue()
-        self.behind = max((_number(item, "NextTicket") or self.ticket) - self.ticket, 0)
+        # those ahead of it now take standing tickets behind it before it is served, if they keep saving
+        self.behind = max((_number(item, "NextTicket") or self.ticket) - served - 1, 0)
         self.write.requeue = self.hot and self.behind > 0
         if ahead == 0:
             return {self.chain: value}
@@ -315,7 +303,7 @@ class Contest:
         elif now - self.waited[1] >= patience:
             self._skip(served, owner)
         # about one transaction per writer ahead: an early swap is refused and shows the queue again
-        clock.sleep(min(max(ahead * _process.turn(self.chain), 0.001) * random.uniform(0.9, 1.3), TURN / 4))
+        clock.sleep(min(max(ahead * _process.turn(), 0.001), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
