@@ -551,3 +551,15 @@ def test_the_policy_grants_describe_table_unless_writes_stay_in_one_region(make_
     User = make_model("User", create=False, autoinc_single_region_writes=single)
     actions = required_actions(User)
     assert [("dynamodb:DescribeTable" in actions[t]) for t in (User.Meta.table_name, "NextId")] == [not single] * 2
+
+
+@pytest.mark.modes("gapless")
+def test_the_home_host_is_the_endpoint_of_every_home_request(make_model):
+    """With Meta.autoinc_home_host, the counter and (gapless) the transaction use that endpoint and region."""
+    User = make_model("User", create=False, region="eu-west-1", autoinc_home_region="us-east-1",
+                      autoinc_home_host="http://home.invalid:8000")
+    counter = User.autoinc_options().counter
+    connection = regions.write_connection(User)
+    assert (counter.Meta.region, counter.Meta.host) == ("us-east-1", "http://home.invalid:8000")
+    assert (connection.region, connection.host) == ("us-east-1", "http://home.invalid:8000")
+    assert User._get_connection().connection.region == "eu-west-1"
