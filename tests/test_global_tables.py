@@ -575,3 +575,32 @@ def test_the_home_host_is_the_endpoint_of_every_home_request(make_model):
     assert (counter.Meta.region, counter.Meta.host) == ("us-east-1", "http://home.invalid:8000")
     assert (connection.region, connection.host) == ("us-east-1", "http://home.invalid:8000")
     assert User._get_connection().connection.region == "eu-west-1"
+
+
+@pytest.mark.modes("fast")
+def test_without_meta_region_the_region_botocore_resolves_is_used(make_model, backend, described):
+    """A model with no Meta.region numbers for the region botocore resolves (here AWS_DEFAULT_REGION)."""
+    described()
+    User = make_model("User", region=None, autoinc_regions=("eu-west-1", "us-east-1"))
+    user = User()
+    user.save()
+    assert user.id == 2
+    assert counter_of(User, f"{User.Meta.table_name}@us-east-1")[0] == 2
+
+
+@pytest.mark.modes("gapless")
+def test_a_transact_write_of_a_home_gapless_item_goes_to_the_home_region(make_model, backend, described):
+    """A user's TransactWrite holding a new gapless item of a home-region model is sent to the home region."""
+    from pynamodb.transactions import TransactWrite
+
+    separate_regions(backend)
+    described(model=MREC, counter=MREC)
+    table = backend.table_name("user")
+    Home = in_region(make_model, backend, "us-east-1", table)
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1",
+                      autoinc_home_host=backend.meta.get("host"))
+    user = Local()
+    with TransactWrite(connection=Local._get_connection().connection) as tx:
+        tx.save(user)
+    assert user.id == 1
+    assert [u.id for u in Home.scan()] == [1] and list(Local.scan()) == []
