@@ -82,7 +82,9 @@ class _Stream:
     table: str
     arn: str
     iterators: Dict[str, Optional[str]] = field(default_factory=dict)
-    """Open shards and their next iterator (None: not asked for yet)."""
+    """Open shards and their next iterator (None: to be asked for)."""
+    last: Dict[str, str] = field(default_factory=dict)
+    """The sequence number of the last record read from each shard."""
     finished: Set[str] = field(default_factory=set)
     described: float = 0.0
 
@@ -121,6 +123,8 @@ class GlobalTableDouble:
         """Changes not applied because the target held a newer version (last writer wins)."""
         self.echoes = 0
         """Stream records of the replicator's own writes, recognised and not sent back."""
+        self.restarts = 0
+        """Shard iterators the streams refused (trimmed or expired) and that were taken again."""
         self._clients: Dict[str, Any] = {}
         self._streams_clients: Dict[str, Any] = {}
         self._streams: Dict[str, Dict[str, _Stream]] = {}
@@ -308,11 +312,24 @@ class GlobalTableDouble:
         read = 0
         for shard_id, iterator in list(stream.iterators.items()):
             if iterator is None:
-                iterator = client.get_shard_iterator(StreamArn=stream.arn, ShardId=shard_id,
-                                                     ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-            out = client.get_records(ShardIterator=iterator, Limit=1000)
+                after = stream.last.get(shard_id)
+                where = ({"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after
+                         else {"ShardIteratorType": "TRIM_HORIZON"})
+                iterator = client.get_shard_iterator(StreamArn=stream.arn, ShardId=shard_id, **where)["ShardIterator"]
+            try:
+                out = client.get_records(ShardIterator=iterator, Limit=1000)
+            except ClientError as exc:
+                # DynamoDB Local sometimes refuses an iterator taken on an empty shard once records arrive,
+                # or one it has outlived: start again after the last record read.
+                if exc.response["Error"]["Code"] not in ("TrimmedDataAccessException", "ExpiredIteratorException"):
+                    raise
+                stream.iterators[shard_id] = None
+                self.restarts += 1
+                read += 1  # not quiet: read this shard again
+                continue
             for record in out["Records"]:
                 self._on_record(stream, record)
+                stream.last[shard_id] = record["dynamodb"]["SequenceNumber"]
             read += len(out["Records"])
             if out.get("NextShardIterator"):
                 stream.iterators[shard_id] = out["NextShardIterator"]
