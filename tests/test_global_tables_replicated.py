@@ -20,6 +20,7 @@ import pytest
 
 from pynamodb_autoinc import _options
 from tests.global_double import REGIONS
+from tests.global_worker import build_model
 
 pytestmark = pytest.mark.engine
 
@@ -192,3 +193,17 @@ def test_scheme_2_home_region_gapless_is_one_sequence(run, global_double):
     run.run({"autoinc_gapless": True, "autoinc_home_region": A, "autoinc_home_host": global_double.url(A)})
     saves = check_no_damage(run)
     assert sorted(i for i, _ in saves) == list(range(1, len(saves) + 1))
+
+
+def test_scheme_1_counter_item_per_region(run, global_double):
+    """Scheme 1 keeps one counter item per region, ``<key>@<region>``, replicated to both regions."""
+    require("autoinc_regions")
+    for region in REGIONS:
+        model = build_model(run.table, run.counter_table, global_double.meta(region),
+                            {"autoinc_key": "item", "autoinc_regions": REGIONS})
+        model(owner=region).save()
+    global_double.settle()
+    for region in REGIONS:
+        keys = sorted(item["NextKey"]["S"] for item in global_double.items(region, run.counter_table))
+        assert keys == [f"item@{r}" for r in sorted(REGIONS)]
+    assert run.stored(A) == {1: A, 2: B} == run.stored(B)
