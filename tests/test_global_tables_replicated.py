@@ -146,7 +146,8 @@ def test_one_counter_written_from_two_regions_hands_out_ids_twice(run):
     if "autoinc_single_region_writes" in _options.DEFAULTS:
         options["autoinc_single_region_writes"] = True  # the opt-out that says "one region writes": broken here
     run.run(options)
-    assert run.errors() == []
+    # a counter moved back by a replicated older version may also hand out the ID of an item already here
+    assert {error.split()[0] for error in run.errors()} <= {"ItemExistsError"}
     in_a = {i for worker in run.saves(A) for i, _ in worker}
     in_b = {i for worker in run.saves(B) for i, _ in worker}
     assert in_a & in_b, "no ID was handed out in both regions"
