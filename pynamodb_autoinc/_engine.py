@@ -39,6 +39,7 @@ from .exceptions import (
     error_code,
     error_responses,
 )
+from .regions import REPLICATED_WRITE_CONFLICT
 from .strategies import _UNKNOWN, ChainId, Claim
 
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -133,6 +134,8 @@ class Write:
     def verdict(self, exc: Exception) -> Any:
         """What a failed request means: APPLIED, a lost race ({chain: counter value}), or it raises."""
         code = error_code(exc)
+        if code == REPLICATED_WRITE_CONFLICT and self.claims:
+            return {}  # another region wrote one of the items at the same time; nothing was applied: a lost race
         if code == "ConditionalCheckFailedException":
             reasons: List[Optional[CancellationReason]] = [
                 CancellationReason(code=CONDITION_FAILED, raw_item=_returned(exc))]
@@ -187,8 +190,13 @@ class Write:
             raise self.failure(exc, [], [])  # answered, and so not applied
         model = type(entry.instance)
         hash_key, range_key = model._get_hash_range_key_serialized_values(entry.instance)
+        local = model._get_connection()
         try:
-            stored = model._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True).get(ITEM)
+            if self.connection is local.connection:
+                stored = local.get_item(hash_key, range_key=range_key, consistent_read=True).get(ITEM)
+            else:  # read where the write went: the home region's endpoint (a home region, gapless mode)
+                stored = self.connection.get_item(model.Meta.table_name, hash_key, range_key=range_key,
+                                                  consistent_read=True).get(ITEM)
         except Exception as read_error:
             raise WriteOutcomeUnknownError(
                 f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "

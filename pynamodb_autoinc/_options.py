@@ -12,7 +12,7 @@ from weakref import WeakKeyDictionary
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from . import periods
+from . import periods, regions
 from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions
@@ -38,6 +38,10 @@ DEFAULTS: Dict[str, Any] = {
     "autoinc_retries": None,  # no count: autoinc_timeout bounds the retries
     "autoinc_backoff": 0.01,
     "autoinc_timeout": 10.0,
+    "autoinc_regions": None,  # a global table's writing regions, each numbering its own subsequence
+    "autoinc_home_region": None,  # a global table's region that every counter request goes to
+    "autoinc_home_host": None,  # the home region's endpoint URL (None: its public endpoint)
+    "autoinc_single_region_writes": False,  # the user routes every write to one region
 }
 
 STRATEGIES = ("counter", "query")
@@ -75,6 +79,19 @@ class Options:
     """The first retry's largest delay in seconds; it doubles each retry, up to one second."""
     timeout: Optional[float]
     """How long, in seconds, a save may keep retrying lost races (None: no limit), like ``lock_timeout``."""
+    regions: Tuple[str, ...] = ()
+    """``Meta.autoinc_regions``: the regions of a global table that write, each numbering its own
+    subsequence on its own counter item (see :mod:`pynamodb_autoinc.regions`)."""
+    home_region: Optional[str] = None
+    """``Meta.autoinc_home_region``: every counter request (in gapless mode, the whole write) goes there."""
+    home_host: Optional[str] = None
+    """``Meta.autoinc_home_host``: the home region's endpoint URL (None: the region's public endpoint)."""
+    single_region_writes: bool = False
+    """``Meta.autoinc_single_region_writes``: the user routes every write to one region; tables are not
+    described and nothing is refused."""
+    region: Optional[str] = None
+    """With ``regions``: the region these options number for (its counter key ends ``@region``, and
+    ``sequence`` is its subsequence); None on the options a model declares."""
 
     def to_python(self, value: int, period: Optional[str] = None) -> Any:
         """``value`` as the auto attribute holds it."""
@@ -99,7 +116,8 @@ class Options:
             parts.append(_scope_part(value).replace("\\", "\\\\").replace("#", "\\#"))
         if period is not None:
             parts.append(period)
-        return "#".join(parts)
+        key = "#".join(parts)
+        return key if self.region is None else f"{key}@{self.region}"
 
     @property
     def start(self) -> int:
@@ -256,6 +274,13 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
                 raise _fail(model, f"Meta.{option} does not apply to the query strategy (it keeps no counter; "
                                    "the partition is the scope)")
 
+    region_list, home, home_host, single = regions.validate(model, opts, strategy)
+    if region_list:
+        try:
+            regions.region_sequence(sequence, len(region_list) - 1, len(region_list))
+        except ConfigurationError as exc:
+            raise _fail(model, f"Meta.autoinc_regions: {exc}") from None
+
     if opts["autoinc_counter_in_table"]:
         counter: Type[NextId] = in_table_counter(model)
     else:
@@ -263,10 +288,13 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         if not (isinstance(counter, type) and issubclass(counter, NextId)):
             raise _fail(model, f"Meta.autoinc_counter must be NextId or a subclass of it, not {counter!r}")
         counter = bind_counter(counter, model)
+    if home is not None:
+        counter = regions.home_counter(counter, home, home_host)
 
     if opts["autoinc_gapless"] and strategy == "counter":
-        differing = [s for s in CONNECTION_SETTINGS
-                     if getattr(counter.Meta, s, None) != getattr(meta, s, None)]
+        # with a home region, the transaction goes to the home endpoint, as the counter requests do
+        differing = [s for s in CONNECTION_SETTINGS if not (home is not None and s in ("region", "host"))
+                     and getattr(counter.Meta, s, None) != getattr(meta, s, None)]
         if differing:
             raise _fail(model, "gapless mode writes the counter and the item in one transaction, so both "
                                f"tables must be on one connection, but the counter's Meta sets {differing} "
@@ -289,4 +317,8 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         retries=opts["autoinc_retries"],
         backoff=float(backoff),
         timeout=None if timeout is None else float(timeout),
+        regions=region_list,
+        home_region=home,
+        home_host=home_host,
+        single_region_writes=single,
     )

@@ -30,9 +30,10 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple,
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
+from . import regions
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
-from .exceptions import CounterTableMissingError, CounterValueError, error_code
+from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, GlobalTableError, error_code
 from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
@@ -331,6 +332,9 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
                            f"numbers each partition from its stored items and keeps no counter to {args.command}")
     if args.key:
         return model, args.key
+    if opts.regions:
+        raise CommandError(f"{model.__name__} keeps one counter per region (Meta.autoinc_regions), so the model "
+                           f"alone does not name one; {name_it}, such as '{opts.key}@{opts.regions[0]}'")
     if opts.scope or opts.period:
         per = [*opts.scope, *(["period"] if opts.period else [])]
         example = "#".join([opts.key, *(f"<{name}>" for name in opts.scope),
@@ -338,6 +342,14 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         raise CommandError(f"{model.__name__} keeps one counter per {' and '.join(per)}, so the model alone does "
                            f"not name one; {name_it}, such as {example!r} (`list` shows the counters)")
     return model, opts.key
+
+
+def _sequence_of(model: Type[Model], key: str) -> SequenceOptions:
+    """The sequence of ``model``'s counter ``key`` (its region's, with Meta.autoinc_regions)."""
+    try:
+        return regions.sequence_of(options_for(model), key)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def _numbering(opts: Options) -> str:
@@ -361,12 +373,13 @@ def _get(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
-    sequence = options_for(model).sequence if model is not None else None
+    sequence = _sequence_of(model, key) if model is not None else None
     if sequence is not None:
         sequence.check(key, args.value)
     if model is not None and not args.force:
         opts = options_for(model)
-        furthest = _stored_ahead(model, key, args.value if args.is_called else args.value - opts.step,
+        assert sequence is not None
+        furthest = _stored_ahead(model, key, args.value if args.is_called else args.value - sequence.step,
                                  f"set cannot compare {args.value}")
         if furthest is not None:
             below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
@@ -392,7 +405,8 @@ def _stored_ahead(model: Type[Model], key: str, counter_value: int, cannot: str)
     if opts.period or opts.fmt:
         raise CommandError(f"{_numbering(opts)}, so {cannot} with the stored IDs; look up the last ID of that "
                            "counter yourself and use --force")
-    furthest = _furthest_ids(model, segments=4).get(key)
+    # the stored IDs of every region, for a region's counter: a region's values must pass them all
+    furthest = _furthest_ids(model, segments=4).get(key.rpartition("@")[0] if opts.regions else key)
     return furthest if furthest is not None and _behind(counter_value, furthest, opts.step) else None
 
 
@@ -400,10 +414,11 @@ def _restart(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     assert model is not None
     opts = options_for(model)
-    value = opts.start if args.value is None else args.value
-    opts.sequence.check(key, value)
+    sequence = _sequence_of(model, key)
+    value = sequence.start if args.value is None else args.value
+    sequence.check(key, value)
     if not args.force:
-        furthest = _stored_ahead(model, key, value - opts.step, f"restart cannot compare {value}")
+        furthest = _stored_ahead(model, key, value - sequence.step, f"restart cannot compare {value}")
         if furthest is not None:
             raise CommandError(
                 f"{model.__name__} already stores {opts.attribute}={furthest} under counter {key!r}; restarting at "
@@ -411,7 +426,7 @@ def _restart(args: argparse.Namespace) -> int:
                 "those items first, restart past them with --with, or use --force")
     counter = _counter(args, model)
     with _counter_errors(counter, key, model):
-        counter.restart(key, opts.sequence, value)
+        counter.restart(key, sequence, value)
     print(f"{key}: restarted; the next value is {value}")
     return 0
 
@@ -419,14 +434,14 @@ def _restart(args: argparse.Namespace) -> int:
 def _alter(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     assert model is not None
-    opts = options_for(model)
+    sequence = _sequence_of(model, key)
     counter = _counter(args, model)
     with _counter_errors(counter, key, model):
-        before = counter.alter(key, opts.sequence)
-    if before == opts.sequence:
-        print(f"{key}: already runs under {opts.sequence.encode()}")
+        before = counter.alter(key, sequence)
+    if before == sequence:
+        print(f"{key}: already runs under {sequence.encode()}")
     else:
-        print(f"{key}: now runs under {opts.sequence.encode()}"
+        print(f"{key}: now runs under {sequence.encode()}"
               + (f" (was: {before.encode()})" if before is not None else ""))
     return 0
 
@@ -449,18 +464,27 @@ def _describe(args: argparse.Namespace) -> int:
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
             if not hash_key.startswith(prefix) or (owner is not None and key != owner.key
-                                                   and not key.startswith(owner.key + "#")):
+                                                   and not key.startswith((owner.key + "#", owner.key + "@"))):
                 continue
+            if owner is not None and owner.regions and "@" not in key:
+                continue  # the single-region counter a table had before it moved to region-homed sequences
             row = rows.setdefault((counter.Meta.table_name, key), _describe_row(counter, key, raw))
             if owner is None:
                 continue
             row["models"].append(owner.model.__name__)
-            if row["recorded"] is not None and row["recorded"] != owner.sequence:
+            try:
+                expected = regions.sequence_of(owner, key)
+            except ConfigurationError as exc:
+                problems.append(f"{exc}; it is left over from another list of regions")
+                continue
+            if row["recorded"] is not None and row["recorded"] != expected:
                 problems.append(f"counter {key!r} records other sequence options than {owner.model.__name__}: "
-                                f"{', '.join(owner.sequence.differences(row['recorded']))}, so one of them has its "
+                                f"{', '.join(expected.differences(row['recorded']))}, so one of them has its "
                                 "saves refused. If the model's Meta changed on purpose, record its options with "
-                                f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree")
-            _fill(row, row["recorded"] or owner.sequence)
+                                f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree"
+                                + (" (after appending a region, run `pynamodb-autoinc seed` for the model)"
+                                   if owner.regions else ""))
+            _fill(row, row["recorded"] or expected)
     report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
     if args.json:
         print(json.dumps(report))
@@ -505,6 +529,13 @@ def _seed(args: argparse.Namespace) -> int:
                            "counter with `pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
     counter = _counter(args, model)
     furthest = _furthest_ids(model, args.segments)
+    if opts.regions:
+        try:
+            report = regions.seed(opts, counter, furthest)
+        except GlobalTableError as exc:
+            raise CommandError(str(exc)) from exc
+        print("\n".join(report) if report else f"{model.__name__} stores no IDs and has no counters: nothing to seed")
+        return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
         with _counter_errors(counter, key, model):

@@ -91,6 +91,11 @@ class ConfigurationError(AutoIncrementError, ValueError):
     """A model's ``Meta.autoinc_*`` options, or its attributes, are not usable."""
 
 
+class GlobalTableError(ConfigurationError):
+    """A model on a DynamoDB global table cannot keep its IDs unique as configured (see
+    :mod:`pynamodb_autoinc.regions`): choose a multi-region scheme, or fix the one chosen."""
+
+
 class UnassignedIdError(AutoIncrementError, ValueError):
     """An item would be stored without its auto-increment ID."""
 
@@ -203,6 +208,7 @@ __all__ = [
     "CounterError",
     "CounterTableMissingError",
     "CounterValueError",
+    "GlobalTableError",
     "HistoryWriteError",
     "InvalidIdError",
     "ItemExistsError",

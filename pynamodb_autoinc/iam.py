@@ -54,12 +54,15 @@ def _autoinc_actions(model: Type[Model]) -> Dict[str, Set[str]]:
     table = model.Meta.table_name
     # PutItem writes the items (alone or in a transaction); GetItem settles a write whose answer was lost.
     actions: Dict[str, Set[str]] = {table: {"dynamodb:PutItem", "dynamodb:GetItem"}}
+    # DescribeTable: once per process, whether the tables are global tables (not with single-region writes)
+    described = set() if opts.single_region_writes else {"dynamodb:DescribeTable"}
+    actions[table].update(described)
     if opts.strategy == "query":
         actions[table].add("dynamodb:Query")
         return actions
     counter_table = opts.counter.Meta.table_name
     # UpdateItem advances or swaps the counter; GetItem reads it (gapless) or explains a refusal (fast).
-    actions.setdefault(counter_table, set()).update({"dynamodb:UpdateItem", "dynamodb:GetItem"})
+    actions.setdefault(counter_table, set()).update({"dynamodb:UpdateItem", "dynamodb:GetItem", *described})
     return actions
 
 

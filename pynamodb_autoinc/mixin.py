@@ -29,11 +29,11 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import Transaction, TransactWrite
 
-from . import _engine, strategies
+from . import _engine, regions, strategies
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, options_for
 from .counter import RESERVED_PREFIX
-from .exceptions import AutoIncrementError, BulkSaveError, InvalidIdError, UnassignedIdError
+from .exceptions import AutoIncrementError, BulkSaveError, GlobalTableError, InvalidIdError, UnassignedIdError
 from .signals import before_save, send_after_save
 from .strategies import Claim
 
@@ -87,7 +87,7 @@ class AutoIncrementMixin(_Base):
         else:
             with strategies.held(claims):
                 put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
-                write = Write(type(self)._get_connection().connection, [put], [Entry(self, claims[0], 0)],
+                write = Write(regions.write_connection(type(self)), [put], [Entry(self, claims[0], 0)],
                               purpose="save")
             data = _engine.commit(write)
             self.update_local_version_attribute()
@@ -159,6 +159,12 @@ class AutoIncrementMixin(_Base):
         for item in items:
             if not isinstance(item, cls):
                 raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}")
+        if len(items) > 1 and any(getattr(item, opts.attribute) is None for item in items):
+            regions.effective(opts)  # the global-table check, before anything is claimed
+            if regions.strong(opts):
+                raise GlobalTableError(
+                    f"{cls.__name__}.save_all() writes its items in TransactWriteItems, which global tables in "
+                    "multi-region strong consistency (MRSC) do not support; save the instances one by one")
         is_new = [getattr(item, opts.attribute) is None for item in items]
         for item, new in zip(items, is_new):
             before_save.send(type(item), instance=item, is_new=new, operation="bulk")
@@ -188,7 +194,7 @@ class AutoIncrementMixin(_Base):
                         entries.append(Entry(item, claim, index))
                     puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
                             for e in entries]
-                    _engine.commit(Write(cls._get_connection().connection, puts, entries, purpose="bulk"))
+                    _engine.commit(Write(regions.write_connection(cls), puts, entries, purpose="bulk"))
                     saved.extend(chunk)
         except AutoIncrementError as exc:
             unsaved = [item for item in items if not any(item is s for s in saved)]
@@ -347,8 +353,12 @@ class _Hook:
             claim.release()
 
     def commit(self, tx: TransactWrite) -> Any:
+        homed = [e.claim for e, _ in self.entries
+                 if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
+        # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint
+        connection = regions.write_connection(type(homed[0].instance)) if homed else tx._connection
         write = Write(
-            tx._connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
+            connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
             checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
             token=tx._client_request_token, retry=tx._client_request_token is None,
             extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),

@@ -32,19 +32,21 @@ once, from the head's ``expected`` to the last value.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
+from . import regions
 from ._options import Options
 from .counter import SET_BY_HAND
-from .exceptions import CounterError, UnassignedIdError, WriteOutcomeUnknownError, error_code
+from .exceptions import ContentionError, CounterError, UnassignedIdError, WriteOutcomeUnknownError, error_code
 
 _UNKNOWN: Any = object()  # "the counter's value is not known here"
 
@@ -168,14 +170,17 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims.
 
     ``fresh``: a swap claim reads the counter rather than trust the value
-    this process remembers.
+    this process remembers. The model's first claim in a process checks its
+    tables for global tables (:func:`pynamodb_autoinc.regions.effective`).
     """
+    opts = regions.effective(opts)
     kind = "query" if opts.strategy == "query" else "swap" if opts.gapless else "counter"
     period = opts.current_period()
     key = partition_key(instance, opts) if kind == "query" else opts.counter_key(instance, period)
     claim = Claim(instance, opts, kind, key, period)
     if kind == "counter":
-        claim.assign(_from_block(opts, key) if opts.block > 1 else opts.counter.nextval(key, opts.sequence))
+        claim.assign(_from_block(opts, key) if opts.block > 1
+                     else _conflicted(opts, key, lambda: opts.counter.nextval(key, opts.sequence)))
         return claim
     chain = [c for c in pending if c.chain == claim.chain]
     if len(chain) >= opts.sequence.size:
@@ -193,6 +198,7 @@ def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
     Blocks are not used: the request reserves exactly the values needed, so a
     batch that does not fit before the bound spends nothing.
     """
+    opts = regions.effective(opts)
     period = opts.current_period()
     groups: Dict[str, List[Model]] = {}
     for instance in instances:
@@ -255,11 +261,42 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
         raise opts.sequence.too_many(key, count)  # a cycling sequence is asked for what is left, pass by pass
     values: List[int] = []
     while len(values) < count:
-        values += opts.counter.reserve(key, count - len(values), opts.sequence,
-                                       partial=partial or opts.sequence.cycle)
+        values += _conflicted(opts, key, functools.partial(opts.counter.reserve, key, count - len(values),
+                                                           opts.sequence, partial=partial or opts.sequence.cycle))
         if partial:
             break
     return values
+
+
+_T = TypeVar("_T")
+
+
+def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
+    """Send a counter request, retrying a ``ReplicatedWriteConflictException`` as a lost race.
+
+    On a global table in multi-region strong consistency, a write that meets
+    a concurrent write of the same item from another region is refused, and
+    nothing of it is applied. It is sent again under the model's budget
+    (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
+    """
+    from ._contention import clock
+
+    began, attempt = clock.monotonic(), 0
+    while True:
+        try:
+            return request()
+        except CounterError as exc:
+            if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
+                raise
+            attempt += 1
+            elapsed = clock.monotonic() - began
+            if (opts.retries is not None and attempt > opts.retries) or \
+                    (opts.timeout is not None and elapsed >= opts.timeout):
+                raise ContentionError(
+                    f"counter {key!r} was written from another region at the same time {attempt} times in a row "
+                    f"in {elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the save "
+                    "later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", exc) from exc
+            clock.sleep(backoff_delay(opts.backoff, attempt))
 
 
 def _from_block(opts: Options, key: str) -> int:

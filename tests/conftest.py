@@ -179,13 +179,16 @@ def rival() -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def _fresh_process_state() -> Iterator[None]:
-    """Each test starts with no reserved blocks, no remembered counter values and new increment() writers."""
-    from pynamodb_autoinc import _contention, counter, strategies
+    """Each test starts with no reserved blocks, no remembered counter values, new increment() writers, and
+    no table described yet (its first claim describes the model's table and the counter table)."""
+    from pynamodb_autoinc import _contention, counter, regions, strategies
 
+    regions.reset()
     strategies._state.reset()
     _contention._process.__init__()  # type: ignore[misc]
     counter._forget_writers()
     yield
+    regions.reset()
     strategies._state.reset()
     _contention._process.__init__()  # type: ignore[misc]
     counter._forget_writers()

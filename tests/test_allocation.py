@@ -144,14 +144,17 @@ def test_auto_attribute_outside_the_key(make_model, mode):
 
 
 def test_requests_per_new_item(make_model, mode, requests):
-    """Fast: one UpdateItem and one PutItem per new item; gapless: a read once, then one transaction each."""
+    """Fast: one UpdateItem and one PutItem per new item; gapless: a read once, then one transaction each.
+
+    The process's first save also describes the model's table and the counter table, once (global tables)."""
     User = make_model("User")
     requests.clear()
     User().save()
     User().save()
+    described = [("DescribeTable", User.Meta.table_name), ("DescribeTable", "NextId")]
     expected = {
-        "fast": [("UpdateItem", "NextId"), ("PutItem", User.Meta.table_name)] * 2,
-        "gapless": [("GetItem", "NextId"), ("TransactWriteItems", None), ("TransactWriteItems", None)],
+        "fast": described + [("UpdateItem", "NextId"), ("PutItem", User.Meta.table_name)] * 2,
+        "gapless": described + [("GetItem", "NextId"), ("TransactWriteItems", None), ("TransactWriteItems", None)],
     }[mode]
     assert requests == expected
 

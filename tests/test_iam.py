@@ -96,7 +96,8 @@ def test_policy_document(make_model):
     document = policy(User, region="eu-west-1", account="123456789012")
     resources = {s["Resource"]: s["Action"] for s in document["Statement"]}
     assert resources == {
-        "arn:aws:dynamodb:eu-west-1:123456789012:table/NextId": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/NextId":
+            ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:UpdateItem"],
         f"arn:aws:dynamodb:eu-west-1:123456789012:table/{User.Meta.table_name}":
-            ["dynamodb:GetItem", "dynamodb:PutItem"],
+            ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem"],
     }

@@ -12,7 +12,7 @@ from pynamodb.connection import Connection
 from pynamodb.models import Model
 
 import tests.fake_aws  # noqa: F401  (dummy AWS settings)
-from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc import AutoIncrementMixin, NextId, regions
 
 from .scheduler import Interposer
 from .workloads import WORKLOADS, Operation, Workload
@@ -123,6 +123,11 @@ class World:
             if not table.exists():
                 table.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         self.tables = tables
+        if issubclass(self.model, AutoIncrementMixin):
+            # The tables are described once per process, on the first claim (global tables); the simulated
+            # clients share that memory, so it is learned here, before any schedule: no client's run
+            # describes a table, and the schedules explore the writes alone.
+            regions.effective(self.model.autoinc_options())
         self.interposer = Interposer([t._get_connection().connection.client for t in tables]
                                      + [self.connection.client])
 

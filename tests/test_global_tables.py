@@ -1,0 +1,553 @@
+"""Global tables: detection from DescribeTable, and the multi-region schemes.
+
+Neither moto nor DynamoDB Local creates replicas, so detection is tested
+against constructed DescribeTable answers: :func:`regions.describe_table` is
+replaced by a function answering, for each table, a ``Table`` description as
+DynamoDB returns it for a single-region table, a global table in eventual
+consistency (MREC), one in strong consistency (MRSC), or a legacy global
+table. The schemes run on moto, whose tables in two regions are two separate
+tables, as two replicas are before replication.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+from botocore.exceptions import ClientError
+
+from pynamodb_autoinc import (
+    ConfigurationError,
+    ContentionError,
+    GlobalTableError,
+    NextId,
+    SequenceMismatchError,
+    SequenceOptions,
+    regions,
+)
+from pynamodb_autoinc.counter import bind_counter
+
+pytestmark = pytest.mark.modes("fast", "block", "gapless")
+
+#: DescribeTable ``Table`` descriptions of each kind, as DynamoDB answers them (keys and sizes left out).
+SINGLE: Dict[str, Any] = {"TableStatus": "ACTIVE"}
+MREC: Dict[str, Any] = {"TableStatus": "ACTIVE", "GlobalTableVersion": "2019.11.21",
+                        "Replicas": [{"RegionName": "eu-west-1", "ReplicaStatus": "ACTIVE"}]}
+MREC_NAMED: Dict[str, Any] = {**MREC, "MultiRegionConsistency": "EVENTUAL"}
+MRSC: Dict[str, Any] = {"TableStatus": "ACTIVE", "GlobalTableVersion": "2019.11.21",
+                        "MultiRegionConsistency": "STRONG",
+                        "Replicas": [{"RegionName": "us-east-2", "ReplicaStatus": "ACTIVE"},
+                                     {"RegionName": "us-west-2", "ReplicaStatus": "ACTIVE"}]}
+LEGACY: Dict[str, Any] = {"TableStatus": "ACTIVE", "GlobalTableVersion": "2017.11.29"}
+
+
+@pytest.fixture
+def described(monkeypatch: pytest.MonkeyPatch) -> Callable[..., List[str]]:
+    """``described(model=MREC, counter=SINGLE)``: answer DescribeTable with these descriptions; returns the
+    list of tables described so far."""
+    calls: List[str] = []
+
+    def install(model: Dict[str, Any] = SINGLE, counter: Dict[str, Any] = SINGLE) -> List[str]:
+        def describe(connection: Any, table: str) -> Dict[str, Any]:
+            calls.append(table)
+            return dict(counter if table == NextId.Meta.table_name else model, TableName=table)
+
+        monkeypatch.setattr(regions, "describe_table", describe)
+        return calls
+
+    return install
+
+
+def counter_of(model: Any, key: Optional[str] = None) -> Any:
+    opts = model.autoinc_options()
+    return opts.counter.read(key or opts.key)
+
+
+# -- detection ------------------------------------------------------------------------------------------------
+
+
+def test_a_single_region_table_is_allowed(make_model, described):
+    """A table without replicas needs no scheme: the save goes on as always."""
+    described()
+    User = make_model("User")
+    user = User()
+    user.save()
+    assert user.id == 1
+
+
+@pytest.mark.parametrize("description", [MREC, MREC_NAMED, LEGACY], ids=["replicas", "eventual", "legacy"])
+def test_an_eventually_consistent_global_table_is_refused(make_model, described, description):
+    """A model on a global table in eventual consistency, with no scheme, is refused before anything is spent."""
+    described(model=description)
+    User = make_model("User")
+    user = User()
+    with pytest.raises(GlobalTableError) as info:
+        user.save()
+    assert "autoinc_regions" in str(info.value) and "autoinc_home_region" in str(info.value)
+    assert "autoinc_single_region_writes" in str(info.value)
+    assert user.id is None
+    assert counter_of(User) == (None, None)
+
+
+def test_a_global_counter_table_is_refused(make_model, described):
+    """The counter table being global is enough to refuse: its item is what two regions would both advance."""
+    described(counter=MREC)
+    User = make_model("User")
+    with pytest.raises(GlobalTableError, match="'NextId'"):
+        User().save()
+
+
+def test_the_refusal_is_a_configuration_error(make_model, described):
+    """GlobalTableError is a ConfigurationError, so existing handlers of bad options catch it."""
+    described(model=MREC)
+    User = make_model("User")
+    with pytest.raises(ConfigurationError):
+        User().save()
+
+
+def test_each_table_is_described_once_per_process(make_model, described):
+    """The first claim describes the model's table and the counter table; later saves describe nothing."""
+    calls = described()
+    User = make_model("User")
+    User().save()
+    User().save()
+    User.save_all([User(), User()])
+    assert sorted(calls) == sorted([User.Meta.table_name, "NextId"])
+
+
+def test_a_reset_describes_again(make_model, described):
+    """regions.reset() (run in a forked child) forgets what was described: the next claim asks again."""
+    calls = described()
+    User = make_model("User")
+    User().save()
+    regions.reset()
+    User().save()
+    assert len(calls) == 4
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_single_region_writes_describes_nothing(make_model, described):
+    """Meta.autoinc_single_region_writes skips detection: no DescribeTable, no refusal."""
+    calls = described(model=MREC, counter=MREC)
+    User = make_model("User", autoinc_single_region_writes=True)
+    User().save()
+    assert calls == []
+    assert counter_of(User)[0] == 1
+
+
+def test_describe_table_denied_names_the_permission_and_the_opt_out(make_model, monkeypatch):
+    """An AccessDeniedException on DescribeTable raises an error naming the permission and the opt-out."""
+
+    def denied(connection: Any, table: str) -> Dict[str, Any]:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "DescribeTable")
+
+    monkeypatch.setattr(regions, "describe_table", denied)
+    User = make_model("User")
+    with pytest.raises(GlobalTableError) as info:
+        User().save()
+    assert "dynamodb:DescribeTable" in str(info.value) and "autoinc_single_region_writes" in str(info.value)
+
+
+def test_the_real_describe_table_answers_a_single_region_table(make_model, requests):
+    """Unpatched, the first save sends one DescribeTable per table (moto answers), then saves as always."""
+    User = make_model("User")
+    requests.clear()
+    User().save()
+    described = sorted(table for op, table in requests if op == "DescribeTable")
+    assert described == sorted([User.Meta.table_name, "NextId"])
+
+
+@pytest.mark.modes("fast", "block")
+def test_strong_consistency_needs_no_scheme_in_fast_and_block_mode(make_model, described):
+    """On an MRSC global table, fast and block mode save without a scheme."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User")
+    user = User()
+    user.save()
+    assert user.id == 1
+
+
+@pytest.mark.modes("gapless")
+def test_strong_consistency_refuses_gapless_mode(make_model, described):
+    """Gapless mode needs TransactWriteItems, which MRSC tables do not support: refused, naming the fix."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User")
+    with pytest.raises(GlobalTableError, match="autoinc_gapless = False"):
+        User().save()
+
+
+@pytest.mark.modes("fast")
+def test_strong_consistency_refuses_save_all(make_model, described):
+    """save_all() of several new items writes TransactWriteItems: refused on MRSC before anything is spent."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User")
+    users = [User(), User()]
+    with pytest.raises(GlobalTableError, match="one by one"):
+        User.save_all(users)
+    assert counter_of(User) == (None, None)
+
+
+class _Conflicts:
+    """Answer the next requests of one operation with ReplicatedWriteConflictException, in DynamoDB's place.
+
+    The connections' ``dispatch`` raises botocore's ClientError as DynamoDB's answer would; the request
+    never reaches moto, as a refused request is never applied.
+    """
+
+    def __init__(self, model: Any, operation: str, times: int) -> None:
+        self.operation, self.left, self.sent = operation, times, 0
+        self.patched = list({id(c): c for c in (model._get_connection().connection,
+                                                model.autoinc_options().counter._get_connection().connection)
+                             }.values())
+        for connection in self.patched:
+            connection.dispatch = self.wrap(connection.dispatch)
+
+    def wrap(self, dispatch: Callable[..., Any]) -> Callable[..., Any]:
+        def conflicting(operation: str, kwargs: Dict[str, Any]) -> Any:
+            if operation == self.operation:
+                self.sent += 1
+                if self.left:
+                    self.left -= 1
+                    raise ClientError({"Error": {"Code": "ReplicatedWriteConflictException",
+                                                 "Message": "being modified by a request in another Region"}},
+                                      operation)
+            return dispatch(operation, kwargs)
+
+        return conflicting
+
+    def remove(self) -> None:
+        for connection in self.patched:
+            del connection.dispatch
+
+
+@pytest.mark.modes("fast", "block")
+def test_a_replicated_write_conflict_on_the_counter_is_retried(make_model, described):
+    """A counter update refused with ReplicatedWriteConflictException is sent again; the save gets the value."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User", autoinc_backoff=0)
+    conflicts = _Conflicts(User, "UpdateItem", times=2)
+    try:
+        user = User()
+        user.save()
+    finally:
+        conflicts.remove()
+    assert user.id == 1 and conflicts.sent >= 3
+
+
+@pytest.mark.modes("fast")
+def test_a_replicated_write_conflict_on_the_item_is_retried(make_model, described):
+    """An item put refused with ReplicatedWriteConflictException is sent again with the value it holds."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User", autoinc_backoff=0)
+    conflicts = _Conflicts(User, "PutItem", times=1)
+    try:
+        user = User()
+        user.save()
+    finally:
+        conflicts.remove()
+    assert user.id == 1 and User.get(1).id == 1 and counter_of(User)[0] == 1
+
+
+@pytest.mark.modes("fast")
+def test_replicated_write_conflicts_use_up_the_retry_budget(make_model, described):
+    """Conflicts beyond Meta.autoinc_retries raise ContentionError, with nothing spent."""
+    described(model=MRSC, counter=MRSC)
+    User = make_model("User", autoinc_backoff=0, autoinc_retries=2)
+    conflicts = _Conflicts(User, "UpdateItem", times=10)
+    try:
+        with pytest.raises(ContentionError, match="another region"):
+            User().save()
+    finally:
+        conflicts.remove()
+    assert counter_of(User) == (None, None)
+
+
+# -- scheme 1: region-homed sequences -------------------------------------------------------------------------
+
+REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
+
+
+def in_region(make_model: Any, backend: Any, region: str, table: str, **options: Any) -> Any:
+    """The model of ``table`` as a process in ``region`` sees it, its tables there created."""
+    model = make_model("User", create=False, region=region, table_name=table, **options)
+    backend.counter(model=model)
+    backend.create(model)
+    return model
+
+
+@pytest.mark.parametrize("global_", [SINGLE, MREC], ids=["single", "global"])
+def test_each_region_numbers_its_own_subsequence(make_model, backend, described, mode, global_):
+    """Region i of R hands out start + (i + k*R)*step: unique across regions, increasing within one."""
+    described(model=global_, counter=global_)
+    table = backend.table_name("user")
+    ids = {}
+    for region in REGIONS:
+        User = in_region(make_model, backend, region, table, autoinc_regions=REGIONS)
+        users = [User() for _ in range(4)]
+        for user in users:
+            user.save()
+        ids[region] = [u.id for u in users]
+    assert ids == {"us-east-1": [1, 4, 7, 10], "eu-west-1": [2, 5, 8, 11], "ap-south-1": [3, 6, 9, 12]}
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_the_region_subsequence_follows_start_and_step(make_model, backend, described, mode):
+    """With start 100 and step 10, region 1 of 2 hands out 110, 130, 150."""
+    described()
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "eu-west-1", table, autoinc_regions=("us-east-1", "eu-west-1"),
+                     autoinc_start=100, autoinc_step=10)
+    users = [User() for _ in range(3)]
+    for user in users:
+        user.save()
+    assert [u.id for u in users] == [110, 130, 150]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_the_region_counter_key_and_options(make_model, backend, described):
+    """Each region's counter is the item ``key@region``, recording the region's own subsequence."""
+    described()
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "eu-west-1", table, autoinc_regions=("us-east-1", "eu-west-1"))
+    User().save()
+    value, recorded = counter_of(User, f"{table}@eu-west-1")
+    assert value == 2
+    assert recorded == SequenceOptions(2, 2, 1, 2**63 - 1, False)
+    assert counter_of(User) == (None, None)
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_numbers_the_region_subsequence(make_model, backend, described, mode):
+    """save_all() in a region takes its values from the region's subsequence."""
+    described()
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "eu-west-1", table, autoinc_regions=("us-east-1", "eu-west-1"))
+    users = [User() for _ in range(3)]
+    User.save_all(users)
+    assert [u.id for u in users] == [2, 4, 6]
+
+
+def test_a_region_missing_from_the_list_is_refused(make_model, backend, described):
+    """A process writing from a region the list does not name is refused, naming the region and the list."""
+    described()
+    User = in_region(make_model, backend, "sa-east-1", backend.table_name("user"),
+                     autoinc_regions=("us-east-1", "eu-west-1"))
+    user = User()
+    with pytest.raises(GlobalTableError) as info:
+        user.save()
+    assert "'sa-east-1'" in str(info.value) and "['us-east-1', 'eu-west-1']" in str(info.value)
+    assert "append" in str(info.value)
+    assert user.id is None
+
+
+def test_changing_the_number_of_regions_is_refused_by_the_counter(make_model, backend, described):
+    """A counter numbered under two regions refuses a process listing three: the layout changed."""
+    described()
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    Two().save()
+    Three = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS)
+    with pytest.raises(SequenceMismatchError, match="step 2 \\(here 3\\)"):
+        Three().save()
+
+
+# -- scheme 2: a home region --------------------------------------------------------------------------------------
+
+
+@pytest.mark.modes("fast")
+def test_a_home_region_takes_every_counter_request(make_model, backend, described):
+    """Fast mode: the counter advances in the home region; the item is stored in the local one."""
+    described(model=MREC, counter=MREC)
+    table = backend.table_name("user")
+    Home = in_region(make_model, backend, "us-east-1", table)  # the home region's tables
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    user = Local()
+    user.save()
+    assert user.id == 1
+    assert bind_counter(NextId, Home).currval(table) == 1
+    assert bind_counter(NextId, Local).currval(table) is None
+    assert Local.get(1).id == 1 and list(Home.scan()) == []
+
+
+@pytest.mark.modes("gapless")
+def test_a_home_region_takes_the_whole_gapless_transaction(make_model, backend, described):
+    """Gapless mode: the transaction (counter swap and item put) goes to the home region's endpoint."""
+    described(model=MREC, counter=MREC)
+    table = backend.table_name("user")
+    Home = in_region(make_model, backend, "us-east-1", table)
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    first, second = Local(), Local()
+    first.save()
+    second.save()
+    assert (first.id, second.id) == (1, 2)
+    assert bind_counter(NextId, Home).currval(table) == 2
+    assert sorted(u.id for u in Home.scan()) == [1, 2] and list(Local.scan()) == []
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_two_regions_with_one_home_share_one_sequence(make_model, backend, described):
+    """Processes in two regions homed on one region hand out one sequence between them."""
+    described(model=MREC, counter=MREC)
+    table = backend.table_name("user")
+    in_region(make_model, backend, "us-east-1", table)
+    East = in_region(make_model, backend, "us-east-1", table, autoinc_home_region="us-east-1")
+    West = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    ids = []
+    for model in (East, West, East, West):
+        user = model()
+        user.save()
+        ids.append(user.id)
+    assert ids == [1, 2, 3, 4]
+
+
+# -- validation ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("options, message", [
+    ({"autoinc_regions": ()}, "is empty"),
+    ({"autoinc_regions": "us-east-1"}, "sequence of region names"),
+    ({"autoinc_regions": ("us-east-1", "us-east-1")}, "more than once"),
+    ({"autoinc_regions": ("us-east-1",), "autoinc_home_region": "us-east-1"}, "choose one"),
+    ({"autoinc_home_region": "us-east-1", "autoinc_single_region_writes": True}, "choose one"),
+    ({"autoinc_regions": ("us-east-1",), "autoinc_cycle": True}, "autoinc_cycle"),
+    ({"autoinc_regions": ("us-east-1",), "autoinc_track_explicit": True}, "autoinc_track_explicit"),
+    ({"autoinc_home_host": "http://localhost:8000"}, "autoinc_home_region too"),
+    ({"autoinc_home_region": ""}, "region name"),
+    ({"autoinc_single_region_writes": "yes"}, "True or False"),
+    ({"autoinc_regions": ("a", "b", "c"), "autoinc_min": 1, "autoinc_max": 2}, "outside the bounds"),
+])
+def test_options_that_cannot_keep_the_promise_are_refused(make_model, options, message):
+    """Combinations of the multi-region options that cannot keep IDs unique are refused with the fix."""
+    User = make_model("User", create=False, **options)
+    with pytest.raises(ConfigurationError, match=message):
+        User.autoinc_options()
+
+
+@pytest.mark.modes("query")
+@pytest.mark.parametrize("options", [{"autoinc_regions": ("us-east-1",)}, {"autoinc_home_region": "us-east-1"}])
+def test_the_query_strategy_has_no_multi_region_scheme(make_model, options):
+    """The query strategy keeps no counter, so neither scheme applies: refused, naming the counter strategy."""
+    User = make_model("User", create=False, **options)
+    with pytest.raises(ConfigurationError, match="autoinc_strategy = 'counter'"):
+        User.autoinc_options()
+
+
+# -- the command line: seed and describe per region -------------------------------------------------------------
+
+
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, model: Any, *argv: str) -> Any:
+    """Run ``pynamodb-autoinc`` in this process with ``model`` importable as ``<this module>:Named``."""
+    from pynamodb_autoinc.cli import main
+
+    monkeypatch.setattr(sys.modules[__name__], "Named", model, raising=False)
+    code = main([argv[0], *[a.replace("MODEL", f"{__name__}:Named") for a in argv[1:]]])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.modes("fast")
+def test_seed_moves_a_single_region_table_to_region_homed_sequences(make_model, backend, monkeypatch, capsys):
+    """seed starts each region's counter past the IDs the single-region counter handed out, on its subsequence."""
+    table = backend.table_name("user")
+    Before = in_region(make_model, backend, "us-east-1", table)
+    for _ in range(5):
+        Before().save()
+    After = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    code, out, err = run_cli(monkeypatch, capsys, After, "seed", "MODEL")
+    assert code == 0, err
+    assert f"{table}@us-east-1: restarted on start=1 step=2" in out and "the next value is 7" in out
+    assert f"{table}@eu-west-1: restarted on start=2 step=2" in out and "the next value is 6" in out
+    user = After()
+    user.save()
+    assert user.id == 7
+
+
+@pytest.mark.modes("fast")
+def test_seed_after_appending_a_region_restarts_every_region_on_the_new_layout(make_model, backend, monkeypatch,
+                                                                                capsys):
+    """Appending a region changes every region's step: seed restarts each past every ID, on its new subsequence."""
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()  # 1, 3, 5
+    Three = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS)
+    code, out, err = run_cli(monkeypatch, capsys, Three, "seed", "MODEL")
+    assert code == 0, err
+    nexts = {line.split(":")[0]: int(line.rsplit(" ", 1)[1]) for line in out.splitlines()}
+    assert nexts == {f"{table}@us-east-1": 7, f"{table}@eu-west-1": 8, f"{table}@ap-south-1": 6}
+    user = Three()
+    user.save()
+    assert user.id == 7
+
+
+@pytest.mark.modes("fast")
+def test_seed_refuses_a_reordered_list(make_model, backend, monkeypatch, capsys):
+    """A list whose regions changed places is refused by seed, naming the reorder, and nothing moves."""
+    table = backend.table_name("user")
+    Ordered = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    Ordered().save()
+    Swapped = in_region(make_model, backend, "us-east-1", table, autoinc_regions=tuple(reversed(REGIONS[:2])))
+    code, out, err = run_cli(monkeypatch, capsys, Swapped, "seed", "MODEL")
+    assert code == 1
+    assert "reordered" in err
+    assert counter_of(Ordered, f"{table}@us-east-1") == (1, SequenceOptions(1, 2, 1, 2**63 - 1, False))
+
+
+@pytest.mark.modes("fast")
+def test_seed_raises_region_counters_past_stored_ids_once(make_model, backend, monkeypatch, capsys):
+    """seed raises every region's counter past the largest stored ID, and leaves it on a re-run."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()  # records the layout on us-east-1's counter
+    User(id=20).save()
+    code, out, _ = run_cli(monkeypatch, capsys, User, "seed", "MODEL")
+    assert code == 0
+    assert f"{table}@us-east-1: raised; the next value is 21" in out
+    assert f"{table}@eu-west-1: restarted on start=2 step=2" in out and "the next value is 22" in out
+    code, again, _ = run_cli(monkeypatch, capsys, User, "seed", "MODEL")
+    assert f"{table}@us-east-1: already past every ID; the next value is 21" in again
+    assert f"{table}@eu-west-1: already past every ID; the next value is 22" in again
+
+
+@pytest.mark.modes("fast")
+def test_describe_shows_each_region_counter(make_model, backend, monkeypatch, capsys):
+    """describe --model lists each region's counter with its subsequence."""
+    table = backend.table_name("user")
+    East = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    East().save()
+    code, out, err = run_cli(monkeypatch, capsys, East, "seed", "MODEL")
+    code, out, err = run_cli(monkeypatch, capsys, East, "describe", "--model", "MODEL", "--json")
+    assert code == 0, err
+    rows = {row["key"]: (row["start"], row["step"], row["last_value"]) for row in json.loads(out)}
+    assert rows == {f"{table}@us-east-1": (1, 2, 1), f"{table}@eu-west-1": (2, 2, 0)}
+
+
+@pytest.mark.modes("fast")
+def test_commands_on_one_counter_need_the_region_key(make_model, backend, monkeypatch, capsys):
+    """restart of a region-homed model without --key is refused, naming a region key; with one, it uses the
+    region's subsequence."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    code, _, err = run_cli(monkeypatch, capsys, User, "restart", "--model", "MODEL")
+    assert code == 1 and f"'{table}@us-east-1'" in err
+    code, out, err = run_cli(monkeypatch, capsys, User, "restart", "--model", "MODEL", "--key",
+                             f"{table}@eu-west-1")
+    assert code == 0, err
+    assert counter_of(User, f"{table}@eu-west-1") == (0, SequenceOptions(2, 2, 1, 2**63 - 1, False))
+
+
+# -- the IAM policy -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("single", [False, True])
+def test_the_policy_grants_describe_table_unless_writes_stay_in_one_region(make_model, single):
+    """required_actions() grants DescribeTable on both tables, except with Meta.autoinc_single_region_writes."""
+    from pynamodb_autoinc.iam import required_actions
+
+    User = make_model("User", create=False, autoinc_single_region_writes=single)
+    actions = required_actions(User)
+    assert [("dynamodb:DescribeTable" in actions[t]) for t in (User.Meta.table_name, "NextId")] == [not single] * 2
