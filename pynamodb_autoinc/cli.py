@@ -167,8 +167,15 @@ def _parser() -> argparse.ArgumentParser:
     alter.add_argument("--key", help="counter key (default: the model's)")
     alter.set_defaults(run=_alter)
 
-    seed = commands.add_parser("seed", help="raise a model's counters to the largest IDs stored in its table "
-                                            "(lower them to the smallest, for a negative step); never moves one back")
+    seed = commands.add_parser(
+        "seed", help="raise a model's counters to the largest IDs stored in its table "
+                     "(lower them to the smallest, for a negative step); never moves one back",
+        description="Raise a model's counters to the largest IDs stored in its table (lower them to the smallest, "
+                    "for a negative step); a counter is never moved back. With Meta.autoinc_regions, each region's "
+                    "counter is put past every stored ID and every region's counter (and the single-region counter "
+                    "a table had before), on the region's own subsequence: a counter recording another layout "
+                    "(a region was appended) or none is restarted there with the new options. A reordered list "
+                    "is refused before anything moves.")
     seed.add_argument("model", help="package.module:Model")
     seed.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
     seed.set_defaults(run=_seed)

@@ -269,6 +269,12 @@ def test_replicated_write_conflicts_use_up_the_retry_budget(make_model, describe
 REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
 
 
+def separate_regions(backend: Any) -> None:
+    """Skip on DynamoDB Local: with ``-sharedDb`` it keeps one database for every region."""
+    if backend.name == "local":
+        pytest.skip("DynamoDB Local (-sharedDb) keeps one table for every region; moto keeps one per region")
+
+
 def in_region(make_model: Any, backend: Any, region: str, table: str, **options: Any) -> Any:
     """The model of ``table`` as a process in ``region`` sees it, its tables there created."""
     model = make_model("User", create=False, region=region, table_name=table, **options)
@@ -359,10 +365,12 @@ def test_changing_the_number_of_regions_is_refused_by_the_counter(make_model, ba
 @pytest.mark.modes("fast")
 def test_a_home_region_takes_every_counter_request(make_model, backend, described):
     """Fast mode: the counter advances in the home region; the item is stored in the local one."""
+    separate_regions(backend)
     described(model=MREC, counter=MREC)
     table = backend.table_name("user")
     Home = in_region(make_model, backend, "us-east-1", table)  # the home region's tables
-    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1",
+                      autoinc_home_host=backend.meta.get("host"))
     user = Local()
     user.save()
     assert user.id == 1
@@ -374,10 +382,12 @@ def test_a_home_region_takes_every_counter_request(make_model, backend, describe
 @pytest.mark.modes("gapless")
 def test_a_home_region_takes_the_whole_gapless_transaction(make_model, backend, described):
     """Gapless mode: the transaction (counter swap and item put) goes to the home region's endpoint."""
+    separate_regions(backend)
     described(model=MREC, counter=MREC)
     table = backend.table_name("user")
     Home = in_region(make_model, backend, "us-east-1", table)
-    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1",
+                      autoinc_home_host=backend.meta.get("host"))
     first, second = Local(), Local()
     first.save()
     second.save()
@@ -392,8 +402,10 @@ def test_two_regions_with_one_home_share_one_sequence(make_model, backend, descr
     described(model=MREC, counter=MREC)
     table = backend.table_name("user")
     in_region(make_model, backend, "us-east-1", table)
-    East = in_region(make_model, backend, "us-east-1", table, autoinc_home_region="us-east-1")
-    West = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1")
+    East = in_region(make_model, backend, "us-east-1", table, autoinc_home_region="us-east-1",
+                     autoinc_home_host=backend.meta.get("host"))
+    West = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1",
+                     autoinc_home_host=backend.meta.get("host"))
     ids = []
     for model in (East, West, East, West):
         user = model()
@@ -551,3 +563,44 @@ def test_the_policy_grants_describe_table_unless_writes_stay_in_one_region(make_
     User = make_model("User", create=False, autoinc_single_region_writes=single)
     actions = required_actions(User)
     assert [("dynamodb:DescribeTable" in actions[t]) for t in (User.Meta.table_name, "NextId")] == [not single] * 2
+
+
+@pytest.mark.modes("gapless")
+def test_the_home_host_is_the_endpoint_of_every_home_request(make_model):
+    """With Meta.autoinc_home_host, the counter and (gapless) the transaction use that endpoint and region."""
+    User = make_model("User", create=False, region="eu-west-1", autoinc_home_region="us-east-1",
+                      autoinc_home_host="http://home.invalid:8000")
+    counter = User.autoinc_options().counter
+    connection = regions.write_connection(User)
+    assert (counter.Meta.region, counter.Meta.host) == ("us-east-1", "http://home.invalid:8000")
+    assert (connection.region, connection.host) == ("us-east-1", "http://home.invalid:8000")
+    assert User._get_connection().connection.region == "eu-west-1"
+
+
+@pytest.mark.modes("fast")
+def test_without_meta_region_the_region_botocore_resolves_is_used(make_model, backend, described):
+    """A model with no Meta.region numbers for the region botocore resolves (here AWS_DEFAULT_REGION)."""
+    described()
+    User = make_model("User", region=None, autoinc_regions=("eu-west-1", "us-east-1"))
+    user = User()
+    user.save()
+    assert user.id == 2
+    assert counter_of(User, f"{User.Meta.table_name}@us-east-1")[0] == 2
+
+
+@pytest.mark.modes("gapless")
+def test_a_transact_write_of_a_home_gapless_item_goes_to_the_home_region(make_model, backend, described):
+    """A user's TransactWrite holding a new gapless item of a home-region model is sent to the home region."""
+    from pynamodb.transactions import TransactWrite
+
+    separate_regions(backend)
+    described(model=MREC, counter=MREC)
+    table = backend.table_name("user")
+    Home = in_region(make_model, backend, "us-east-1", table)
+    Local = in_region(make_model, backend, "eu-west-1", table, autoinc_home_region="us-east-1",
+                      autoinc_home_host=backend.meta.get("host"))
+    user = Local()
+    with TransactWrite(connection=Local._get_connection().connection) as tx:
+        tx.save(user)
+    assert user.id == 1
+    assert [u.id for u in Home.scan()] == [1] and list(Local.scan()) == []
