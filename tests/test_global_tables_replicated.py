@@ -55,21 +55,16 @@ class GlobalRun:
         self.counter_table: str = tables.create("counter", hash_key=("NextKey", "S"))
         self.outs: Dict[str, List[Path]] = {region: [] for region in REGIONS}
 
-    def run(self, options: Dict[str, Any], *, per_region: int = PER_REGION, count: int = COUNT,
-            region_options: Any = None) -> None:
-        """Save ``count`` items from each of ``per_region`` processes per region, then let replication settle.
-
-        ``region_options(region)`` adds ``Meta`` options for the processes of one region.
-        """
+    def run(self, options: Dict[str, Any], *, per_region: int = PER_REGION, count: int = COUNT) -> None:
+        """Save ``count`` items from each of ``per_region`` processes per region, then let replication settle."""
         go = self.tmp_path / "go"
         procs = []
         for region in REGIONS:
-            extra = region_options(region) if region_options else {}
             for worker in range(per_region):
                 out = self.tmp_path / f"{region}-{worker}.log"
                 self.outs[region].append(out)
                 conf = {"table": self.table, "counter_table": self.counter_table, "meta": self.double.meta(region),
-                        "options": {**options, **extra}, "worker": f"{region}/{worker}", "count": count,
+                        "options": options, "worker": f"{region}/{worker}", "count": count,
                         "out": str(out), "go": str(go)}
                 procs.append(subprocess.Popen([sys.executable, "-m", "tests.global_worker", json.dumps(conf)],
                                               cwd=ROOT))
