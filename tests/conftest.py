@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
@@ -47,9 +48,8 @@ def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
     return False
 
 
-@pytest.fixture(scope="session")
-def dynamodb_local() -> Iterator[Any]:
-    """A DynamoDB Local server for the whole session (fails in CI when it is missing)."""
+def _engine_jar() -> Any:
+    """The DynamoDB Local jar; the test is skipped when it is missing (fails in CI)."""
     from tests import engine
 
     jar = engine.find_jar()
@@ -57,8 +57,39 @@ def dynamodb_local() -> Iterator[Any]:
         if os.environ.get("CI"):
             pytest.fail(f"DynamoDB Local is required in CI. {engine.INSTALL_HINT}")
         pytest.skip(f"DynamoDB Local is not installed. {engine.INSTALL_HINT}")
-    with engine.DynamoDBLocal(jar) as server:
+    if shutil.which("java") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"Java is required in CI. {engine.INSTALL_HINT}")
+        pytest.skip(f"`java` (17+) is not on PATH. {engine.INSTALL_HINT}")
+    return jar
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[Any]:
+    """A DynamoDB Local server for the whole session (fails in CI when it is missing)."""
+    from tests import engine
+
+    with engine.DynamoDBLocal(_engine_jar()) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def global_double() -> Iterator[Any]:
+    """Two DynamoDB Local servers standing for two regions of a global table, replicated (tests/global_double.py)."""
+    from tests.global_double import GlobalTableDouble
+
+    with GlobalTableDouble(_engine_jar()) as double:
+        yield double
+
+
+@pytest.fixture
+def global_tables(global_double: Any) -> Iterator[Any]:
+    """Replicated tables with unique names, deleted after the test; replication starts each test without delay."""
+    global_double.delay = 0.0
+    tables = global_double.tables()
+    yield tables
+    tables.close()
+    global_double.delay = 0.0
 
 
 @dataclass
