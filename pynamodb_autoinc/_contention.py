@@ -155,7 +155,7 @@ class _Process:
     def turn(self) -> float:
         """About how long a busy queue takes to serve one ticket: a little over one transaction round
         trip, with some jitter so that waiters do not wake in step."""
-        return self.round_trip * random.uniform(1.2, 1.6)
+        return self.round_trip * random.uniform(1.0, 1.3)
 
 
 _process = _Process()

@@ -623,6 +623,7 @@ def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
             "__module__": counter.__module__,
             "__qualname__": counter.__qualname__,
             "_autoinc_bound": True,
+            "_connection": None,  # not the connection ``counter`` may have cached with its own settings
         }))
         _BOUND[key] = bound
     return bound

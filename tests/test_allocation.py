@@ -196,3 +196,22 @@ def test_custom_counter_table(make_model, backend):
     Invoice().save()
     assert Invoice.autoinc_options().counter.currval(Invoice.Meta.table_name) == 1
     assert Invoice.autoinc_options().counter.Meta.table_name == Sequences.Meta.table_name
+
+
+def test_a_bound_counter_has_its_own_connection():
+    """A counter class whose connection was cached for its own settings does not lend it to the counter bound
+    to a model on another endpoint (same table name, other host)."""
+    from pynamodb.models import Model
+
+    from pynamodb_autoinc.counter import bind_counter
+
+    class Counter(NextId):
+        class Meta:
+            table_name = "NextId"
+            region = "us-east-1"
+
+    Counter._get_connection()
+    meta = type("Meta", (), {"table_name": "elsewhere", "region": "us-east-1", "host": "http://127.0.0.1:9"})
+    model = type("Elsewhere", (Model,), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+    bound = bind_counter(Counter, model)
+    assert bound._get_connection().connection.host == "http://127.0.0.1:9"
