@@ -612,12 +612,16 @@ def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
         and hasattr(model.Meta, name)
         and getattr(model.Meta, name) != getattr(counter.Meta, name, None)
     }
-    if not overrides:
-        return counter
-    key = (counter, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+    return rebind(counter, overrides) if overrides else counter
+
+
+def rebind(counter: Type[_C], settings: Dict[str, Any]) -> Type[_C]:
+    """A subclass of ``counter`` whose ``Meta`` sets these connection ``settings``; one class per distinct
+    settings, with a connection of its own."""
+    key = (counter, tuple(sorted((k, repr(v)) for k, v in settings.items())))
     bound = _BOUND.get(key)
     if bound is None:
-        meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **overrides})
+        meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **settings})
         bound = cast(Type[_C], type(counter.__name__, (counter,), {
             "Meta": meta,
             "__module__": counter.__module__,

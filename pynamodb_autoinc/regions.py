@@ -39,7 +39,7 @@ from pynamodb.connection import Connection, TableConnection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.models import Model
 
-from .counter import CONNECTION_SETTINGS, NextId
+from .counter import CONNECTION_SETTINGS, NextId, rebind
 from .exceptions import ConfigurationError, CounterError, GlobalTableError, error_code
 from .sequence import SequenceOptions
 
@@ -204,18 +204,7 @@ def region_sequence(sequence: SequenceOptions, index: int, count: int) -> Sequen
 
 def home_counter(counter: Type[NextId], region: str, host: Optional[str]) -> Type[NextId]:
     """``counter`` reached at the home ``region`` (through ``host``, or the region's public endpoint)."""
-    key = (counter, region, host)
-    bound = _HOMES.get(key)
-    if bound is None:
-        meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, "region": region,
-                                              "host": host})
-        bound = _HOMES[key] = cast(Type[NextId], type(counter.__name__, (counter,), {
-            "Meta": meta, "__module__": counter.__module__, "__qualname__": counter.__qualname__,
-            "_autoinc_bound": True, "_connection": None}))  # not the connection its base may have cached
-    return bound
-
-
-_HOMES: Dict[Tuple[Any, ...], Type[NextId]] = {}
+    return rebind(counter, {"region": region, "host": host})
 
 
 def write_connection(model: Type[Model]) -> Connection:
