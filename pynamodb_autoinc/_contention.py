@@ -76,6 +76,7 @@ from .strategies import _UNKNOWN, ChainId, Claim
 
 if TYPE_CHECKING:
     from ._engine import Write
+    from ._options import Options
 
 #: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
 TURN = 0.25
@@ -325,11 +326,7 @@ class Contest:
     def check(self, exc: Exception) -> None:
         """Raise the contention error if the retries or the time are used up."""
         opts = self.write.claims[0].opts if self.write.claims else None
-        out_of_tries = opts is None or not self.write.retry or (
-            opts.retries is not None and self.losses > opts.retries)
-        out_of_time = opts is not None and opts.timeout is not None and (
-            clock.monotonic() - self.began >= opts.timeout)
-        if out_of_tries or out_of_time:
+        if opts is None or not self.write.retry or spent(opts, self.losses, self.began):
             self.give_back()
             raise self.write.contention(exc, self.losses, clock.monotonic() - self.began) from exc
 
@@ -354,6 +351,13 @@ class Contest:
     @ticket.setter
     def ticket(self, value: Optional[int]) -> None:
         self.write.ticket = value
+
+
+def spent(opts: Options, losses: int, began: float) -> bool:
+    """Whether a request that lost ``losses`` races since ``began`` (monotonic) has used up its model's
+    budget: ``Meta.autoinc_retries`` tries, or ``Meta.autoinc_timeout`` seconds."""
+    return (opts.retries is not None and losses > opts.retries) or (
+        opts.timeout is not None and clock.monotonic() - began >= opts.timeout)
 
 
 def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str]:

@@ -279,7 +279,7 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
     nothing of it is applied. It is sent again under the model's budget
     (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
     """
-    from ._contention import clock
+    from ._contention import clock, spent
 
     began, attempt = clock.monotonic(), 0
     while True:
@@ -289,9 +289,8 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
             if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
                 raise
             attempt += 1
-            elapsed = clock.monotonic() - began
-            if (opts.retries is not None and attempt > opts.retries) or \
-                    (opts.timeout is not None and elapsed >= opts.timeout):
+            if spent(opts, attempt, began):
+                elapsed = clock.monotonic() - began
                 raise ContentionError(
                     f"counter {key!r} was written from another region at the same time {attempt} times in a row "
                     f"in {elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the save "
