@@ -211,16 +211,13 @@ class Contest:
 
     def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
-        assert self.chain is not None
-        head = self._head()
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self.hot and held.behind > 0
         wait = held.behind * _process.turn() - (clock.monotonic() - held.at)
         if wait > 0:
             clock.sleep(min(wait, TURN))
-        expected = held.value + held.behind * head.opts.step
-        return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
+        return self._expect(held.value, held.behind)
 
     def done(self) -> None:
         """After the write was applied: remember when, and the standing ticket its swap took."""
@@ -229,7 +226,7 @@ class Contest:
         now = clock.monotonic()
         _process.last_end[self.place] = now
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            last = next(c for c in reversed(self.write.claims) if c.chain == self.chain)
+            last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
             _process.standing[self.place] = _Standing(last.value, self.behind, now)
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
@@ -308,9 +305,7 @@ class Contest:
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
-        last = head.opts.start - head.opts.step if value is None else value
-        expected = last + ahead * head.opts.step
-        return {self.chain: expected} if head.opts.sequence.contains(expected) else {}
+        return self._expect(value, ahead)
 
     def _skip(self, served: int, owner: Optional[str]) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
@@ -319,6 +314,15 @@ class Contest:
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
             self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, served, owner))
         self.waited = None
+
+    def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
+        """The counter value to claim from once ``writers`` more have each stored one item after ``value``
+        (None: no value yet); nothing if that lies outside the sequence."""
+        assert self.chain is not None
+        opts = self._head().opts
+        last = opts.start - opts.step if value is None else value
+        expected = last + writers * opts.step
+        return {self.chain: expected} if opts.sequence.contains(expected) else {}
 
     def _head(self) -> Claim:
         return next(c for c in self.write.claims if c.chain == self.chain)
