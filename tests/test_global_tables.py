@@ -217,7 +217,10 @@ class _Conflicts:
 
         return conflicting
 
-    def remove(self) -> None:
+    def __enter__(self) -> _Conflicts:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
         for connection in self.patched:
             del connection.dispatch
 
@@ -227,12 +230,9 @@ def test_a_replicated_write_conflict_on_the_counter_is_retried(make_model, descr
     """A counter update refused with ReplicatedWriteConflictException is sent again; the save gets the value."""
     described(model=MRSC, counter=MRSC)
     User = make_model("User", autoinc_backoff=0)
-    conflicts = _Conflicts(User, "UpdateItem", times=2)
-    try:
+    with _Conflicts(User, "UpdateItem", times=2) as conflicts:
         user = User()
         user.save()
-    finally:
-        conflicts.remove()
     assert user.id == 1 and conflicts.sent >= 3
 
 
@@ -241,12 +241,9 @@ def test_a_replicated_write_conflict_on_the_item_is_retried(make_model, describe
     """An item put refused with ReplicatedWriteConflictException is sent again with the value it holds."""
     described(model=MRSC, counter=MRSC)
     User = make_model("User", autoinc_backoff=0)
-    conflicts = _Conflicts(User, "PutItem", times=1)
-    try:
+    with _Conflicts(User, "PutItem", times=1):
         user = User()
         user.save()
-    finally:
-        conflicts.remove()
     assert user.id == 1 and User.get(1).id == 1 and counter_of(User)[0] == 1
 
 
@@ -255,12 +252,8 @@ def test_replicated_write_conflicts_use_up_the_retry_budget(make_model, describe
     """Conflicts beyond Meta.autoinc_retries raise ContentionError, with nothing spent."""
     described(model=MRSC, counter=MRSC)
     User = make_model("User", autoinc_backoff=0, autoinc_retries=2)
-    conflicts = _Conflicts(User, "UpdateItem", times=10)
-    try:
-        with pytest.raises(ContentionError, match="another region"):
-            User().save()
-    finally:
-        conflicts.remove()
+    with _Conflicts(User, "UpdateItem", times=10), pytest.raises(ContentionError, match="another region"):
+        User().save()
     assert counter_of(User) == (None, None)
 
 
