@@ -1,35 +1,19 @@
 """Integer IDs for PynamoDB models, like AUTO_INCREMENT or a PostgreSQL SEQUENCE."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from . import exceptions
 from .attributes import CounterAttribute, CounterMixin
 from .counter import NextId
-from .exceptions import (
-    AutoIncrementError,
-    BulkSaveError,
-    ConditionFailedError,
-    ConfigurationError,
-    ContentionError,
-    CounterError,
-    CounterTableMissingError,
-    CounterValueError,
-    GlobalTableError,
-    HistoryWriteError,
-    InvalidIdError,
-    ItemExistsError,
-    ItemWriteError,
-    OutOfBoundsError,
-    SequenceExhaustedError,
-    SequenceMismatchError,
-    TransactionCanceledError,
-    UnassignedIdError,
-    VersionConflictError,
-    WriteOutcomeUnknownError,
-)
 from .history import HistoryMixin
-from .mixin import AutoIncrementMixin
+from .mixin import AutoIncrementMixin, TransactWrite
+from ._options import ModelOptions
 from .sequence import SequenceOptions
-from .signals import after_save, before_save
+from .signals import after_save, before_save, contention_failed, race_lost
 
 try:
     __version__ = version("pynamodb-autoinc")
@@ -37,32 +21,26 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
     __version__ = "0.0.0"
 
 __all__ = [
-    "AutoIncrementError",
     "AutoIncrementMixin",
-    "BulkSaveError",
-    "ConditionFailedError",
-    "ConfigurationError",
-    "ContentionError",
     "CounterAttribute",
-    "CounterError",
     "CounterMixin",
-    "CounterTableMissingError",
-    "CounterValueError",
-    "GlobalTableError",
     "HistoryMixin",
-    "HistoryWriteError",
-    "InvalidIdError",
-    "ItemExistsError",
-    "ItemWriteError",
+    "ModelOptions",
     "NextId",
-    "OutOfBoundsError",
-    "SequenceExhaustedError",
-    "SequenceMismatchError",
     "SequenceOptions",
-    "TransactionCanceledError",
-    "UnassignedIdError",
-    "VersionConflictError",
-    "WriteOutcomeUnknownError",
+    "TransactWrite",
     "after_save",
     "before_save",
+    "contention_failed",
+    "race_lost",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The errors that 0.2 exported here: they live in :mod:`pynamodb_autoinc.exceptions` (a warning, for one
+    release)."""
+    if name in exceptions.__all__:
+        warnings.warn(f"pynamodb_autoinc.{name} has moved: import it from pynamodb_autoinc.exceptions (the "
+                      "top-level name goes away in 0.4)", DeprecationWarning, stacklevel=2)
+        return getattr(exceptions, name)
+    raise AttributeError(f"module 'pynamodb_autoinc' has no attribute {name!r}")

@@ -48,8 +48,15 @@ STRATEGIES = ("counter", "query")
 
 
 @dataclass(frozen=True)
-class Options:
-    """A model's validated auto-increment options."""
+class ModelOptions:
+    """A model's validated auto-increment options, as ``Model.autoinc_options()`` returns them.
+
+    Read-only; it is built from the model's ``Meta.autoinc_*`` options when
+    the class is created. Annotate with it::
+
+        opts: ModelOptions = Order.autoinc_options()
+        opts.sequence.max
+    """
 
     model: Type[Model]
     attribute: str
@@ -128,6 +135,10 @@ class Options:
         return self.sequence.step
 
 
+Options = ModelOptions
+"""The name used inside the library."""
+
+
 def _scope_part(value: Any) -> str:
     """A scope value as it appears in a counter key: numbers in one canonical form (1, 1.0 and 1.00 agree)."""
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
@@ -146,6 +157,12 @@ def options_for(model: Type[Model]) -> Options:
 
 
 _CACHE: WeakKeyDictionary[type, Options] = WeakKeyDictionary()
+
+
+def check_options(model: Type[Model]) -> None:
+    """Validate ``model``'s options when its class is created (read again, and cached, on first use: a test
+    may still change ``Meta`` between the two)."""
+    _read(model)
 
 
 def _fail(model: Type[Model], problem: str) -> ConfigurationError:
@@ -228,6 +245,15 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
                            f"not {opts['autoinc_scope']!r}; choose from {sorted(attributes)}")
     if name in scope:
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
+    if scope and (attribute.is_hash_key or attribute.is_range_key):
+        other = model._range_keyname if attribute.is_hash_key else model._hash_keyname
+        if other is None or set(scope) != {other}:
+            where = (f"make {scope[0]!r} the model's {'range' if attribute.is_hash_key else 'hash'} key"
+                     if other is None else f"number {name!r} per {other!r} (Meta.autoinc_scope = {other!r})")
+            raise _fail(model, f"Meta.autoinc_scope starts {name!r} again at its start value for every "
+                               f"{' and '.join(map(repr, scope))}, but the item's key does not hold "
+                               f"{'them' if len(scope) > 1 else 'it'}, so the second scope's first item would "
+                               f"take the key of the first scope's; {where}, or drop autoinc_scope")
 
     period = opts["autoinc_period"]
     if period is not None and period not in periods.PERIODS:

@@ -20,18 +20,18 @@ Every claim ends committed or released (its attribute back to ``None``); see
 from __future__ import annotations
 
 import contextvars
-import functools
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.constants import PUT
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
-from pynamodb.transactions import Transaction, TransactWrite
+from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
 from . import _engine, regions, strategies
 from ._engine import TRANSACTION_LIMIT, Entry, Write
-from ._options import Options, options_for
+from ._checked import CheckedModel, refuse_order
+from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import AutoIncrementError, BulkSaveError, GlobalTableError, InvalidIdError, UnassignedIdError
 from .signals import before_save, send_after_save
@@ -50,7 +50,7 @@ _pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextva
     "autoinc_pending", default=None)
 
 
-class AutoIncrementMixin(_Base):
+class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     """Gives a PynamoDB model an integer ID assigned on its first save.
 
     Put it before ``Model`` in the bases and configure it in ``Meta``::
@@ -69,8 +69,15 @@ class AutoIncrementMixin(_Base):
 
     @classmethod
     def autoinc_options(cls) -> Options:
-        """This model's validated ``Meta.autoinc_*`` options (checked on first use)."""
+        """This model's validated ``Meta.autoinc_*`` options (checked when the class is created)."""
         return options_for(cls)
+
+    @classmethod
+    def _autoinc_check_class(cls) -> None:
+        """Refuse a base that overrides ``save()`` after this mixin, and any invalid ``Meta.autoinc_*`` option."""
+        refuse_order(cls, AutoIncrementMixin, "save",
+                     "it would be skipped for new instances, which this mixin writes itself")
+        check_options(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Save the item; a new instance first gets its ID.
@@ -106,7 +113,8 @@ class AutoIncrementMixin(_Base):
             if is_new:
                 raise UnassignedIdError(
                     f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with "
-                    "save(), save_all() or TransactWrite.save(), which hold its ID until the write commits"
+                    "save(), save_all() or the library's TransactWrite, which hold its ID until the write "
+                    "commits: use pynamodb_autoinc.TransactWrite in place of pynamodb.transactions.TransactWrite"
                 )
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
         hook = _Hook.of(transaction)
@@ -305,20 +313,12 @@ class _BatchWrite(BatchWrite[_T]):
 
 # -- a user's TransactWrite ------------------------------------------------------
 #
-# PynamoDB gives a model no handle on the transaction that saves it, and a
-# ``with`` block looks ``__exit__`` up on the class when it is entered. So
-# three methods of PynamoDB's transactions are wrapped once, at import; each
-# wrapper does nothing more than the original unless the transaction holds
-# new auto-increment items:
-#
-# - ``TransactWrite.save`` makes the transaction known to the model's
-#   ``get_save_kwargs_from_instance`` (however many other mixins override it);
-# - ``TransactWrite._commit`` sends a transaction holding claims through the
-#   engine;
-# - ``Transaction.__exit__`` releases the claims when the block is left by an
-#   exception (nothing is sent then).
-#
-# A transaction dropped without being sent releases its claims when it is
+# PynamoDB gives a model no handle on the transaction that saves it. So the
+# library's own ``TransactWrite`` (a subclass; PynamoDB's class is left as it
+# is) makes itself known to the model while its ``save()`` runs, sends a
+# transaction holding claims through the engine, and releases the claims when
+# its ``with`` block is left by an exception (nothing is sent then). A
+# transaction dropped without being sent releases its claims when it is
 # collected.
 
 _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = contextvars.ContextVar(
@@ -326,13 +326,13 @@ _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = context
 
 
 def _calling_transaction(instance: Model) -> Optional[TransactWrite]:
-    """The ``TransactWrite`` whose ``save(instance)`` is running, if any."""
+    """The library ``TransactWrite`` whose ``save(instance)`` is running, if any."""
     saving = _saving.get()
     return saving[0] if saving is not None and saving[1] is instance else None
 
 
 class _Hook:
-    """The auto-increment items of one user ``TransactWrite``, and how it is sent."""
+    """The auto-increment items of one ``TransactWrite``, and how it is sent."""
 
     def __init__(self) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
@@ -372,35 +372,39 @@ class _Hook:
         return response
 
 
-def _wrap_transactions() -> None:
-    if getattr(TransactWrite, "_autoinc_wrapped", False):
-        return
-    save, commit, exit_ = TransactWrite.save, TransactWrite._commit, Transaction.__exit__
+class TransactWrite(_PynamoTransactWrite):
+    """PynamoDB's ``TransactWrite`` that can also save new auto-increment items.
 
-    @functools.wraps(save)
-    def _save(self: TransactWrite, model: Model, *args: Any, **kwargs: Any) -> None:
+    Use it as PynamoDB's::
+
+        from pynamodb_autoinc import TransactWrite
+
+        with TransactWrite(connection=Order._get_connection().connection) as tx:
+            tx.save(Order(customer="c1"))       # gets its ID inside the transaction
+            tx.update(customer, actions=[Customer.orders.add(1)])
+
+    A new instance's ID is claimed in ``save()``. In gapless mode the counter
+    swap joins the transaction, and a lost counter race sends it again with
+    new values (unless ``client_request_token`` is given: then it raises
+    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`). Leaving
+    the ``with`` block by an exception, or dropping the transaction unsent,
+    puts the IDs back to ``None``. PynamoDB's own ``TransactWrite`` refuses
+    new auto-increment items.
+    """
+
+    def save(self, model: Model, condition: Optional[Condition] = None, return_values: Optional[str] = None) -> None:
         token = _saving.set((self, model))
         try:
-            save(self, model, *args, **kwargs)
+            super().save(model, condition, return_values)
         finally:
             _saving.reset(token)
 
-    @functools.wraps(commit)
-    def _commit(self: TransactWrite) -> Any:
+    def _commit(self) -> Any:
         hook = self.__dict__.get("_autoinc_hook")
-        return commit(self) if hook is None else hook.commit(self)
+        return super()._commit() if hook is None else hook.commit(self)
 
-    @functools.wraps(exit_)
-    def __exit__(self: Transaction, exc_type: Any, exc: Any, tb: Any) -> Any:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
         hook = self.__dict__.get("_autoinc_hook")
         if hook is not None and exc_type is not None:
             hook.release()
-        return exit_(self, exc_type, exc, tb)
-
-    TransactWrite.save = _save  # type: ignore[method-assign]
-    TransactWrite._commit = _commit  # type: ignore[method-assign]
-    Transaction.__exit__ = __exit__  # type: ignore[method-assign]
-    TransactWrite._autoinc_wrapped = True  # type: ignore[attr-defined]
-
-
-_wrap_transactions()
+        return super().__exit__(exc_type, exc, tb)

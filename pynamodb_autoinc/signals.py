@@ -78,6 +78,33 @@ A receiver that raises is logged and ignored: the write has committed and the
 save still returns normally."""
 
 
+race_lost: NamedSignal = signals.signal(
+    "race_lost",
+    doc="Sent when a write of an auto-increment model lost a race and is tried again.",
+)
+"""Sent each time a write lost a race for its counter (or, with the query strategy, its partition) and
+is about to be tried again with another value. Keywords: ``instance`` (the first new instance of the
+write), ``attempts`` (races lost so far by this write) and ``elapsed`` (seconds since it began). Count it
+to see contention before it turns into :data:`contention_failed`. A receiver that raises is logged and
+ignored."""
+
+contention_failed: NamedSignal = signals.signal(
+    "contention_failed",
+    doc="Sent when a write of an auto-increment model gave up after losing races.",
+)
+"""Sent when a write used up ``Meta.autoinc_timeout`` (or ``Meta.autoinc_retries``) losing races, just
+before :class:`~pynamodb_autoinc.exceptions.ContentionError` is raised; same keywords as
+:data:`race_lost`. A receiver that raises is logged and ignored."""
+
+
+def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
+    """Send ``signal`` for the library's own reporting, logging (never raising) a receiver's failure."""
+    try:
+        signal.send(sender, **kwargs)
+    except Exception:
+        log.exception("a %s receiver of %s failed", signal.name, sender.__name__)
+
+
 def send_after_save(sender: type, **kwargs: Any) -> None:
     """Send :data:`after_save`, logging (never raising) a receiver's failure."""
     try:

@@ -14,16 +14,15 @@ from pynamodb.exceptions import PutError, PynamoDBException
 from pynamodb.models import BatchWrite
 
 import pynamodb_autoinc
-from pynamodb_autoinc import (
+from pynamodb_autoinc import NextId, before_save
+from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     ConfigurationError,
     CounterTableMissingError,
     CounterValueError,
     InvalidIdError,
     ItemWriteError,
-    NextId,
     UnassignedIdError,
-    before_save,
 )
 
 pytestmark = pytest.mark.modes('fast', 'gapless')
@@ -140,6 +139,23 @@ BAD_INPUTS = {
 }
 
 
+BAD_CONFIGS = {case: bad for case, bad in BAD_INPUTS.items() if issubclass(bad.error, ConfigurationError)}
+BAD_INPUTS = {case: bad for case, bad in BAD_INPUTS.items() if case not in BAD_CONFIGS}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGS), ids=list(BAD_CONFIGS))
+def test_bad_configuration_is_refused_when_the_class_is_created(case, make_model, backend):
+    """Each bad Meta option raises exactly the documented error when the model class is created, before any
+    request."""
+    bad = BAD_CONFIGS[case]
+    counters_before = counters(backend)
+    with pytest.raises(AutoIncrementError) as info:
+        make_model("Item", create=False, **bad.options)
+    assert type(info.value) is bad.error
+    assert bad.message in str(info.value)
+    assert counters(backend) == counters_before
+
+
 @pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
 def test_bad_input(case, make_model, backend):
     """Each bad input raises exactly the documented error with its message, and writes nothing."""
@@ -171,13 +187,13 @@ def counters(backend) -> Dict[str, Any]:
 
 
 def test_bad_input_table_is_large_enough():
-    """The table covers at least fifteen bad inputs."""
-    assert len(BAD_INPUTS) >= 15
+    """The tables cover at least fifteen bad options and inputs."""
+    assert len(BAD_INPUTS) + len(BAD_CONFIGS) >= 15
 
 
 def test_errors_share_one_root():
     """Every library error is an AutoIncrementError, which is a PynamoDBException."""
-    errors = [getattr(pynamodb_autoinc, n) for n in pynamodb_autoinc.__all__ if n.endswith("Error")]
+    errors = [getattr(pynamodb_autoinc.exceptions, n) for n in pynamodb_autoinc.exceptions.__all__]
     assert len(errors) >= 10
     assert all(issubclass(e, AutoIncrementError) and issubclass(e, PynamoDBException) for e in errors)
     assert issubclass(ItemWriteError, PutError)
