@@ -14,7 +14,8 @@ from _backend import META, dynamodb  # noqa: E402
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_autoinc import HistoryMixin, VersionConflictError  # noqa: E402
+from pynamodb_autoinc import HistoryMixin
+from pynamodb_autoinc.exceptions import VersionConflictError  # noqa: E402
 
 
 class ArticleVersion(Model):

@@ -15,7 +15,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 from pynamodb.transactions import TransactWrite  # noqa: E402
 
-from pynamodb_autoinc import AutoIncrementMixin, ItemExistsError, NextId, before_save  # noqa: E402
+from pynamodb_autoinc import AutoIncrementMixin, NextId, before_save
+from pynamodb_autoinc.exceptions import ItemExistsError  # noqa: E402
 
 
 class User(AutoIncrementMixin, Model):

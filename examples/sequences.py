@@ -15,7 +15,8 @@ from _backend import META, dynamodb  # noqa: E402
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_autoinc import AutoIncrementMixin, ItemExistsError, NextId, SequenceExhaustedError  # noqa: E402
+from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc.exceptions import ItemExistsError, SequenceExhaustedError  # noqa: E402
 from pynamodb_autoinc.periods import clock  # noqa: E402
 
 

@@ -14,7 +14,8 @@ from _backend import META, dynamodb  # noqa: E402
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from pynamodb_autoinc import AutoIncrementMixin, ItemExistsError  # noqa: E402
+from pynamodb_autoinc import AutoIncrementMixin
+from pynamodb_autoinc.exceptions import ItemExistsError  # noqa: E402
 
 
 class User(AutoIncrementMixin, Model):

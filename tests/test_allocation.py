@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import ConditionFailedError, ItemExistsError, NextId
+from pynamodb_autoinc import NextId
+from pynamodb_autoinc.exceptions import ConditionFailedError, ItemExistsError
 from tests.workers import set_by_another_process
 
 pytestmark = pytest.mark.modes('fast', 'gapless')

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import CounterTableMissingError, ItemExistsError, NextId, before_save
+from pynamodb_autoinc import NextId, before_save
+from pynamodb_autoinc.exceptions import CounterTableMissingError, ItemExistsError
 
 pytestmark = pytest.mark.modes('fast', 'gapless')
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pynamodb_autoinc import ConfigurationError, SequenceExhaustedError, strategies
+from pynamodb_autoinc import strategies
+from pynamodb_autoinc.exceptions import ConfigurationError, SequenceExhaustedError
 
 
 def new_process() -> None:

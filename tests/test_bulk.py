@@ -7,7 +7,8 @@ from typing import Any, List
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import BulkSaveError, after_save, before_save
+from pynamodb_autoinc import after_save, before_save
+from pynamodb_autoinc.exceptions import BulkSaveError
 
 
 @pytest.mark.modes('fast', 'gapless')

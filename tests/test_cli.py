@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pynamodb_autoinc import SequenceMismatchError
+from pynamodb_autoinc.exceptions import SequenceMismatchError
 
 ROOT = Path(__file__).resolve().parent.parent
 

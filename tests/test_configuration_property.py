@@ -19,7 +19,8 @@ from pynamodb.attributes import Attribute, BooleanAttribute, NumberAttribute, Un
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import AutoIncrementMixin, ConfigurationError, NextId, strategies
+from pynamodb_autoinc import AutoIncrementMixin, NextId, strategies
+from pynamodb_autoinc.exceptions import ConfigurationError
 from pynamodb_autoinc.periods import clock
 from tests.hypothesis_setup import budget, unique, worlds
 from tests.reference import Schema, configuration_problem, configured_sequence, period_label, stored_id

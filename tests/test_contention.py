@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pynamodb_autoinc import ContentionError
+from pynamodb_autoinc.exceptions import ContentionError
 
 
 def test_lost_race_is_retried(make_model, rival):

@@ -8,16 +8,9 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import (
-    AutoIncrementMixin,
-    ConfigurationError,
-    CounterAttribute,
-    CounterMixin,
-    after_save,
-    before_save,
-)
+from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, TransactWrite, after_save, before_save
+from pynamodb_autoinc.exceptions import ConfigurationError
 from pynamodb_autoinc.iam import required_actions
 from tests.test_faults import Faults
 

@@ -15,7 +15,8 @@ from pynamodb.attributes import NumberAttribute
 from pynamodb.expressions.operand import Path
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import ConditionFailedError, ContentionError, _contention
+from pynamodb_autoinc import _contention
+from pynamodb_autoinc.exceptions import ConditionFailedError, ContentionError
 from tests.simulation.scheduler import VirtualClock
 
 pytestmark = pytest.mark.modes("gapless")

@@ -17,7 +17,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
 from botocore.httpsession import URLLib3Session
 
-from pynamodb_autoinc import CounterError, ItemWriteError
+from pynamodb_autoinc.exceptions import CounterError, ItemWriteError
 from tests.conftest import Backend
 
 OPERATIONS = {"fast": ("UpdateItem", "PutItem"), "gapless": ("GetItem", "TransactWriteItems")}
@@ -266,7 +266,7 @@ def test_applied_write_with_failed_resends_is_a_success(model, mode, faults_for)
 @pytest.mark.engine
 def test_unknown_outcome_is_said_and_the_id_kept(model, mode, faults_for):
     """No answer to any attempt, and the check read throttled too: WriteOutcomeUnknownError, the ID kept."""
-    from pynamodb_autoinc import WriteOutcomeUnknownError
+    from pynamodb_autoinc.exceptions import WriteOutcomeUnknownError
 
     faults = faults_for(model)
     operation = OPERATIONS[mode][1]

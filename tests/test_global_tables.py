@@ -18,16 +18,14 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 from botocore.exceptions import ClientError
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc import NextId, SequenceOptions, regions
+from pynamodb_autoinc.counter import bind_counter
+from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     ContentionError,
     GlobalTableError,
-    NextId,
     SequenceMismatchError,
-    SequenceOptions,
-    regions,
 )
-from pynamodb_autoinc.counter import bind_counter
 
 pytestmark = pytest.mark.modes("fast", "block", "gapless")
 
@@ -584,7 +582,7 @@ def test_without_meta_region_the_region_botocore_resolves_is_used(make_model, ba
 @pytest.mark.modes("gapless")
 def test_a_transact_write_of_a_home_gapless_item_goes_to_the_home_region(make_model, backend, described):
     """A user's TransactWrite holding a new gapless item of a home-region model is sent to the home region."""
-    from pynamodb.transactions import TransactWrite
+    from pynamodb_autoinc import TransactWrite
 
     separate_regions(backend)
     described(model=MREC, counter=MREC)

@@ -12,15 +12,12 @@ from typing import Any, Dict, Tuple
 import pytest
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc import CounterAttribute, CounterMixin, HistoryMixin, TransactWrite
+from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
     ConfigurationError,
-    CounterAttribute,
-    CounterMixin,
-    HistoryMixin,
     HistoryWriteError,
     VersionConflictError,
 )

@@ -6,9 +6,9 @@ from typing import Any, Dict, Iterator, Set
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import AutoIncrementError
+from pynamodb_autoinc import TransactWrite
+from pynamodb_autoinc.exceptions import AutoIncrementError
 from pynamodb_autoinc.iam import policy, required_actions
 
 TRANSACT = {"Put": "dynamodb:PutItem", "Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem",

@@ -18,8 +18,9 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 from pynamodb.expressions.operand import Path
 
-from pynamodb_autoinc import CounterError, NextId
+from pynamodb_autoinc import NextId
 from pynamodb_autoinc import counter as counter_module
+from pynamodb_autoinc.exceptions import CounterError
 from pynamodb_autoinc.periods import clock
 from tests.conftest import Backend
 from tests.test_faults import Faults

@@ -10,7 +10,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import ConfigurationError, CounterError, CounterValueError
+from pynamodb_autoinc.exceptions import ConfigurationError, CounterError, CounterValueError
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 
 

@@ -11,16 +11,14 @@ from typing import Any, List
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc import SequenceOptions, TransactWrite, strategies
+from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     ItemExistsError,
     OutOfBoundsError,
     SequenceExhaustedError,
     SequenceMismatchError,
-    SequenceOptions,
-    strategies,
 )
 from pynamodb_autoinc.sequence import BIGINT_MAX, BIGINT_MIN
 

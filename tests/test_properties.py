@@ -31,11 +31,10 @@ from hypothesis.stateful import (
 )
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, strategies
+from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
-    AutoIncrementMixin,
     BulkSaveError,
     ConditionFailedError,
     InvalidIdError,
@@ -43,7 +42,6 @@ from pynamodb_autoinc import (
     OutOfBoundsError,
     SequenceExhaustedError,
     TransactionCanceledError,
-    strategies,
 )
 from pynamodb_autoinc.periods import clock
 from tests.conftest import Backend

@@ -9,13 +9,13 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc.counter import RESERVED_PREFIX
+from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     ContentionError,
     SequenceExhaustedError,
     UnassignedIdError,
 )
-from pynamodb_autoinc.counter import RESERVED_PREFIX
 from pynamodb_autoinc.periods import clock
 
 pytestmark = pytest.mark.modes('fast', 'block', 'gapless')

@@ -7,7 +7,8 @@ from typing import Any, List
 import pytest
 from pynamodb.attributes import UnicodeAttribute
 
-from pynamodb_autoinc import ConditionFailedError, UnassignedIdError, after_save, before_save
+from pynamodb_autoinc import after_save, before_save
+from pynamodb_autoinc.exceptions import ConditionFailedError, UnassignedIdError
 
 
 def test_before_save_is_sent_with_the_instance(make_model):

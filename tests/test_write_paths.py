@@ -7,9 +7,9 @@ from typing import Any, List
 import pytest
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import TransactWriteError
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import TransactionCanceledError, UnassignedIdError, after_save, before_save
+from pynamodb_autoinc import TransactWrite, after_save, before_save
+from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError
 
 
 def counter_of(model):

@@ -13,18 +13,14 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import AttributeNullError
 from pynamodb.models import Model
-from pynamodb.transactions import TransactWrite
 
-from pynamodb_autoinc import (
-    AutoIncrementMixin,
+from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, after_save, iam, strategies
+from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ConfigurationError,
     SequenceExhaustedError,
     SequenceMismatchError,
     TransactionCanceledError,
-    after_save,
-    iam,
-    strategies,
 )
 from pynamodb_autoinc.periods import clock
 from pynamodb_autoinc.testing import reset_counters

@@ -32,7 +32,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DeleteError
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementError, AutoIncrementMixin, ItemExistsError, SequenceExhaustedError
+from pynamodb_autoinc import AutoIncrementMixin
+from pynamodb_autoinc.exceptions import AutoIncrementError, ItemExistsError, SequenceExhaustedError
 from pynamodb_autoinc.periods import increment_in_period
 
 

@@ -5,7 +5,7 @@ one or more items; each item's instance is *new* (no ID: the library assigns
 one) or carries an explicit ID.
 
 - every error an operation raised is one of the library's documented errors
-  (a subclass of :class:`pynamodb_autoinc.AutoIncrementError`), or the
+  (a subclass of :class:`pynamodb_autoinc.exceptions.AutoIncrementError`), or the
   user's own error that the operation expects (:class:`Expect`
   ``foreign``: the exception raised inside a ``with TransactWrite`` block);
 - an operation fails only if a request of its own met a fault, or with an
@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from pynamodb_autoinc import AutoIncrementError, SequenceExhaustedError, WriteOutcomeUnknownError
+from pynamodb_autoinc.exceptions import AutoIncrementError, SequenceExhaustedError, WriteOutcomeUnknownError
 
 from .scheduler import DROP, UNKNOWN, Client, Outcome, Report
 from .world import Mode, Snapshot

@@ -10,15 +10,15 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc import NextId
+from pynamodb_autoinc.counter import bind_counter
+from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ContentionError,
     ItemWriteError,
-    NextId,
     SequenceExhaustedError,
     WriteOutcomeUnknownError,
 )
-from pynamodb_autoinc.counter import bind_counter
 
 from .checker import check
 from .explore import Bounds, DepthFirst, Replay, Scripted, exhaust, run_once, seeded_run

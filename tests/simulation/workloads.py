@@ -35,9 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from pynamodb.transactions import TransactWrite
-
-from pynamodb_autoinc import (
+from pynamodb_autoinc import TransactWrite
+from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
     ContentionError,
