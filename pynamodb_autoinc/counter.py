@@ -126,7 +126,8 @@ class NextId(Model):
         within one pass; a value whose item is never written leaves a gap.
 
         The counter item records ``sequence`` (``NextOptions``); a counter that
-        records other options raises :class:`SequenceMismatchError`.
+        records other options raises :class:`SequenceMismatchError`. Without
+        ``sequence``, the options the counter records are followed.
         """
         return cls.reserve(key, 1, sequence)[0]
 
@@ -138,9 +139,11 @@ class NextId(Model):
         With ``partial``, fewer than ``count`` values are taken when fewer are
         left before the end bound; otherwise the request takes all or nothing.
         A cycling sequence whose end is reached starts again from its restart
-        value; the values of one request never straddle the wrap.
+        value; the values of one request never straddle the wrap. Without
+        ``sequence``, the counter follows the options it records (one more
+        read), or the default sequence when it records none.
         """
-        seq = sequence or DEFAULT
+        seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         step, attr = seq.step, cls.next_id
         records, follows = cls._following(seq)
         if seq.cycle and count > seq.size and not partial:

@@ -164,3 +164,13 @@ def test_scope_on_the_other_key_attribute_is_accepted():
         number = NumberAttribute(range_key=True)
 
     assert Issue.autoinc_options().scope == ("project",)
+
+
+@pytest.mark.modes("fast")
+def test_nextval_without_a_sequence_follows_the_recorded_options(make_model):
+    """``NextId.nextval(key)`` with no sequence follows the options the counter records (a custom start)."""
+    Item = make_model("Item", autoinc_start=100, autoinc_step=5)
+    Item().save()
+    opts = Item.autoinc_options()
+    assert opts.counter.nextval(opts.key) == 105
+    assert opts.counter.reserve(opts.key, 2) == [110, 115]
