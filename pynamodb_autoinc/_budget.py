@@ -1,0 +1,88 @@
+"""How long, and how often, a write may keep trying: one retry policy and one clock for every loop.
+
+A :class:`Budget` says when to stop (after ``attempts`` lost tries and/or
+``seconds``) and how long to wait between tries (exponential backoff with
+full jitter, from ``backoff`` up to one second). :class:`Tries` counts one
+loop's lost tries against a budget. Every sleep and every reading of the
+time in the library goes through :data:`clock`, which the simulation
+replaces with a virtual one.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+#: The longest wait between two tries, in seconds.
+MAX_WAIT = 1.0
+
+
+class Clock:
+    """The time as the library reads it, and how it sleeps (the simulation swaps in a virtual one)."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+clock: Clock = Clock()
+"""The library's one clock."""
+
+
+def backoff_delay(base: float, attempt: int) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(1 s, base * 2**(attempt-1))]."""
+    return random.uniform(0.0, min(MAX_WAIT, base * 2 ** (attempt - 1)))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a retrying loop stops, and how long it waits between tries.
+
+    ``attempts``: how many lost tries are retried (None: no count);
+    ``seconds``: for how long (None: no limit). The library's own budgets
+    always set one; only a model's ``Meta.autoinc_timeout = None`` with no
+    ``Meta.autoinc_retries`` asks to wait for ever, as PostgreSQL's
+    ``lock_timeout = 0`` does.
+    """
+
+    attempts: Optional[int] = None
+    seconds: Optional[float] = 10.0
+    backoff: float = 0.01
+
+    def spent(self, losses: int, began: float) -> bool:
+        """Whether a loop that lost ``losses`` tries since ``began`` (:data:`clock` time) must stop."""
+        return (self.attempts is not None and losses > self.attempts) or (
+            self.seconds is not None and clock.monotonic() - began >= self.seconds)
+
+    def wait(self, losses: int) -> float:
+        """The pause before the try after ``losses`` lost ones."""
+        return backoff_delay(self.backoff, losses)
+
+    def tries(self) -> Tries:
+        """A fresh count of one loop's tries under this budget."""
+        return Tries(self)
+
+
+class Tries:
+    """One loop's lost tries, counted against its :class:`Budget` from the moment it began."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.began = clock.monotonic()
+        self.losses = 0
+
+    @property
+    def elapsed(self) -> float:
+        return clock.monotonic() - self.began
+
+    def lost(self) -> bool:
+        """Count a lost try; return whether another is allowed (after the budget's wait, slept here)."""
+        self.losses += 1
+        if self.budget.spent(self.losses, self.began):
+            return False
+        clock.sleep(self.budget.wait(self.losses))
+        return True
