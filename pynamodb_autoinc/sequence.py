@@ -131,6 +131,52 @@ class SequenceOptions:
             return self.restart_value
         raise self.exhausted(key, last)
 
+    def after(self, key: str, last: Optional[int], count: int) -> Optional[int]:
+        """The counter's value once ``count`` more values were handed out after ``last`` (None: a new counter),
+        wrapping with ``cycle``; None when the end bound comes first and the sequence does not cycle."""
+        value = last
+        if count <= 0:
+            return value
+        if value is None:
+            value, count = self.start, count - 1
+        left = self.remaining(value)
+        if count <= left:
+            return value + count * self.step
+        if not self.cycle:
+            return None
+        count -= left + 1  # up to the end, then the wrap to the restart value
+        return self.restart_value + (count % self.size) * self.step
+
+    def values(self, first: int, count: int) -> List[int]:
+        """``count`` consecutive values from ``first`` (one request's values, or a block's)."""
+        return [first + self.step * i for i in range(count)]
+
+    def on_sequence(self, value: int) -> bool:
+        """Whether ``value`` is one of the values the sequence hands out: within the bounds, a whole number of
+        steps from the start (or, once a cycle wrapped, from the restart value)."""
+        return self.contains(value) and ((value - self.start) % self.step == 0 or (
+            self.cycle and (value - self.restart_value) % self.step == 0))
+
+    def first_beyond(self, bound: Optional[int]) -> int:
+        """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
+        if bound is None:
+            return self.start
+        steps = max(0, (bound - self.start) // self.step + 1)
+        return self.start + steps * self.step
+
+    def subsequence(self, index: int, count: int) -> SequenceOptions:
+        """The part numbered by member ``index`` of ``count`` (a region of a global table): every
+        ``count``-th value, from ``start + index*step``; it does not cycle.
+
+        :raises ConfigurationError: the member's first value lies outside the bounds
+        """
+        start = self.start + index * self.step
+        if not self.contains(start):
+            raise ConfigurationError(
+                f"region {index} of {count} would start at {start}, outside the bounds "
+                f"{self.minimum}..{self.maximum}; widen the bounds or list fewer regions")
+        return SequenceOptions(start, self.step * count, self.minimum, self.maximum, False)
+
     def check_counter(self, key: str, last: int) -> None:
         """Raise :class:`OutOfBoundsError` if a counter holding ``last`` lies outside this sequence: past its
         end bound, or so far behind its start bound that the next value is outside."""
