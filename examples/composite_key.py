@@ -9,15 +9,28 @@ likes without a secondary index.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+import os
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import PutError
+from pynamodb.models import Model
 
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute  # noqa: E402
-from pynamodb.exceptions import PutError  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class Like(Model):
@@ -25,8 +38,8 @@ class Like(Model):
 
     class Meta:
         table_name = "likes"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     article_id = UnicodeAttribute(hash_key=True)
     user_id = UnicodeAttribute(range_key=True)
@@ -48,8 +61,8 @@ def like(article_id: str, user_id: str) -> bool:
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         if not Like.exists():
             Like.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         for article, user in (("a111", "u222"), ("a111", "u333"), ("a111", "u222"), ("a999", "u222")):

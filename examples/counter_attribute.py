@@ -5,16 +5,29 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+import os
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, NextId
 
-from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, NextId  # noqa: E402
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class Page(CounterMixin, Model):
@@ -22,8 +35,8 @@ class Page(CounterMixin, Model):
 
     class Meta:
         table_name = "pages"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     url = UnicodeAttribute(hash_key=True)
     title = UnicodeAttribute(null=True)
@@ -36,8 +49,8 @@ class Ticket(CounterMixin, AutoIncrementMixin, Model):
 
     class Meta:
         table_name = "tickets"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     id = NumberAttribute(hash_key=True)
     subject = UnicodeAttribute()
@@ -45,8 +58,8 @@ class Ticket(CounterMixin, AutoIncrementMixin, Model):
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (NextId, Page, Ticket):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)

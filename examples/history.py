@@ -5,17 +5,30 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+import os
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.models import Model
 
 from pynamodb_autoinc import HistoryMixin
-from pynamodb_autoinc.exceptions import VersionConflictError  # noqa: E402
+from pynamodb_autoinc.exceptions import VersionConflictError
+
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class ArticleVersion(Model):
@@ -23,8 +36,8 @@ class ArticleVersion(Model):
 
     class Meta:
         table_name = "article-versions"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     item = UnicodeAttribute(hash_key=True)
     version = NumberAttribute(range_key=True)
@@ -37,8 +50,8 @@ class Article(HistoryMixin, Model):
     class Meta:
         table_name = "articles"
         history_model = ArticleVersion
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     slug = UnicodeAttribute(hash_key=True)
     title = UnicodeAttribute()
@@ -47,8 +60,8 @@ class Article(HistoryMixin, Model):
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (Article, ArticleVersion):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)

@@ -5,18 +5,38 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+import os
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
-from pynamodb.transactions import TransactWrite  # noqa: E402
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.connection import Connection
+from pynamodb.models import Model
 
 from pynamodb_autoinc import AutoIncrementMixin, NextId, before_save
-from pynamodb_autoinc.exceptions import ItemExistsError  # noqa: E402
+from pynamodb_autoinc.exceptions import ItemExistsError
+
+try:
+    from pynamodb_autoinc import (  # type: ignore[attr-defined,unused-ignore]
+        TransactWrite,  # 0.3.0: the transaction that takes new auto-ID items
+    )
+except ImportError:  # pragma: no cover - before 0.3.0, PynamoDB's own TransactWrite was patched
+    from pynamodb.transactions import TransactWrite  # type: ignore[assignment,no-redef,unused-ignore]
+
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class User(AutoIncrementMixin, Model):
@@ -25,8 +45,8 @@ class User(AutoIncrementMixin, Model):
     class Meta:
         table_name = "users"
         autoinc_key = "user"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     id = NumberAttribute(hash_key=True)
     name = UnicodeAttribute()
@@ -40,8 +60,8 @@ class Member(AutoIncrementMixin, Model):
         table_name = "members"
         autoinc_attribute = "num_identifier"
         autoinc_gapless = True
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     pk = UnicodeAttribute(hash_key=True)
     num_identifier = NumberAttribute(null=True)
@@ -54,8 +74,8 @@ def stamp(sender: type, instance: User, is_new: bool, **_: object) -> None:
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (NextId, User, Member):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
@@ -69,13 +89,15 @@ def main() -> None:
             member = Member(pk=f"User#{name}")
             member.save()
             print(f"Member {member.pk!r} got num_identifier {member.num_identifier}")
+        duplicate = Member(pk="User#Alex")
         try:
-            Member(pk="User#Alex").save()
-        except ItemExistsError as exc:
-            print(f"Duplicate refused: {exc}")
+            duplicate.save()
+        except ItemExistsError:
+            print(f"Duplicate refused: a member with pk={duplicate.pk!r} exists and was not overwritten"
+                  f" (num_identifier is back to {duplicate.num_identifier})")
         print(f"Member counter after the refused save: {NextId.currval('members')} (no number spent)")
 
-        with TransactWrite(connection=Member._get_connection().connection) as tx:
+        with TransactWrite(connection=Connection(region=REGION, host=HOST)) as tx:
             a, b = Member(pk="User#Ada"), Member(pk="User#Bob")
             tx.save(a)
             tx.save(b)

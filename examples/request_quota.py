@@ -5,18 +5,31 @@
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import os
 from datetime import datetime
-from pathlib import Path
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+from pynamodb_autoinc import NextId
+from pynamodb_autoinc.periods import increment_in_period
 
-from pynamodb_autoinc import NextId  # noqa: E402
-from pynamodb_autoinc.periods import increment_in_period  # noqa: E402
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class ApiKey(Model):
@@ -24,8 +37,8 @@ class ApiKey(Model):
 
     class Meta:
         table_name = "api-keys"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     key = UnicodeAttribute(hash_key=True)
     request_count = NumberAttribute(null=True)
@@ -42,8 +55,8 @@ def handle_request(key: str, now: datetime) -> str:
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (NextId, ApiKey):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)

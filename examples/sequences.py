@@ -5,19 +5,32 @@
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import os
 from datetime import datetime
-from pathlib import Path
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
 from pynamodb_autoinc import AutoIncrementMixin, NextId
-from pynamodb_autoinc.exceptions import ItemExistsError, SequenceExhaustedError  # noqa: E402
-from pynamodb_autoinc.periods import clock  # noqa: E402
+from pynamodb_autoinc.exceptions import ItemExistsError, SequenceExhaustedError
+from pynamodb_autoinc.periods import clock
+
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class Issue(AutoIncrementMixin, Model):
@@ -27,8 +40,8 @@ class Issue(AutoIncrementMixin, Model):
         table_name = "issues"
         autoinc_attribute = "number"
         autoinc_scope = "project"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     project = UnicodeAttribute(hash_key=True)
     number = NumberAttribute(range_key=True)
@@ -42,8 +55,8 @@ class Comment(AutoIncrementMixin, Model):
         table_name = "comments"
         autoinc_attribute = "seq"
         autoinc_strategy = "query"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     issue = UnicodeAttribute(hash_key=True)
     seq = NumberAttribute(range_key=True)
@@ -57,8 +70,8 @@ class Invoice(AutoIncrementMixin, Model):
         autoinc_gapless = True
         autoinc_period = "year"
         autoinc_format = "INV-{period}-{value:06d}"
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     id = UnicodeAttribute(hash_key=True)
     total = NumberAttribute(null=True)
@@ -70,8 +83,8 @@ class Seat(AutoIncrementMixin, Model):
     class Meta:
         table_name = "seats"
         autoinc_max = 3
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     id = NumberAttribute(hash_key=True)
 
@@ -83,16 +96,16 @@ class Locker(AutoIncrementMixin, Model):
         table_name = "lockers"
         autoinc_max = 3
         autoinc_cycle = True
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     id = NumberAttribute(hash_key=True)
     holder = UnicodeAttribute(null=True)
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (NextId, Issue, Comment, Invoice, Seat, Locker):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)

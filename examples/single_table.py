@@ -5,17 +5,31 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+import os
+from typing import ContextManager
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _backend import META, dynamodb  # noqa: E402
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
-from pynamodb.models import Model  # noqa: E402
+import boto3
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
 
 from pynamodb_autoinc import AutoIncrementMixin
-from pynamodb_autoinc.exceptions import ItemExistsError  # noqa: E402
+from pynamodb_autoinc.exceptions import ItemExistsError
+
+HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
+
+
+def dynamodb() -> ContextManager[object]:
+    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
+    if HOST:
+        return contextlib.nullcontext()
+    from moto import mock_aws
+
+    return mock_aws()
 
 
 class User(AutoIncrementMixin, Model):
@@ -25,8 +39,8 @@ class User(AutoIncrementMixin, Model):
         autoinc_key = "UserMetadata"
         autoinc_counter_in_table = True
         autoinc_gapless = True
-        region = META["region"]
-        host = META["host"]
+        region = REGION
+        host = HOST
 
     pk = UnicodeAttribute(hash_key=True)
     num_identifier = NumberAttribute(null=True)
@@ -34,8 +48,8 @@ class User(AutoIncrementMixin, Model):
 
 
 def main() -> None:
-    with dynamodb() as where:
-        print(f"DynamoDB: {where}")
+    with dynamodb():
+        print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         if not User.exists():
             User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         for name in ("Uros", "Alex", "Luc"):
@@ -47,8 +61,8 @@ def main() -> None:
         except ItemExistsError:
             print("User#Alex exists: refused, and no number was spent")
         print("User.scan():", [u.pk for u in User.scan()])
-        raw = User._get_connection().scan()["Items"]
-        print("the table itself:", sorted(item["pk"]["S"] for item in raw))
+        raw = boto3.client("dynamodb", region_name=REGION, endpoint_url=HOST).scan(TableName=User.Meta.table_name)
+        print("the table itself:", sorted(item["pk"]["S"] for item in raw["Items"]))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ EXPECTED = {
     "history.py": ["bob lost version 3; the article is at revision 3",
                    "bob merged: revision 4, 'Hello, world' / \"Bob's edit.\"", "v5: deleted", "v1: 'Hello' / None",
                    "version 1 was 'Hello'"],
-    "quickstart.py": ["User 'McCoy' got id 3", "Member counter after the refused save: 3 (no number spent)",
+    "quickstart.py": ["User 'McCoy' got id 3", "Duplicate refused: a member with pk='User#Alex' exists",
+                      "Member counter after the refused save: 3 (no number spent)",
                       "In one TransactWrite: User#Ada=4, User#Bob=5"],
     "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'",
                      "locker 1 for dee", "no locker for eve: locker 2 is still bob's"],
@@ -30,6 +32,13 @@ EXPECTED = {
 def test_every_example_is_checked():
     """Each example file in examples/ has expectations here."""
     assert sorted(p.name for p in EXAMPLES.glob("[!_]*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_uses_public_api_only(name):
+    """The example reaches no private name: no ``._x`` attribute or module, and nothing beside it on sys.path."""
+    source = (EXAMPLES / name).read_text()
+    assert re.findall(r"\._[a-z]\w*|\bsys\.path\b|^from _(?!_future__)\w+|^import _\w+", source, re.M) == []
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
