@@ -13,15 +13,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId, before_save
+from pynamodb_autoinc import AutoIncrementMixin, NextId, TransactWrite, before_save
 from pynamodb_autoinc.exceptions import ItemExistsError
-
-try:
-    from pynamodb_autoinc import (  # type: ignore[attr-defined,unused-ignore]
-        TransactWrite,  # 0.3.0: the transaction that takes new auto-ID items
-    )
-except ImportError:  # pragma: no cover - before 0.3.0, PynamoDB's own TransactWrite was patched
-    from pynamodb.transactions import TransactWrite  # type: ignore[assignment,no-redef,unused-ignore]
 
 HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
 REGION = "us-east-1"

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import warnings
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from . import exceptions
+from ._options import ModelOptions
+from ._version import __version__
 from .attributes import CounterAttribute, CounterMixin
 from .counter import NextId
 from .history import HistoryMixin
 from .mixin import AutoIncrementMixin, TransactWrite
-from ._options import ModelOptions
 from .sequence import SequenceOptions
 from .signals import after_save, before_save, contention_failed, race_lost
-
-try:
-    __version__ = version("pynamodb-autoinc")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0.0.0"
 
 __all__ = [
     "AutoIncrementMixin",

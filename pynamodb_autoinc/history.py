@@ -38,6 +38,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
+
 from pynamodb_autoinc.mixin import TransactWrite
 
 from ._options import options_for

@@ -29,8 +29,8 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
 from . import _engine, regions, strategies
-from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._checked import CheckedModel, refuse_order
+from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import AutoIncrementError, BulkSaveError, GlobalTableError, InvalidIdError, UnassignedIdError
