@@ -7,7 +7,7 @@ from typing import Any
 
 from . import exceptions
 from ._options import ModelOptions
-from ._version import __version__
+from ._version import __version__ as __version__
 from .attributes import CounterAttribute, CounterMixin
 from .counter import NextId
 from .history import HistoryMixin
