@@ -21,7 +21,9 @@ A model holding counter attributes takes :class:`CounterMixin` before
   put (with its new ID) with its counters at ``start``. An auto-increment
   model's ``before_save`` and ``after_save`` signals are sent either way;
 - both send ``ReturnValues=ALL_NEW``, so the instance holds the stored
-  counters afterwards.
+  counters afterwards;
+- a counter holds integers only: ``views.add(1.5)`` or ``views.set(2.5)`` is
+  refused with :class:`~pynamodb_autoinc.CounterValueError` as it is built.
 
 A counter rises at least once per write: when botocore resends a request
 whose answer was lost, the table may apply it twice and the counter rises

@@ -511,6 +511,10 @@ class NextId(Model):
         the writers' clocks agree to within that hour. The item holds one small
         attribute per writer active in the last hour; reads of the counter
         (:meth:`current`, :meth:`currval`, the command line) ignore them.
+        :func:`pynamodb_autoinc.periods.increment_in_period` counts the same way
+        (:class:`Once`).
+
+        :raises CounterValueError: ``by`` is not an int
         """
         check_by(f"{cls.__name__}.increment({name!r}, by={by!r})", by)
         key = name if period is None else f"{name}#{periods.label(period, now)}"

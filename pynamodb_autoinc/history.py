@@ -183,9 +183,15 @@ class HistoryMixin(_Base):
     """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
 
     Put it first in the bases (``class Page(HistoryMixin, Model)``, or before
-    ``AutoIncrementMixin``), declare a ``VersionAttribute`` (not named
+    ``AutoIncrementMixin``: the other order is refused, see
+    :func:`check_model`), declare a ``VersionAttribute`` (not named
     ``version``, which would hide :meth:`version`) and name the history
     model in ``Meta.history_model``.
+
+    A new instance's first save is conditioned on its key being free, so it
+    never overwrites a stored item, also one stored without a version (before
+    the model took HistoryMixin); such an item, read and saved, becomes
+    version 1. Batch writes, however made, are refused.
     """
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
