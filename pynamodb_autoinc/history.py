@@ -291,6 +291,9 @@ class HistoryMixin(_Base):
         :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
         """
         items: List[Model] = list(instances)
+        if items:
+            _config(cls)
+            cls._refuse_strong()  # before the first item is saved
         saved: List[Model] = []
         for item in items:
             try:
@@ -342,11 +345,11 @@ class HistoryMixin(_Base):
                                     "a version; use its save() or delete() (or save_all()), which write the item "
                                     "and its version in one transaction")
 
-    def _refuse_strong(self) -> None:
+    @classmethod
+    def _refuse_strong(cls) -> None:
         """Refuse, before a value is spent, a model whose tables are MRSC global tables: a history write is a
         transaction, which they do not support."""
-        cls = type(self)
-        if not isinstance(self, AutoIncrementMixin):
+        if not issubclass(cls, AutoIncrementMixin):
             return  # nothing is spent: DynamoDB itself refuses the transaction
         opts = options_for(cls)
         if opts.single_region_writes:

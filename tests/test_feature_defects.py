@@ -371,3 +371,17 @@ def test_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model, bac
     user = User()
     user.save()
     assert user.id == 101
+
+
+@pytest.mark.modes("fast")
+def test_history_save_all_on_strong_consistency_is_refused_before_any_save(make_model, backend, monkeypatch):
+    """On an MRSC global table, save_all() of a history model raises GlobalTableError before saving any item."""
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(MRSC, TableName=table))
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    docs = [Doc(), Doc()]
+    with pytest.raises(GlobalTableError, match="MRSC"):
+        Doc.save_all(docs)
+    assert [d.id for d in docs] == [None, None]
+    opts = Doc.autoinc_options()
+    assert opts.counter.currval(opts.key) is None
