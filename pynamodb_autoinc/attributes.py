@@ -21,7 +21,9 @@ A model holding counter attributes takes :class:`CounterMixin` before
   put (with its new ID) with its counters at ``start``. An auto-increment
   model's ``before_save`` and ``after_save`` signals are sent either way;
 - both send ``ReturnValues=ALL_NEW``, so the instance holds the stored
-  counters afterwards.
+  counters afterwards;
+- a counter holds integers only: ``views.add(1.5)`` or ``views.set(2.5)`` is
+  refused with :class:`~pynamodb_autoinc.CounterValueError` as it is built.
 
 A counter rises at least once per write: when botocore resends a request
 whose answer was lost, the table may apply it twice and the counter rises
@@ -37,7 +39,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
-from .exceptions import ConfigurationError
+from .exceptions import ConfigurationError, CounterValueError
 from .mixin import AutoIncrementMixin, _claim
 from .signals import send_after_save
 
@@ -91,6 +93,15 @@ class CounterAttribute(NumberAttribute):
                     f"class {owner.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
                     "start at their start value"
                 )
+
+    def serialize(self, value: Any) -> Any:
+        """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction
+        (``Page.views.add(1.5)``, ``Page.views.set(2.5)``, a put)."""
+        if not _is_int(value):
+            raise CounterValueError(
+                f"CounterAttribute {self.attr_name!r} counts in whole steps, but was given {type(value).__name__} "
+                f"{value!r}; use an int, e.g. {self.attr_name}.add(1)")
+        return super().serialize(value)
 
     def raised(self) -> Action:
         """The action raising this counter: ``SET c = if_not_exists(c, start - delta) + delta``."""

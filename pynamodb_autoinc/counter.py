@@ -11,6 +11,8 @@ Every request a counter ever receives is built in this module.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import secrets
 import threading
@@ -19,6 +21,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
+from botocore.exceptions import NoRegionError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import ALL_NEW, KEY, UPDATE_ITEM, UPDATED_NEW
@@ -511,47 +514,20 @@ class NextId(Model):
         the writers' clocks agree to within that hour. The item holds one small
         attribute per writer active in the last hour; reads of the counter
         (:meth:`current`, :meth:`currval`, the command line) ignore them.
+        :func:`pynamodb_autoinc.periods.increment_in_period` counts the same way
+        (:class:`Once`).
+
+        :raises CounterValueError: ``by`` is not an int
         """
+        check_by(f"{cls.__name__}.increment({name!r}, by={by!r})", by)
         key = name if period is None else f"{name}#{periods.label(period, now)}"
-        writer = _this_writer()
-        seq, now_ms = writer.next_seq()
-        where = cls._where(key)
-        idle = writer.idle.pop(where, [])
-        whole = writer.calls % PRUNE_EVERY == 0
-        writer.calls += 1
+        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
         try:
-            data = cls._count(key, writer.attr, seq, by, idle, whole)
+            data = once.send(functools.partial(cls._update, "increment", key), [cls.next_id.add(by)], None,
+                             UPDATED_NEW)
         except _Resent as resent:
             return cls._count_in(key, resent.item)
-        if whole:
-            writer.note_idle(where, data.get("Attributes", {}), now_ms)
         return cls._count_in(key, data.get("Attributes", {}))
-
-    @classmethod
-    def _count(cls, key: str, mine: str, seq: int, by: int, idle: List[Tuple[str, Dict[str, str]]],
-               whole: bool) -> Dict[str, Any]:
-        """Send the UpdateItem of :meth:`increment`; raise :class:`_Resent` when it had been applied already."""
-        writer = Path([mine])
-        while True:
-            actions: List[Any] = [cls.next_id.add(by), writer.set(seq)]
-            condition = writer.does_not_exist() | (writer < seq)
-            for name, seen in idle:
-                other = Path([name])
-                actions.append(other.remove())
-                condition &= other.does_not_exist() | (other == seen)
-            try:
-                return cls._update("increment", key, actions, condition, ALL_NEW if whole else UPDATED_NEW)
-            except _Refused as refused:
-                held = refused.item.get(mine, {}).get("N")
-                if held is not None and Decimal(held) == seq:
-                    raise _Resent(refused.item) from None  # an earlier send of this very request was applied
-                if idle:
-                    idle = []  # an idle writer has counted again since it was seen: keep its attribute
-                    continue
-                raise CounterError(
-                    f"could not increment counter {key!r} in table {cls.Meta.table_name!r}: its writer "
-                    f"attribute {mine!r} holds {held}, not below this writer's sequence number {seq}; "
-                    "is another process counting under the same writer id?", refused.cause) from refused.cause
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
@@ -564,8 +540,13 @@ class NextId(Model):
     @classmethod
     def _where(cls, key: str) -> Tuple[Any, ...]:
         """What tells counter ``key``'s item apart from every other counter item this process reaches."""
-        return (getattr(cls.Meta, "host", None), getattr(cls.Meta, "region", None), cls.Meta.table_name,
-                *cls._item_key(key))
+        # Meta.region None is the region botocore resolves (as a model bound to that region names it), so
+        # NextId.setval() drops the block a model bound to the same endpoint reserved
+        region = getattr(cls.Meta, "region", None)
+        if region is None:
+            with contextlib.suppress(NoRegionError):  # no request can be sent either; it reports the error
+                region = cls._get_connection().connection.client.meta.region_name
+        return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
 
     @classmethod
     def current(cls, name: str, *, period: Optional[str] = "month",
@@ -720,6 +701,73 @@ class _Writer:
             while len(self.idle) >= 8:  # a few counters at a time is plenty
                 self.idle.pop(next(iter(self.idle)))
             self.idle[where] = idle
+
+
+def check_by(call: str, by: Any) -> None:
+    """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
+    if not _is_int(by):
+        raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
+                                "steps (and one fraction would leave the stored count no integer), e.g. by=1")
+
+
+class Once:
+    """One counting call on one item, applied once however often botocore resends its requests.
+
+    The call takes a new sequence number of this thread's writer (see
+    :meth:`NextId.increment`). Each request it sends (:meth:`send`) also sets
+    the writer's attribute on the item to that number, on the condition that
+    the attribute is missing or below it; the first to be applied ends the
+    call, and a resend of it is refused by that condition with the item,
+    which then holds the number: :class:`_Resent`. Every :data:`PRUNE_EVERY`
+    calls the writer asks for the whole item and later removes the idle
+    writers' attributes it saw there.
+    """
+
+    def __init__(self, where: Tuple[Any, ...], what: str) -> None:
+        self.writer = _this_writer()
+        self.seq, self.now_ms = self.writer.next_seq()
+        self.where, self.what = where, what
+        self.idle = self.writer.idle.pop(where, [])
+        self.whole = self.writer.calls % PRUNE_EVERY == 0
+        self.writer.calls += 1
+
+    def send(self, update: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]], actions: List[Any],
+             condition: Any, return_values: str) -> Dict[str, Any]:
+        """Send ``update(actions, condition, return_values)`` marked with this call's number.
+
+        ``update`` raises :class:`_Refused` (with the item) on a failed
+        condition. Raises :class:`_Resent` when an earlier request of this call
+        was applied, and :class:`_Refused` when ``condition`` did not hold.
+        """
+        mine = Path([self.writer.attr])
+        idle = self.idle
+        while True:
+            sent = list(actions) + [mine.set(self.seq)]
+            marked = mine.does_not_exist() | (mine < self.seq)
+            full = marked if condition is None else condition & marked
+            for name, seen in idle:
+                other = Path([name])
+                sent.append(other.remove())
+                full &= other.does_not_exist() | (other == seen)
+            try:
+                data = update(sent, full, ALL_NEW if self.whole else return_values)
+            except _Refused as refused:
+                held = refused.item.get(self.writer.attr, {}).get("N")
+                if held is not None and Decimal(held) == self.seq:
+                    raise _Resent(refused.item) from None  # an earlier send of this very call was applied
+                if idle:
+                    idle = self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
+                    continue
+                if held is not None and Decimal(held) > self.seq or condition is None:
+                    raise CounterError(
+                        f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
+                        f"not below this writer's sequence number {self.seq}; is another process counting under "
+                        "the same writer id?", refused.cause) from refused.cause
+                raise
+            if self.whole:
+                self.writer.note_idle(self.where, data.get("Attributes", {}), self.now_ms)
+                self.whole = False
+            return data
 
 
 class _Writers(threading.local):

@@ -29,7 +29,8 @@ import contextvars
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
+from decimal import Context, Decimal
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
@@ -41,13 +42,17 @@ from pynamodb.pagination import ResultIterator
 
 from pynamodb_autoinc.mixin import TransactWrite
 
+from . import regions
+from ._engine import exists_advice
 from ._options import options_for
 from .attributes import CounterMixin
 from .exceptions import (
     AutoIncrementError,
     BulkSaveError,
     ConfigurationError,
+    GlobalTableError,
     HistoryWriteError,
+    ItemExistsError,
     VersionConflictError,
 )
 from .mixin import AutoIncrementMixin
@@ -73,6 +78,7 @@ class _Config:
     """What a model's history needs, checked once."""
 
     def __init__(self, model: Type[Model]) -> None:
+        check_model(model)
         history = getattr(model.Meta, "history_model", None)
         if not (isinstance(history, type) and issubclass(history, Model)):
             raise ConfigurationError(
@@ -108,15 +114,35 @@ class _Config:
                     f"{model.__name__}: HistoryMixin needs a new item's ID before its transaction is sent, and a "
                     "gapless or query-strategy ID can change when the transaction is resent; use fast mode "
                     "(Meta.autoinc_gapless = False) or blocks")
-        if issubclass(model, CounterMixin):
-            raise ConfigurationError(
-                f"{model.__name__} takes both HistoryMixin and CounterMixin, which write the item in different "
-                "requests (a transaction, an UpdateItem); use one of them")
         self.history: Type[Model] = history
         self.version = version
         self.hash_name, self.range_name = hash_name, range_name
         item_attrs = model.get_attributes()
         self.copied = [name for name in attrs if name not in (hash_name, range_name, "deleted") and name in item_attrs]
+
+
+def check_model(cls: type) -> None:
+    """Refuse a class whose bases would let a write skip its history; None for every other class.
+
+    Looks at the class alone (no request, no ``Meta`` option read), so it can
+    run when the class is created. A ``HistoryMixin`` model must list it
+    before ``AutoIncrementMixin`` (whose ``save()`` would otherwise write the
+    item without its version), and cannot take ``CounterMixin``.
+
+    :raises ConfigurationError: the class cannot keep its history as declared
+    """
+    if not (isinstance(cls, type) and issubclass(cls, HistoryMixin)):
+        return
+    mro = cls.__mro__
+    if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(HistoryMixin):
+        raise ConfigurationError(
+            f"{cls.__name__} lists AutoIncrementMixin before HistoryMixin, so its save() and save_all() would "
+            "write the item without recording its version; put HistoryMixin first: "
+            f"class {cls.__name__}(HistoryMixin, AutoIncrementMixin, Model)")
+    if issubclass(cls, CounterMixin):
+        raise ConfigurationError(
+            f"{cls.__name__} takes both HistoryMixin and CounterMixin, which write the item in different "
+            "requests (a transaction, an UpdateItem); use one of them")
 
 
 _CONFIGS: WeakKeyDictionary[type, _Config] = WeakKeyDictionary()
@@ -130,19 +156,43 @@ def _config(model: Type[Model]) -> _Config:
 
 
 def item_key(hash_key: Any, range_key: Any = None) -> str:
-    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON."""
+    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON.
+
+    A number is written as DynamoDB stores it (7.0 and 7 are ``7``, 1e20 is
+    ``100000000000000000000``, 2.50 is ``2.5``), so an item has one history
+    however its key was typed.
+    """
     if range_key is None:
-        return str(hash_key)
-    return json.dumps([hash_key, range_key], default=str)
+        return _number(hash_key) or str(hash_key)
+    return "[" + ", ".join(_number(part) or json.dumps(part, default=str) for part in (hash_key, range_key)) + "]"
+
+
+def _number(value: Any) -> Optional[str]:
+    """A finite number in DynamoDB's normal form, or None for anything else."""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        number = Decimal(str(value))
+        if number.is_finite():
+            return "0" if number == 0 else format(number.normalize(_EXACT), "f")
+    return None
+
+
+# DynamoDB keeps 38 significant digits; the default context's 28 would round two keys into one
+_EXACT = Context(prec=100)
 
 
 class HistoryMixin(_Base):
     """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
 
     Put it first in the bases (``class Page(HistoryMixin, Model)``, or before
-    ``AutoIncrementMixin``), declare a ``VersionAttribute`` (not named
+    ``AutoIncrementMixin``: the other order is refused, see
+    :func:`check_model`), declare a ``VersionAttribute`` (not named
     ``version``, which would hide :meth:`version`) and name the history
     model in ``Meta.history_model``.
+
+    A new instance's first save is conditioned on its key being free, so it
+    never overwrites a stored item, also one stored without a version (before
+    the model took HistoryMixin); such an item, read and saved, becomes
+    version 1. Batch writes, however made, are refused.
     """
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
@@ -160,6 +210,7 @@ class HistoryMixin(_Base):
                 f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
         config = _config(type(self))
+        self._refuse_strong()
         deadline = time.monotonic() + RETRY_SECONDS
         while True:
             try:
@@ -167,14 +218,20 @@ class HistoryMixin(_Base):
             except VersionConflictError as exc:
                 if merge is None or time.monotonic() > deadline:
                     raise
-                if exc.current is None:
-                    raise  # deleted: nothing to merge with
+                keys = self._key_values()
+                if keys[0] is None or (type(self)._range_keyname and keys[1] is None):
+                    raise  # no key to read the stored item by
                 try:
-                    stored = type(self).get(*self._key_values(), consistent_read=True)
+                    stored = type(self).get(*keys, consistent_read=True)
                 except type(self).DoesNotExist:
-                    raise exc from None  # deleted since the conflict: nothing to merge with
+                    raise exc from None  # deleted: nothing to merge with
                 merge(self, stored)
-                setattr(self, config.version, getattr(stored, config.version))
+                version = getattr(stored, config.version)
+                if version is None:  # stored without a version (before HistoryMixin): adopt it as version 1
+                    self.attribute_values.pop(config.version, None)
+                    self._autoinc_read = True
+                else:
+                    setattr(self, config.version, version)
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
@@ -186,6 +243,7 @@ class HistoryMixin(_Base):
                 f"{type(self).__name__}.delete(add_version_condition=False): a history delete always checks the "
                 "version, so its tombstone follows the state it deletes")
         config = _config(type(self))
+        self._refuse_strong()
         return self._write(config, condition, deleted=True)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
@@ -194,6 +252,26 @@ class HistoryMixin(_Base):
         call :meth:`save`."""
         raise HistoryWriteError(f"{type(self).__name__}.update() would change the item without recording a "
                                 "version; set the attributes on the instance and call save()")
+
+    def __init__(self, hash_key: Any = None, range_key: Any = None, _user_instantiated: bool = True,
+                 **attributes: Any) -> None:
+        super().__init__(hash_key, range_key, _user_instantiated=_user_instantiated, **attributes)
+        # read from the table (get, query, scan): a first save of an item stored without a version adopts it
+        self._autoinc_read = not _user_instantiated
+
+    def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
+        super().deserialize(attribute_values)
+        self._autoinc_read = True  # refresh()
+
+    def serialize(self, null_check: bool = True) -> Dict[str, Dict[str, Any]]:
+        # PynamoDB's BatchWrite, however made, puts what this returns
+        self._only_from_history("A batch write (BatchWrite.save()) or serialize()")
+        return super().serialize(null_check=null_check)
+
+    def _get_keys(self) -> Dict[str, Any]:
+        # PynamoDB's BatchWrite deletes by what this returns
+        self._only_from_history("A batch delete (BatchWrite.delete())")
+        return cast(Dict[str, Any], super()._get_keys())
 
     def get_save_kwargs_from_instance(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         self._only_from_history("TransactWrite.save()")
@@ -214,6 +292,9 @@ class HistoryMixin(_Base):
         :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
         """
         items: List[Model] = list(instances)
+        if items:
+            _config(cls)
+            cls._refuse_strong()  # before the first item is saved
         saved: List[Model] = []
         for item in items:
             try:
@@ -262,7 +343,28 @@ class HistoryMixin(_Base):
     def _only_from_history(self, what: str) -> None:
         if not _writing.get():
             raise HistoryWriteError(f"{what} of a {type(self).__name__} would change the item without recording "
-                                    "a version; use its save() or delete(), which write both in one transaction")
+                                    "a version; use its save() or delete() (or save_all()), which write the item "
+                                    "and its version in one transaction")
+
+    @classmethod
+    def _refuse_strong(cls) -> None:
+        """Refuse, before a value is spent, a model whose tables are MRSC global tables: a history write is a
+        transaction, which they do not support."""
+        if not issubclass(cls, AutoIncrementMixin):
+            return  # nothing is spent: DynamoDB itself refuses the transaction
+        opts = options_for(cls)
+        if opts.single_region_writes:
+            return
+        regions.effective(opts)  # describes the tables once per process
+        if regions.strong(opts):
+            raise GlobalTableError(
+                f"{cls.__name__}: HistoryMixin writes the item and its version in one TransactWriteItems, which "
+                "global tables in multi-region strong consistency (MRSC) do not support; keep the history of "
+                "this model on a table that is not MRSC, or drop HistoryMixin")
+
+    def _new_auto_id(self) -> bool:
+        """Whether this save claims a new auto-increment ID (its put then carries attribute_not_exists)."""
+        return isinstance(self, AutoIncrementMixin) and getattr(self, options_for(type(self)).attribute) is None
 
     def _key_values(self) -> Tuple[Any, Any]:
         cls = type(self)
@@ -280,9 +382,20 @@ class HistoryMixin(_Base):
     def _write(self, config: _Config, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
         old = getattr(self, config.version)
         if deleted and old is None:
+            if getattr(self, "_autoinc_read", False):
+                raise HistoryWriteError(f"{type(self).__name__}.delete() of an item stored without a version "
+                                        "(before the model took HistoryMixin) has no version to follow; save() it "
+                                        "first (version 1), then delete it")
             raise HistoryWriteError(f"{type(self).__name__}.delete() of an instance never saved or read has no "
                                     "version to follow; read the item (Model.get) and delete that instance")
         new = (old or 0) + 1
+        auto_new = not deleted and self._new_auto_id()
+        if not deleted and old is None and not auto_new:
+            # PynamoDB conditions a first save on the version attribute only, which an item stored before
+            # the model took HistoryMixin lacks too: condition on the key
+            key = type(self)._hash_key_attribute()
+            first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
+            condition = first if condition is None else first & condition
         connection = type(self)._get_connection().connection
         deadline = time.monotonic() + RETRY_SECONDS
         while True:
@@ -304,12 +417,29 @@ class HistoryMixin(_Base):
                 if "TransactionConflict" in codes and time.monotonic() < deadline:
                     time.sleep(0.005)
                     continue  # a concurrent transaction held the item: not lost yet, send again
+                if auto_new and codes and codes[0] == "ConditionalCheckFailed" and reasons[0] is not None \
+                        and reasons[0].raw_item is not None:
+                    raise self._collision(tx, exc) from exc
                 raise self._failure(config, exc, codes, old, new, deleted) from exc
             finally:
                 _writing.reset(token)
             if deleted:
                 setattr(self, config.version, new)
             return {}
+
+    def _collision(self, tx: TransactWrite, exc: TransactWriteError) -> ItemExistsError:
+        """The new auto-increment ID's item exists already: as a plain save reports it."""
+        hook = tx.__dict__.get("_autoinc_hook")
+        entry = next((e for e, _ in (hook.entries if hook else []) if e.instance is self and e.claim), None)
+        attribute = options_for(type(self)).attribute
+        if entry is None or entry.claim is None:
+            what = f"{type(self).__name__}: an item with its new {attribute} already exists and was not overwritten"
+            spent = ""
+        else:
+            what = f"{type(self).__name__} with {attribute}={entry.claim.value!r}: {exists_advice(entry)}"
+            spent = " (the value is spent)" if entry.claim.kind == "counter" else ""
+        return ItemExistsError(f"{what}; nothing was written, no version recorded{spent}", exc,
+                               cancellation_reasons=exc.cancellation_reasons or [])
 
     def _failure(self, config: _Config, exc: TransactWriteError, codes: list, old: Optional[int],
                  new: int, deleted: bool) -> Exception:
@@ -348,4 +478,4 @@ class HistoryMixin(_Base):
         return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
 
 
-__all__ = ["HistoryMixin", "item_key"]
+__all__ = ["HistoryMixin", "check_model", "item_key"]

@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from datetime import datetime, timezone
-from typing import Any, Iterator, Optional, Type
+from decimal import Decimal
+from typing import Any, Dict, Iterator, Optional, Type
 
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from .exceptions import ConfigurationError, CounterError, error_code
+from .exceptions import ConfigurationError, CounterError, error_code, error_responses
 
 #: The ``strftime`` format of each period's label.
 PERIODS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
@@ -87,32 +88,59 @@ def increment_in_period(
     one, on the condition that the stored period is still an older one, so of
     two processes that reset at the same moment only one wins; the loser's
     event is then added by a third request. No event is ever lost or counted
-    twice.
+    twice, also when botocore resends a request whose answer was lost: the
+    requests of one call carry one sequence number of the thread's writer
+    (as :meth:`NextId.increment` does), in an attribute ``NextW_<writer id>``
+    of the item, so a resend of the request that was applied is recognised
+    and not counted again. Those attributes are removed an hour after their
+    writer's last count.
 
     :raises model.DoesNotExist: the item does not exist
+    :raises CounterValueError: ``by`` is not an int
     """
+    from .counter import Once, _Refused, _Resent, check_by  # the counter module imports this one
+
+    check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
     attrs = model.get_attributes()
     count, stored = attrs[count_attribute], attrs[period_attribute]
     current = label(period, now)
     hash_attr = attrs[str(model._hash_keyname)]
     connection = model._get_connection()
     serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
+    meta = model.Meta
+    once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, serialized_hash,
+                 serialized_range), f"{model.__name__} {hash_key!r}")
 
-    def update(actions: Any, condition: Condition, result: Optional[int] = None) -> Optional[int]:
+    def send(actions: Any, condition: Condition, return_values: Optional[str]) -> Dict[str, Any]:
+        from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+        from pynamodb.constants import KEY, UPDATE_ITEM
         from pynamodb.exceptions import UpdateError
 
+        kwargs = connection.get_operation_kwargs(serialized_hash, range_key=serialized_range, key=KEY,
+                                                 actions=actions, condition=condition, return_values=return_values,
+                                                 return_values_on_condition_failure="ALL_OLD")
         try:
-            data = connection.update_item(serialized_hash, range_key=serialized_range, actions=actions,
-                                          condition=condition, return_values="UPDATED_NEW")
-        except UpdateError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return None
-            raise
-        return result if result is not None else int(data["Attributes"][count.attr_name]["N"])
+            return dict(connection.connection.dispatch(UPDATE_ITEM, kwargs))
+        except BOTOCORE_EXCEPTIONS as error:
+            exc = UpdateError(f"Failed to update item: {error}", error)
+        if error_code(exc) == "ConditionalCheckFailedException":
+            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc)
+        raise exc
 
-    increment = [count.set(count + by)]
+    def update(actions: Any, condition: Condition, result: Optional[int] = None) -> Optional[int]:
+        try:
+            data = once.send(send, actions, condition, "UPDATED_NEW")
+        except _Resent as resent:
+            return _count(resent.item)  # applied by an earlier send of this call: the count as it is now
+        except _Refused:
+            return None
+        return result if result is not None else _count(data["Attributes"])
+
+    def _count(item: Dict[str, Any]) -> int:
+        return int(Decimal(item[count.attr_name]["N"]))
+
     while True:
-        value = update(increment, hash_attr.exists() & (stored == current))
+        value = update([count.set(count + by)], hash_attr.exists() & (stored == current))
         if value is not None:
             return value
         value = update([count.set(by), stored.set(current)],

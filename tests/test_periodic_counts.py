@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any, List
 
@@ -113,9 +114,14 @@ def test_racing_reset_loses_no_event(api_key, requests):
             return
         ours.append(operation_name)
         if ours == ["UpdateItem", "UpdateItem"]:
-            # our increment failed; before our reset arrives another process resets and counts
+            # our increment failed; before our reset arrives another process resets and counts (a thread:
+            # a writer of its own, as another process is)
             busy.append(True)
-            assert count(api_key, datetime(2026, 12, 1)) == 1
+            theirs: List[int] = []
+            other = threading.Thread(target=lambda: theirs.append(count(api_key, datetime(2026, 12, 1))))
+            other.start()
+            other.join()
+            assert theirs == [1]
             busy.clear()
 
     with pre_dynamodb_send.connected_to(rival):
