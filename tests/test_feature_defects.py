@@ -15,21 +15,16 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttrib
 from pynamodb.models import BatchWrite, Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import (
-    AutoIncrementMixin,
+from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, HistoryMixin, NextId, regions
+from pynamodb_autoinc import counter as counter_module
+from pynamodb_autoinc.exceptions import (
     ConfigurationError,
-    CounterAttribute,
-    CounterMixin,
     CounterValueError,
     GlobalTableError,
-    HistoryMixin,
     HistoryWriteError,
     ItemExistsError,
-    NextId,
     VersionConflictError,
-    regions,
 )
-from pynamodb_autoinc import counter as counter_module
 from pynamodb_autoinc.history import check_model, item_key
 from pynamodb_autoinc.periods import clock, increment_in_period
 from tests.test_faults import Faults

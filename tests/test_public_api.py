@@ -35,7 +35,7 @@ def test_errors_are_not_exported_from_the_top_level():
 @pytest.mark.parametrize("name", ["ItemExistsError", "ContentionError", "AutoIncrementError"])
 def test_old_top_level_error_names_warn_and_still_work(name):
     """An error imported from the top level, as 0.2 allowed, is the same class, with a DeprecationWarning."""
-    with pytest.warns(DeprecationWarning, match=f"import it from pynamodb_autoinc.exceptions"):
+    with pytest.warns(DeprecationWarning, match="import it from pynamodb_autoinc.exceptions"):
         error = getattr(pynamodb_autoinc, name)
     assert error is getattr(pynamodb_autoinc.exceptions, name)
 
