@@ -3,8 +3,8 @@
 The library's mixins take :class:`CheckedModel` as their metaclass (it is a
 :class:`pynamodb.models.MetaModel`, so only classes that use a mixin are
 affected). Once PynamoDB has finished a class, each library mixin in its MRO
-checks it with its ``_autoinc_check_class`` classmethod, top of the MRO
-first. A check raises :class:`~pynamodb_autoinc.exceptions.ConfigurationError`
+checks it with its ``_autoinc_check_class`` classmethod, nearest to
+``Model`` first (a feature's own rules before the general ones). A check raises :class:`~pynamodb_autoinc.exceptions.ConfigurationError`
 with the fix; it sends no request.
 
 A class without ``Meta.table_name`` (an abstract base) is not checked; its
@@ -35,9 +35,10 @@ class CheckedModel(MetaModel):
 
 
 def class_checks(model: type) -> List[Callable[[type], None]]:
-    """The ``_autoinc_check_class`` of every class in ``model``'s MRO that defines one, in MRO order."""
+    """The ``_autoinc_check_class`` of every class in ``model``'s MRO that defines one, nearest to ``Model``
+    first."""
     checks = []
-    for klass in model.__mro__:
+    for klass in reversed(model.__mro__):
         check = klass.__dict__.get("_autoinc_check_class")
         if check is not None:
             checks.append(check.__func__)

@@ -152,9 +152,6 @@ def options_for(model: Type[Model]) -> Options:
     """The validated options of ``model``, computed on first use and cached."""
     cached = _CACHE.get(model)
     if cached is None:
-        from .history import check_model  # history imports this module
-
-        check_model(model)
         cached = _CACHE[model] = _read(model)
     return cached
 

@@ -40,9 +40,9 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-from pynamodb_autoinc.mixin import TransactWrite
 
 from . import regions
+from ._checked import CheckedModel
 from ._engine import exists_advice
 from ._options import options_for
 from .attributes import CounterMixin
@@ -55,7 +55,7 @@ from .exceptions import (
     ItemExistsError,
     VersionConflictError,
 )
-from .mixin import AutoIncrementMixin
+from .mixin import AutoIncrementMixin, TransactWrite
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -180,7 +180,7 @@ def _number(value: Any) -> Optional[str]:
 _EXACT = Context(prec=100)
 
 
-class HistoryMixin(_Base):
+class HistoryMixin(_Base, metaclass=CheckedModel):
     """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
 
     Put it first in the bases (``class Page(HistoryMixin, Model)``, or before
@@ -194,6 +194,12 @@ class HistoryMixin(_Base):
     the model took HistoryMixin); such an item, read and saved, becomes
     version 1. Batch writes, however made, are refused.
     """
+
+    @classmethod
+    def _autoinc_check_class(cls) -> None:
+        """Refuse bases that would skip the history, and a ``Meta.history_model`` or version that cannot hold it."""
+        check_model(cls)
+        _Config(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
              merge: Optional[Merge] = None) -> Dict[str, Any]:

@@ -25,7 +25,7 @@ from pynamodb_autoinc.exceptions import (
     ItemExistsError,
     VersionConflictError,
 )
-from pynamodb_autoinc.history import check_model, item_key
+from pynamodb_autoinc.history import item_key
 from pynamodb_autoinc.periods import clock, increment_in_period
 from tests.test_faults import Faults
 from tests.test_history import history_model
@@ -50,36 +50,23 @@ def page_models(backend: Any, key: Any = None) -> Tuple[Any, Any]:
 # -- 15: HistoryMixin after AutoIncrementMixin ------------------------------------------------------------------
 
 
-def test_check_model_refuses_history_after_auto_increment():
-    """check_model() refuses HistoryMixin listed after AutoIncrementMixin, naming the right order."""
+def test_history_after_auto_increment_is_refused_when_the_class_is_created():
+    """A class listing HistoryMixin after AutoIncrementMixin is refused as it is created, naming the right order."""
     meta = type("Meta", (), {"table_name": "doc"})
-    doc = type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
-        "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
     with pytest.raises(ConfigurationError, match=r"class Doc\(HistoryMixin, AutoIncrementMixin, Model\)"):
-        check_model(doc)
-
-
-def test_check_model_accepts_the_right_order():
-    """check_model() returns None for HistoryMixin before AutoIncrementMixin, and for other models."""
-    meta = type("Meta", (), {"table_name": "doc"})
-    doc = type("Doc", (HistoryMixin, AutoIncrementMixin, Model), {
-        "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
-    check_model(doc)  # raises on a bad class
-    check_model(Model)
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
 
 
 @pytest.mark.modes("fast")
-def test_history_after_auto_increment_is_refused_before_anything_is_written(make_model, backend, requests):
-    """A Doc(AutoIncrementMixin, HistoryMixin, Model) save and save_all are refused with no request sent."""
+def test_history_after_auto_increment_is_refused_before_anything_is_written(backend, requests):
+    """A Doc(AutoIncrementMixin, HistoryMixin, Model) is refused when it is created, with no request sent."""
     history = history_model(backend)
     meta = type("Meta", (), {"table_name": backend.table_name("doc"), "history_model": history, **backend.meta})
-    doc: Any = type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
-        "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
     requests.clear()
     with pytest.raises(ConfigurationError, match="put HistoryMixin first"):
-        doc().save()
-    with pytest.raises(ConfigurationError, match="put HistoryMixin first"):
-        doc.save_all([doc(), doc()])
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
     assert requests == []
 
 
