@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -43,17 +44,94 @@ class CommandError(Exception):
     """A problem the command reports on stderr, exiting with status 1."""
 
 
+class NotDynamoDBError(CommandError):
+    """The endpoint answered, but not as DynamoDB does (an HTML page, another service)."""
+
+    def __init__(self, status: int, content_type: str) -> None:
+        super().__init__(f"HTTP {status}, {content_type or 'no Content-Type'}")
+        self.status, self.content_type = status, content_type
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _resolve_model(parser, args)
     try:
-        return int(args.run(args) or 0)
+        with _answers_checked():
+            return int(args.run(args) or 0)
+    except NotDynamoDBError as exc:
+        print(f"error: the endpoint {_endpoint(args)} did not answer as DynamoDB ({exc}); check --host (or the "
+              "model's Meta.host): it must be the URL of DynamoDB or DynamoDB Local", file=sys.stderr)
+        return EXIT_ERROR
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (PynamoDBException, ValueError) as exc:
         print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--model``, or the deprecated positional model of seed, check and policy (with a note on stderr)."""
+    if not hasattr(args, "old_model"):
+        return
+    old = args.old_model
+    if old is not None:
+        if args.model is not None and args.model != old:
+            parser.error(f"{args.command}: the model is named twice ({old!r} and --model {args.model!r}); "
+                         "name it once, with --model")
+        print(f"DeprecationWarning: `{args.command} MODEL` is deprecated and will be removed in the next release; "
+              f"name the model with `{args.command} --model {old}`", file=sys.stderr)
+        args.model = old
+    if args.model is None:
+        parser.error(f"{args.command}: name the model with --model package.module:Model")
+
+
+def _endpoint(args: argparse.Namespace) -> str:
+    """The endpoint the command talked to, as the user named it."""
+    if args.host:
+        return str(args.host)
+    spec = getattr(args, "model", None)
+    if isinstance(spec, str):
+        with contextlib.suppress(Exception):
+            host = getattr(load_model(spec).Meta, "host", None)
+            if host:
+                return str(host)
+    region = args.region or os.environ.get("AWS_DEFAULT_REGION")
+    return f"of DynamoDB in {region}" if region else "of DynamoDB"
+
+
+@contextlib.contextmanager
+def _answers_checked() -> Iterator[None]:
+    """While the command runs, an answer that is not DynamoDB's JSON raises :class:`NotDynamoDBError`.
+
+    DynamoDB (and DynamoDB Local, and moto) answer every request, errors
+    included, with a JSON body; an HTML page means the endpoint is some other
+    server. botocore would otherwise report it as an error coded with the
+    HTTP status and the page as its message, or, for a 200 answer, as an
+    empty result.
+    """
+    from pynamodb.connection import base
+
+    def check(response_dict: Dict[str, Any], **_: Any) -> None:
+        headers = response_dict.get("headers") or {}
+        content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
+        if "json" not in content_type.lower():
+            raise NotDynamoDBError(int(response_dict.get("status_code") or 0), content_type)
+
+    original = base.get_session
+
+    def get_session() -> Any:
+        session = original()
+        session.register("before-parse.dynamodb", check)
+        return session
+
+    base.get_session = get_session  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        base.get_session = original  # type: ignore[assignment]
 
 
 def _fix_for(exc: BaseException) -> str:
@@ -97,20 +175,72 @@ def _positive(text: str) -> int:
     return number
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
-    parser.add_argument("--region", help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
-    parser.add_argument("--table", default=None, help="counter table name (default: NextId, or the model's)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+DESCRIPTION = ("Look at and fix the counters of pynamodb-autoinc without writing code. Name a model as "
+               "package.module:Model with --model; its Meta settings pick the endpoint, the counter table and "
+               "the counter key, unless --host or --region say otherwise. The options --host, --region and "
+               "--table may be given before or after the command.")
+"""The help's description, in plain text (the module docstring is reStructuredText)."""
 
-    create = commands.add_parser("create-table", help="create the counter table and wait until it is active")
+EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
+          "(check found duplicates, or holes in a gapless sequence; list found a counter that holds no integer; "
+          "describe found a counter recording other options than its model)")
+
+#: DynamoDB's limit on TotalSegments of a parallel scan.
+MAX_SEGMENTS = 1_000_000
+
+#: At most this many threads scan at once, however many segments there are.
+MAX_SCAN_THREADS = 16
+
+
+def _segments(text: str) -> int:
+    number = _positive(text)
+    if number > MAX_SEGMENTS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SEGMENTS:,} (DynamoDB's limit on the segments of a "
+                                         f"parallel scan), not {number:,}")
+    return number
+
+
+def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--host, --region and --table: on the main parser (``default`` None) and on every command's
+    (``default`` SUPPRESS, so that a value given before the command is kept)."""
+    parser.add_argument("--host", default=default,
+                        help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
+    parser.add_argument("--region", default=default,
+                        help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
+    parser.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
+
+
+def _model_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """``--model`` for a command that once took the model positionally (still accepted, deprecated)."""
+    parser.add_argument("--model", help="package.module:Model")
+    parser.add_argument("old_model", nargs="?", metavar="MODEL",
+                        help=f"deprecated: the model named positionally; use `{command} --model MODEL` (the "
+                             "positional form is removed in the next release)")
+
+
+def _dry_run_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would change (counter key, old and new value and options); write nothing")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"pynamodb-autoinc {__version__}")
+    _global_options(parser, None)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_parser = functools.partial(commands.add_parser, parents=[common])
+
+    create = add_parser("create-table", help="create the counter table and wait until it is active")
     create.add_argument("--billing-mode", choices=("PAY_PER_REQUEST", "PROVISIONED"), default="PAY_PER_REQUEST")
     create.add_argument("--read-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.set_defaults(run=_create_table)
 
-    listing = commands.add_parser(
+    listing = add_parser(
         "list", help="list the counters and their values",
         description="List the counters and their values. A counter that holds no integer (a fraction, or no "
                     "number at all) is listed too, marked as such, with how to fix it on stderr; the command then "
@@ -118,12 +248,12 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(run=_list)
 
-    get = commands.add_parser("get", help="print one counter's value (the last value handed out)")
+    get = add_parser("get", help="print one counter's value (the last value handed out)")
     get.add_argument("key", nargs="?", help="counter key (default: the model's)")
     get.add_argument("--model", help="package.module:Model whose counter to read")
     get.set_defaults(run=_get)
 
-    set_ = commands.add_parser("set", help="set a counter; the next value handed out is VALUE + step")
+    set_ = add_parser("set", help="set a counter; the next value handed out is VALUE + step")
     set_.add_argument("value", type=int)
     set_.add_argument("--key", help="counter key (default: the model's)")
     set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs (below the "
@@ -132,9 +262,10 @@ def _parser() -> argparse.ArgumentParser:
     set_.add_argument("--is-called", action=argparse.BooleanOptionalAction, default=True,
                       help="as PostgreSQL's setval: the next value is VALUE + step (default), or with "
                            "--no-is-called VALUE itself")
+    _dry_run_option(set_)
     set_.set_defaults(run=_set)
 
-    describe = commands.add_parser(
+    describe = add_parser(
         "describe", help="show each counter's sequence: options, last value, values left, models",
         description="Show each counter's sequence, as PostgreSQL's pg_sequences does: its options (as recorded on "
                     "the counter, else as the model sets them), its last value, how many values are left before "
@@ -145,7 +276,7 @@ def _parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true", help="print JSON instead of a table")
     describe.set_defaults(run=_describe)
 
-    restart = commands.add_parser(
+    restart = add_parser(
         "restart", help="restart a model's sequence: the next value is its start, or --with N",
         description="ALTER SEQUENCE ... RESTART [WITH N]: the next value handed out is N (default: the model's "
                     "start), and the counter records the model's options. Refused when N lies outside the bounds, "
@@ -155,9 +286,10 @@ def _parser() -> argparse.ArgumentParser:
     restart.add_argument("--key", help="counter key (default: the model's)")
     restart.add_argument("--with", dest="value", type=int, help="the next value (default: the model's start)")
     restart.add_argument("--force", action="store_true", help="restart even at or behind the stored IDs")
+    _dry_run_option(restart)
     restart.set_defaults(run=_restart)
 
-    alter = commands.add_parser(
+    alter = add_parser(
         "alter", help="record a model's changed options on its counter (ALTER SEQUENCE)",
         description="ALTER SEQUENCE: record the model's current Meta options (start, step, min, max, cycle) on its "
                     "counter, keeping the counter's value. Run it after changing those options; until then, saves "
@@ -165,9 +297,10 @@ def _parser() -> argparse.ArgumentParser:
                     "(restart it instead).")
     alter.add_argument("--model", required=True, help="package.module:Model")
     alter.add_argument("--key", help="counter key (default: the model's)")
+    _dry_run_option(alter)
     alter.set_defaults(run=_alter)
 
-    seed = commands.add_parser(
+    seed = add_parser(
         "seed", help="raise a model's counters to the largest IDs stored in its table "
                      "(lower them to the smallest, for a negative step); never moves one back",
         description="Raise a model's counters to the largest IDs stored in its table (lower them to the smallest, "
@@ -176,22 +309,25 @@ def _parser() -> argparse.ArgumentParser:
                     "a table had before), on the region's own subsequence: a counter recording another layout "
                     "(a region was appended) or none is restarted there with the new options. A reordered list "
                     "is refused before anything moves.")
-    seed.add_argument("model", help="package.module:Model")
-    seed.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
+    _model_options(seed, "seed")
+    seed.add_argument("--segments", type=_segments, default=4,
+                      help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4)")
+    _dry_run_option(seed)
     seed.set_defaults(run=_seed)
 
-    check = commands.add_parser(
+    check = add_parser(
         "check", help="look for duplicates and holes in a model's auto-increment IDs",
         description="Look for duplicates and holes in a model's auto-increment IDs, per counter. Holes are the "
                     "values of the sequence (start, start + step, ...) up to the furthest stored one that no item "
                     "holds; stored values that are not on the sequence are counted apart (OFF-SEQUENCE). Exits 3 "
                     "on duplicates, or on holes in a gapless model.")
-    check.add_argument("model", help="package.module:Model")
-    check.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
+    _model_options(check, "check")
+    check.add_argument("--segments", type=_segments, default=4,
+                       help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(run=_check)
-    iam = commands.add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
-    iam.add_argument("model", help="package.module:Model")
+    iam = add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
+    _model_options(iam, "policy")
     iam.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
     iam.set_defaults(run=_policy)
     return parser
@@ -706,7 +842,7 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
                     continue
                 groups.setdefault(key, []).append(number)
 
-    with ThreadPoolExecutor(max_workers=segments) as pool:
+    with ThreadPoolExecutor(max_workers=min(segments, MAX_SCAN_THREADS)) as pool:
         try:
             for future in [pool.submit(scan, segment) for segment in range(segments)]:
                 future.result()
