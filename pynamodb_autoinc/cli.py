@@ -26,7 +26,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
@@ -127,11 +127,11 @@ def _answers_checked() -> Iterator[None]:
         session.register("before-parse.dynamodb", check)
         return session
 
-    base.get_session = get_session  # type: ignore[assignment]
+    base.get_session = get_session
     try:
         yield
     finally:
-        base.get_session = original  # type: ignore[assignment]
+        base.get_session = original
 
 
 def _fix_for(exc: BaseException) -> str:
@@ -517,8 +517,17 @@ def _get(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     sequence = _sequence_of(model, key) if model is not None else None
-    if sequence is not None:
+    counter = _counter(args, model)
+    if model is not None and sequence is not None:
         sequence.check(key, args.value)
+        if options_for(model).regions:
+            regions.check_on_subsequence(sequence, key, args.value, last=args.is_called)
+    elif "@" in key:
+        # a region counter named without its model: the options it records give the region's subsequence
+        with _counter_errors(counter, key):
+            recorded = counter.stored_options(key)
+        if recorded is not None and abs(recorded.step) > 1:
+            regions.check_on_subsequence(recorded, key, args.value, last=args.is_called)
     if model is not None and not args.force:
         opts = options_for(model)
         assert sequence is not None
@@ -533,7 +542,9 @@ def _set(args: argparse.Namespace) -> int:
                 f"already stored (those saves are refused, never overwritten). Set it to {furthest} or {more}, "
                 "as `seed` does. Use --force to set it anyway"
             )
-    counter = _counter(args, model)
+    if args.dry_run:
+        return _dry_run(counter, key, model, "set", sequence, lambda last, seq: (
+            args.value if args.is_called or seq is None else args.value - seq.step))
     with _counter_errors(counter, key, model):
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
@@ -560,6 +571,8 @@ def _restart(args: argparse.Namespace) -> int:
     sequence = _sequence_of(model, key)
     value = sequence.start if args.value is None else args.value
     sequence.check(key, value)
+    if opts.regions:
+        regions.check_on_subsequence(sequence, key, value, last=False)
     if not args.force:
         furthest = _stored_ahead(model, key, value - sequence.step, f"restart cannot compare {value}")
         if furthest is not None:
@@ -568,6 +581,9 @@ def _restart(args: argparse.Namespace) -> int:
                 f"{value} would hand out IDs that are stored (those saves are refused, never overwritten). Delete "
                 "those items first, restart past them with --with, or use --force")
     counter = _counter(args, model)
+    if args.dry_run:
+        return _dry_run(counter, key, model, "restarted", sequence, lambda last, seq: value - sequence.step,
+                        replace=True)
     with _counter_errors(counter, key, model):
         counter.restart(key, sequence, value)
     print(f"{key}: restarted; the next value is {value}")
@@ -579,6 +595,13 @@ def _alter(args: argparse.Namespace) -> int:
     assert model is not None
     sequence = _sequence_of(model, key)
     counter = _counter(args, model)
+    if args.dry_run:
+        def kept(last: Optional[int], seq: Optional[SequenceOptions]) -> Optional[int]:
+            if last is not None:
+                sequence.check_counter(key, last)
+            return last
+
+        return _dry_run(counter, key, model, "altered", sequence, kept, replace=True)
     with _counter_errors(counter, key, model):
         before = counter.alter(key, sequence)
     if before == sequence:
@@ -586,6 +609,36 @@ def _alter(args: argparse.Namespace) -> int:
     else:
         print(f"{key}: now runs under {sequence.encode()}"
               + (f" (was: {before.encode()})" if before is not None else ""))
+    return 0
+
+
+def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb: str,
+             sequence: Optional[SequenceOptions],
+             new_value: Callable[[Optional[int], Optional[SequenceOptions]], Optional[int]],
+             replace: bool = False) -> int:
+    """--dry-run: print counter ``key``'s value and options now and as the command would leave them; write nothing.
+
+    ``new_value(last, options)``: the value the command would write. Without
+    ``replace`` (set), ``sequence`` must agree with the options the counter
+    records, as :meth:`NextId.setval` requires.
+    """
+    with _counter_errors(counter, key, model):
+        last, recorded = counter.read(key)
+        if not replace and sequence is not None and recorded is not None and recorded != sequence:
+            raise counter._mismatch(key, sequence, recorded.encode())
+        options = sequence or recorded
+        value = new_value(last, options)
+
+    def shown(number: Optional[int]) -> str:
+        return "none" if number is None else str(number)
+
+    def described(seq: Optional[SequenceOptions]) -> str:
+        return seq.encode() if seq is not None else "none recorded"
+
+    following = "" if options is None else \
+        f"; the next value would be {options.start if value is None else value + options.step}"
+    print(f"dry run: counter {key!r} would be {verb}: value {shown(last)} -> {shown(value)}, options "
+          f"{described(recorded)} -> {described(options)}{following}. Nothing was written")
     return 0
 
 
@@ -674,18 +727,30 @@ def _seed(args: argparse.Namespace) -> int:
     furthest = _furthest_ids(model, args.segments)
     if opts.regions:
         try:
-            report = regions.seed(opts, counter, furthest)
+            report = regions.seed(opts, counter, furthest, dry_run=args.dry_run)
         except GlobalTableError as exc:
             raise CommandError(str(exc)) from exc
         print("\n".join(report) if report else f"{model.__name__} stores no IDs and has no counters: nothing to seed")
+        if args.dry_run and report:
+            print("dry run: nothing was written")
         return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
+        if args.dry_run:
+            with _counter_errors(counter, key, model):
+                last = counter.currval(key)
+            if last is None or _behind(last, value, opts.step):
+                print(f"dry run: {key}: would be {moved} {value} (from {'none' if last is None else last})")
+            else:
+                print(f"dry run: {key}: would stay at {last}, {already} {value}")
+            continue
         with _counter_errors(counter, key, model):
             done = counter.raise_to(key, value, step=opts.step)
         print(f"{key}: {moved if done else already} {value}")
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
+    elif args.dry_run:
+        print("dry run: nothing was written")
     return 0
 
 
@@ -698,8 +763,8 @@ def _check(args: argparse.Namespace) -> int:
                            "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
-    for key, values in sorted(_ids_by_counter(model, args.segments).items()):
-        row = {"key": key, **_audit(values, opts.start, opts.step)}
+    for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments)):
+        row = {"key": key, **_audit(values, sequence.start, sequence.step)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
         report.append(row)
     if args.json:
@@ -719,6 +784,31 @@ def _check(args: argparse.Namespace) -> int:
 
 
 _FIRST = 10
+
+
+def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[str, List[int], SequenceOptions]]:
+    """(counter key, stored IDs, the sequence they follow) for ``check``, sorted by key.
+
+    With Meta.autoinc_regions each region numbers its own subsequence, so a
+    key's IDs are audited per region, as ``key@region`` against the region's
+    subsequence; IDs on no region's subsequence stay under ``key``, all of them
+    off the sequence.
+    """
+    if not opts.regions:
+        return [(key, values, opts.sequence) for key, values in sorted(groups.items())]
+    layout = regions.regions_of(opts)
+    found: List[Tuple[str, List[int], SequenceOptions]] = []
+    for key, values in groups.items():
+        by_region: Dict[int, List[int]] = {}
+        for value in values:
+            position, rest = divmod(value - opts.start, opts.step)
+            by_region.setdefault(-1 if rest or position < 0 else position % len(layout), []).append(value)
+        for index, mine in by_region.items():
+            if index < 0:
+                found.append((key, mine, opts.sequence))
+            else:
+                found.append((f"{key}@{layout[index][0]}", mine, layout[index][1]))
+    return sorted(found, key=lambda group: group[0])
 """How many duplicates, hole ranges and off-sequence values a report names."""
 
 
