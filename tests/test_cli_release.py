@@ -14,25 +14,32 @@ import pytest
 from pynamodb.attributes import NumberAttribute
 
 import pynamodb_autoinc
-from tests.test_cli import ROOT, Cli, cli, command, endpoint, moto_server, seed_users, tickets  # noqa: F401
+from tests import test_cli
+from tests.test_cli import ROOT, Cli, command, seed_users, tickets
+
+# the command-line fixtures of tests/test_cli.py: moto's server (or DynamoDB Local), and a Cli on it
+moto_server = test_cli.moto_server
+endpoint = test_cli.endpoint
+cli = test_cli.cli
 
 COMMANDS = ("create-table", "list", "describe", "get", "set", "restart", "alter", "seed", "check", "policy")
 
 
-def raw_counters(cli: Cli, table: str = "NextId") -> List[Dict[str, Any]]:
+def raw_counters(runner: Cli, table: str = "NextId") -> List[Dict[str, Any]]:
     """Every counter item of this test (its keys start with its prefix), as stored: value and options alike."""
     import boto3  # type: ignore[import-untyped, unused-ignore]
 
-    client = boto3.client("dynamodb", endpoint_url=cli.host, region_name="us-east-1",
+    client = boto3.client("dynamodb", endpoint_url=runner.host, region_name="us-east-1",
                           aws_access_key_id="local", aws_secret_access_key="local")
     items = client.scan(TableName=table, ConsistentRead=True)["Items"]
-    mine = [item for item in items if item["NextKey"]["S"].startswith(cli.prefix)]
+    mine = [item for item in items if item["NextKey"]["S"].startswith(runner.prefix)]
     return sorted(mine, key=lambda item: item["NextKey"]["S"])
 
 
-def run(cli: Cli, *argv: str) -> subprocess.CompletedProcess:
+def run(runner: Cli, *argv: str) -> subprocess.CompletedProcess:
     """Run the command line with exactly ``argv`` (no options put before the command)."""
-    return subprocess.run([*command(), *argv], capture_output=True, text=True, env=cli.env, cwd=ROOT, timeout=300)
+    return subprocess.run([*command(), *argv], capture_output=True, text=True, env=runner.env, cwd=ROOT,
+                          timeout=300)
 
 
 # -- --version, help ------------------------------------------------------------------------------------------

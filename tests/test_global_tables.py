@@ -810,7 +810,7 @@ def test_policy_for_one_region_includes_the_home_regions_tables(make_model, monk
     code, out, err = run_cli(monkeypatch, capsys, User, "--region", "eu-west-1", "policy", "--model", "MODEL",
                              "--account", "123456789012")
     assert code == 0, err
-    resources = {}
+    resources: Dict[str, set] = {}
     for statement in json.loads(out)["Statement"]:
         arns = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
         for arn in arns:
