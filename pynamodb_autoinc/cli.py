@@ -28,13 +28,21 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from . import regions
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
-from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, GlobalTableError, error_code
+from .exceptions import (
+    ConfigurationError,
+    CounterTableMissingError,
+    CounterValueError,
+    GlobalTableError,
+    error_code,
+    error_responses,
+)
 from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
@@ -58,8 +66,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     _resolve_model(parser, args)
     try:
-        with _answers_checked():
-            return int(args.run(args) or 0)
+        try:
+            with _answers_checked():
+                return int(args.run(args) or 0)
+        except (PynamoDBException, *BOTOCORE_EXCEPTIONS) as exc:
+            html = _html_answer(exc)
+            if html is not None:
+                raise html from exc
+            raise
     except NotDynamoDBError as exc:
         print(f"error: the endpoint {_endpoint(args)} did not answer as DynamoDB ({exc}); check --host (or the "
               "model's Meta.host): it must be the URL of DynamoDB or DynamoDB Local", file=sys.stderr)
@@ -67,7 +81,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (PynamoDBException, ValueError) as exc:
+    except (PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
         return EXIT_ERROR
 
@@ -117,8 +131,11 @@ def _answers_checked() -> Iterator[None]:
     def check(response_dict: Dict[str, Any], **_: Any) -> None:
         headers = response_dict.get("headers") or {}
         content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
-        if "json" not in content_type.lower():
-            raise NotDynamoDBError(int(response_dict.get("status_code") or 0), content_type)
+        status = int(response_dict.get("status_code") or 0)
+        # 500, 502, 503 and 504 are retried by botocore (a proxy in front of DynamoDB may answer them in HTML);
+        # if every retry gets one, _html_answer() recognises the error
+        if "json" not in content_type.lower() and status not in _RETRIED:
+            raise NotDynamoDBError(status, content_type)
 
     original = base.get_session
 
@@ -132,6 +149,20 @@ def _answers_checked() -> Iterator[None]:
         yield
     finally:
         base.get_session = original
+
+
+_RETRIED = (500, 502, 503, 504)
+
+
+def _html_answer(exc: BaseException) -> Optional[NotDynamoDBError]:
+    """The error to report when ``exc`` carries an HTML page as DynamoDB's error message, else None."""
+    for response in error_responses(exc):
+        message = str(response.get("Error", {}).get("Message", "")).lstrip().lower()
+        if message.startswith("<"):
+            meta = response.get("ResponseMetadata", {})
+            headers = meta.get("HTTPHeaders") or {}
+            return NotDynamoDBError(int(meta.get("HTTPStatusCode") or 0), str(headers.get("content-type", "")))
+    return None
 
 
 def _fix_for(exc: BaseException) -> str:
@@ -678,7 +709,7 @@ def _describe(args: argparse.Namespace) -> int:
                                 f"{', '.join(expected.differences(row['recorded']))}, so one of them has its "
                                 "saves refused. If the model's Meta changed on purpose, record its options with "
                                 f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree"
-                                + (" (after appending a region, run `pynamodb-autoinc seed` for the model)"
+                                + (f" (after appending a region, run `pynamodb-autoinc seed --model {spec}`)"
                                    if owner.regions else ""))
             _fill(row, row["recorded"] or expected)
     report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
@@ -865,6 +896,9 @@ def _policy(args: argparse.Namespace) -> int:
 
 def _scan_failed(model: Type[Model], exc: PynamoDBException, counters: bool) -> CommandError:
     table = model.Meta.table_name
+    html = _html_answer(exc)
+    if html is not None:
+        return html
     if error_code(exc) != "ResourceNotFoundException":
         return CommandError(f"could not scan table {table!r}{_where(model)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
     if counters:

@@ -1,6 +1,6 @@
 """The least-privilege IAM policy a model's auto-increment saves need.
 
-    >>> print(json.dumps(policy(User), indent=2))      # or: pynamodb-autoinc policy app.models:User
+    >>> print(json.dumps(policy(User), indent=2))      # or: pynamodb-autoinc policy --model app.models:User
 
 The actions are the ones the library sends for that model's configuration;
 ``tests/test_iam.py`` records every request in each mode and checks it

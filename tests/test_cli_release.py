@@ -184,7 +184,7 @@ def test_seed_dry_run_writes_nothing(cli):
 # -- an endpoint that is not DynamoDB -------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=[200, 501], ids=["200", "501"])
+@pytest.fixture(params=[200, 404, 501, 503], ids=["200", "404", "501", "503"])
 def html_server(request: pytest.FixtureRequest) -> Iterator[str]:
     """An HTTP server answering every request with an HTML page and this status."""
     status = request.param
