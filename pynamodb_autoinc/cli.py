@@ -1,12 +1,16 @@
 """``pynamodb-autoinc``: look at and fix counters without writing code.
 
-    pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND ...
+    pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND [--model package.module:Model] ...
 
 Commands: ``create-table``, ``list``, ``describe``, ``get``, ``set``, ``restart``, ``alter``, ``seed``,
 ``check``, ``policy``.
-A model is named as ``package.module:Model``; its Meta settings pick the
-endpoint, the counter table and the counter key, unless ``--host`` or
-``--region`` say otherwise.
+A model is named with ``--model package.module:Model`` (``seed``, ``check``
+and ``policy`` still take it positionally, deprecated, until the next
+release); its Meta settings pick the endpoint, the counter table and the
+counter key, unless ``--host`` or ``--region`` say otherwise. ``--host``,
+``--region`` and ``--table`` may follow the command too. ``seed``, ``set``,
+``restart`` and ``alter`` take ``--dry-run``: they print what would change
+and write nothing. ``--version`` prints the version.
 
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
