@@ -970,9 +970,17 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
                     continue
                 groups.setdefault(key, []).append(number)
 
-    with ThreadPoolExecutor(max_workers=min(segments, MAX_SCAN_THREADS)) as pool:
+    # a bounded pool, each thread scanning every workers-th segment: threads and futures stay few however
+    # many segments there are (DynamoDB allows up to 1,000,000)
+    workers = min(segments, MAX_SCAN_THREADS)
+
+    def scan_stride(first: int) -> None:
+        for segment in range(first, segments, workers):
+            scan(segment)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            for future in [pool.submit(scan, segment) for segment in range(segments)]:
+            for future in [pool.submit(scan_stride, first) for first in range(workers)]:
                 future.result()
         except PynamoDBException as exc:
             raise _scan_failed(model, exc, counters=False) from exc
