@@ -1,12 +1,16 @@
 """``pynamodb-autoinc``: look at and fix counters without writing code.
 
-    pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND ...
+    pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND [--model package.module:Model] ...
 
 Commands: ``create-table``, ``list``, ``describe``, ``get``, ``set``, ``restart``, ``alter``, ``seed``,
 ``check``, ``policy``.
-A model is named as ``package.module:Model``; its Meta settings pick the
-endpoint, the counter table and the counter key, unless ``--host`` or
-``--region`` say otherwise.
+A model is named with ``--model package.module:Model`` (``seed``, ``check``
+and ``policy`` still take it positionally, deprecated, until the next
+release); its Meta settings pick the endpoint, the counter table and the
+counter key, unless ``--host`` or ``--region`` say otherwise. ``--host``,
+``--region`` and ``--table`` may follow the command too. ``seed``, ``set``,
+``restart`` and ``alter`` take ``--dry-run``: they print what would change
+and write nothing. ``--version`` prints the version.
 
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -25,15 +30,23 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from . import regions
 from ._options import Options, options_for
 from .counter import NextId, bind_counter
-from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, GlobalTableError, error_code
+from .exceptions import (
+    ConfigurationError,
+    CounterTableMissingError,
+    CounterValueError,
+    GlobalTableError,
+    error_code,
+    error_responses,
+)
 from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
@@ -43,17 +56,117 @@ class CommandError(Exception):
     """A problem the command reports on stderr, exiting with status 1."""
 
 
+class NotDynamoDBError(CommandError):
+    """The endpoint answered, but not as DynamoDB does (an HTML page, another service)."""
+
+    def __init__(self, status: int, content_type: str) -> None:
+        super().__init__(f"HTTP {status}, {content_type or 'no Content-Type'}")
+        self.status, self.content_type = status, content_type
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _resolve_model(parser, args)
     try:
-        return int(args.run(args) or 0)
+        try:
+            with _answers_checked():
+                return int(args.run(args) or 0)
+        except (PynamoDBException, *BOTOCORE_EXCEPTIONS) as exc:
+            html = _html_answer(exc)
+            if html is not None:
+                raise html from exc
+            raise
+    except NotDynamoDBError as exc:
+        print(f"error: the endpoint {_endpoint(args)} did not answer as DynamoDB ({exc}); check --host (or the "
+              "model's Meta.host): it must be the URL of DynamoDB or DynamoDB Local", file=sys.stderr)
+        return EXIT_ERROR
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (PynamoDBException, ValueError) as exc:
+    except (PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--model``, or the deprecated positional model of seed, check and policy (with a note on stderr)."""
+    if not hasattr(args, "old_model"):
+        return
+    old = args.old_model
+    if old is not None:
+        if args.model is not None and args.model != old:
+            parser.error(f"{args.command}: the model is named twice ({old!r} and --model {args.model!r}); "
+                         "name it once, with --model")
+        print(f"DeprecationWarning: `{args.command} MODEL` is deprecated and will be removed in the next release; "
+              f"name the model with `{args.command} --model {old}`", file=sys.stderr)
+        args.model = old
+    if args.model is None:
+        parser.error(f"{args.command}: name the model with --model package.module:Model")
+
+
+def _endpoint(args: argparse.Namespace) -> str:
+    """The endpoint the command talked to, as the user named it."""
+    if args.host:
+        return str(args.host)
+    spec = getattr(args, "model", None)
+    if isinstance(spec, str):
+        with contextlib.suppress(Exception):
+            host = getattr(load_model(spec).Meta, "host", None)
+            if host:
+                return str(host)
+    region = args.region or os.environ.get("AWS_DEFAULT_REGION")
+    return f"of DynamoDB in {region}" if region else "of DynamoDB"
+
+
+@contextlib.contextmanager
+def _answers_checked() -> Iterator[None]:
+    """While the command runs, an answer that is not DynamoDB's JSON raises :class:`NotDynamoDBError`.
+
+    DynamoDB (and DynamoDB Local, and moto) answer every request, errors
+    included, with a JSON body; an HTML page means the endpoint is some other
+    server. botocore would otherwise report it as an error coded with the
+    HTTP status and the page as its message, or, for a 200 answer, as an
+    empty result.
+    """
+    from pynamodb.connection import base
+
+    def check(response_dict: Dict[str, Any], **_: Any) -> None:
+        headers = response_dict.get("headers") or {}
+        content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
+        status = int(response_dict.get("status_code") or 0)
+        # 500, 502, 503 and 504 are retried by botocore (a proxy in front of DynamoDB may answer them in HTML);
+        # if every retry gets one, _html_answer() recognises the error
+        if "json" not in content_type.lower() and status not in _RETRIED:
+            raise NotDynamoDBError(status, content_type)
+
+    original = base.get_session
+
+    def get_session() -> Any:
+        session = original()
+        session.register("before-parse.dynamodb", check)
+        return session
+
+    base.get_session = get_session
+    try:
+        yield
+    finally:
+        base.get_session = original
+
+
+_RETRIED = (500, 502, 503, 504)
+
+
+def _html_answer(exc: BaseException) -> Optional[NotDynamoDBError]:
+    """The error to report when ``exc`` carries an HTML page as DynamoDB's error message, else None."""
+    for response in error_responses(exc):
+        message = str(response.get("Error", {}).get("Message", "")).lstrip().lower()
+        if message.startswith("<"):
+            meta = response.get("ResponseMetadata", {})
+            headers = meta.get("HTTPHeaders") or {}
+            return NotDynamoDBError(int(meta.get("HTTPStatusCode") or 0), str(headers.get("content-type", "")))
+    return None
 
 
 def _fix_for(exc: BaseException) -> str:
@@ -97,20 +210,72 @@ def _positive(text: str) -> int:
     return number
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
-    parser.add_argument("--region", help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
-    parser.add_argument("--table", default=None, help="counter table name (default: NextId, or the model's)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+DESCRIPTION = ("Look at and fix the counters of pynamodb-autoinc without writing code. Name a model as "
+               "package.module:Model with --model; its Meta settings pick the endpoint, the counter table and "
+               "the counter key, unless --host or --region say otherwise. The options --host, --region and "
+               "--table may be given before or after the command.")
+"""The help's description, in plain text (the module docstring is reStructuredText)."""
 
-    create = commands.add_parser("create-table", help="create the counter table and wait until it is active")
+EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
+          "(check found duplicates, or holes in a gapless sequence; list found a counter that holds no integer; "
+          "describe found a counter recording other options than its model)")
+
+#: DynamoDB's limit on TotalSegments of a parallel scan.
+MAX_SEGMENTS = 1_000_000
+
+#: At most this many threads scan at once, however many segments there are.
+MAX_SCAN_THREADS = 16
+
+
+def _segments(text: str) -> int:
+    number = _positive(text)
+    if number > MAX_SEGMENTS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SEGMENTS:,} (DynamoDB's limit on the segments of a "
+                                         f"parallel scan), not {number:,}")
+    return number
+
+
+def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--host, --region and --table: on the main parser (``default`` None) and on every command's
+    (``default`` SUPPRESS, so that a value given before the command is kept)."""
+    parser.add_argument("--host", default=default,
+                        help="DynamoDB endpoint URL (default: the model's Meta.host, or AWS)")
+    parser.add_argument("--region", default=default,
+                        help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
+    parser.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
+
+
+def _model_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """``--model`` for a command that once took the model positionally (still accepted, deprecated)."""
+    parser.add_argument("--model", help="package.module:Model")
+    parser.add_argument("old_model", nargs="?", metavar="MODEL",
+                        help=f"deprecated: the model named positionally; use `{command} --model MODEL` (the "
+                             "positional form is removed in the next release)")
+
+
+def _dry_run_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would change (counter key, old and new value and options); write nothing")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"pynamodb-autoinc {__version__}")
+    _global_options(parser, None)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_parser = functools.partial(commands.add_parser, parents=[common])
+
+    create = add_parser("create-table", help="create the counter table and wait until it is active")
     create.add_argument("--billing-mode", choices=("PAY_PER_REQUEST", "PROVISIONED"), default="PAY_PER_REQUEST")
     create.add_argument("--read-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
     create.set_defaults(run=_create_table)
 
-    listing = commands.add_parser(
+    listing = add_parser(
         "list", help="list the counters and their values",
         description="List the counters and their values. A counter that holds no integer (a fraction, or no "
                     "number at all) is listed too, marked as such, with how to fix it on stderr; the command then "
@@ -118,12 +283,12 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(run=_list)
 
-    get = commands.add_parser("get", help="print one counter's value (the last value handed out)")
+    get = add_parser("get", help="print one counter's value (the last value handed out)")
     get.add_argument("key", nargs="?", help="counter key (default: the model's)")
     get.add_argument("--model", help="package.module:Model whose counter to read")
     get.set_defaults(run=_get)
 
-    set_ = commands.add_parser("set", help="set a counter; the next value handed out is VALUE + step")
+    set_ = add_parser("set", help="set a counter; the next value handed out is VALUE + step")
     set_.add_argument("value", type=int)
     set_.add_argument("--key", help="counter key (default: the model's)")
     set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs (below the "
@@ -132,9 +297,10 @@ def _parser() -> argparse.ArgumentParser:
     set_.add_argument("--is-called", action=argparse.BooleanOptionalAction, default=True,
                       help="as PostgreSQL's setval: the next value is VALUE + step (default), or with "
                            "--no-is-called VALUE itself")
+    _dry_run_option(set_)
     set_.set_defaults(run=_set)
 
-    describe = commands.add_parser(
+    describe = add_parser(
         "describe", help="show each counter's sequence: options, last value, values left, models",
         description="Show each counter's sequence, as PostgreSQL's pg_sequences does: its options (as recorded on "
                     "the counter, else as the model sets them), its last value, how many values are left before "
@@ -145,7 +311,7 @@ def _parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true", help="print JSON instead of a table")
     describe.set_defaults(run=_describe)
 
-    restart = commands.add_parser(
+    restart = add_parser(
         "restart", help="restart a model's sequence: the next value is its start, or --with N",
         description="ALTER SEQUENCE ... RESTART [WITH N]: the next value handed out is N (default: the model's "
                     "start), and the counter records the model's options. Refused when N lies outside the bounds, "
@@ -155,9 +321,10 @@ def _parser() -> argparse.ArgumentParser:
     restart.add_argument("--key", help="counter key (default: the model's)")
     restart.add_argument("--with", dest="value", type=int, help="the next value (default: the model's start)")
     restart.add_argument("--force", action="store_true", help="restart even at or behind the stored IDs")
+    _dry_run_option(restart)
     restart.set_defaults(run=_restart)
 
-    alter = commands.add_parser(
+    alter = add_parser(
         "alter", help="record a model's changed options on its counter (ALTER SEQUENCE)",
         description="ALTER SEQUENCE: record the model's current Meta options (start, step, min, max, cycle) on its "
                     "counter, keeping the counter's value. Run it after changing those options; until then, saves "
@@ -165,9 +332,10 @@ def _parser() -> argparse.ArgumentParser:
                     "(restart it instead).")
     alter.add_argument("--model", required=True, help="package.module:Model")
     alter.add_argument("--key", help="counter key (default: the model's)")
+    _dry_run_option(alter)
     alter.set_defaults(run=_alter)
 
-    seed = commands.add_parser(
+    seed = add_parser(
         "seed", help="raise a model's counters to the largest IDs stored in its table "
                      "(lower them to the smallest, for a negative step); never moves one back",
         description="Raise a model's counters to the largest IDs stored in its table (lower them to the smallest, "
@@ -176,22 +344,25 @@ def _parser() -> argparse.ArgumentParser:
                     "a table had before), on the region's own subsequence: a counter recording another layout "
                     "(a region was appended) or none is restarted there with the new options. A reordered list "
                     "is refused before anything moves.")
-    seed.add_argument("model", help="package.module:Model")
-    seed.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
+    _model_options(seed, "seed")
+    seed.add_argument("--segments", type=_segments, default=4,
+                      help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4)")
+    _dry_run_option(seed)
     seed.set_defaults(run=_seed)
 
-    check = commands.add_parser(
+    check = add_parser(
         "check", help="look for duplicates and holes in a model's auto-increment IDs",
         description="Look for duplicates and holes in a model's auto-increment IDs, per counter. Holes are the "
                     "values of the sequence (start, start + step, ...) up to the furthest stored one that no item "
                     "holds; stored values that are not on the sequence are counted apart (OFF-SEQUENCE). Exits 3 "
                     "on duplicates, or on holes in a gapless model.")
-    check.add_argument("model", help="package.module:Model")
-    check.add_argument("--segments", type=_positive, default=4, help="parallel scan segments (default 4)")
+    _model_options(check, "check")
+    check.add_argument("--segments", type=_segments, default=4,
+                       help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(run=_check)
-    iam = commands.add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
-    iam.add_argument("model", help="package.module:Model")
+    iam = add_parser("policy", help="print the least-privilege IAM policy a model's saves need")
+    _model_options(iam, "policy")
     iam.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
     iam.set_defaults(run=_policy)
     return parser
@@ -381,8 +552,17 @@ def _get(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     sequence = _sequence_of(model, key) if model is not None else None
-    if sequence is not None:
+    counter = _counter(args, model)
+    if model is not None and sequence is not None:
         sequence.check(key, args.value)
+        if options_for(model).regions:
+            regions.check_on_subsequence(sequence, key, args.value, last=args.is_called)
+    elif "@" in key:
+        # a region counter named without its model: the options it records give the region's subsequence
+        with _counter_errors(counter, key):
+            recorded = counter.stored_options(key)
+        if recorded is not None and abs(recorded.step) > 1:
+            regions.check_on_subsequence(recorded, key, args.value, last=args.is_called)
     if model is not None and not args.force:
         opts = options_for(model)
         assert sequence is not None
@@ -397,7 +577,9 @@ def _set(args: argparse.Namespace) -> int:
                 f"already stored (those saves are refused, never overwritten). Set it to {furthest} or {more}, "
                 "as `seed` does. Use --force to set it anyway"
             )
-    counter = _counter(args, model)
+    if args.dry_run:
+        return _dry_run(counter, key, model, "set", sequence, lambda last, seq: (
+            args.value if args.is_called or seq is None else args.value - seq.step))
     with _counter_errors(counter, key, model):
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
@@ -424,6 +606,8 @@ def _restart(args: argparse.Namespace) -> int:
     sequence = _sequence_of(model, key)
     value = sequence.start if args.value is None else args.value
     sequence.check(key, value)
+    if opts.regions:
+        regions.check_on_subsequence(sequence, key, value, last=False)
     if not args.force:
         furthest = _stored_ahead(model, key, value - sequence.step, f"restart cannot compare {value}")
         if furthest is not None:
@@ -432,6 +616,9 @@ def _restart(args: argparse.Namespace) -> int:
                 f"{value} would hand out IDs that are stored (those saves are refused, never overwritten). Delete "
                 "those items first, restart past them with --with, or use --force")
     counter = _counter(args, model)
+    if args.dry_run:
+        return _dry_run(counter, key, model, "restarted", sequence, lambda last, seq: value - sequence.step,
+                        replace=True)
     with _counter_errors(counter, key, model):
         counter.restart(key, sequence, value)
     print(f"{key}: restarted; the next value is {value}")
@@ -443,6 +630,13 @@ def _alter(args: argparse.Namespace) -> int:
     assert model is not None
     sequence = _sequence_of(model, key)
     counter = _counter(args, model)
+    if args.dry_run:
+        def kept(last: Optional[int], seq: Optional[SequenceOptions]) -> Optional[int]:
+            if last is not None:
+                sequence.check_counter(key, last)
+            return last
+
+        return _dry_run(counter, key, model, "altered", sequence, kept, replace=True)
     with _counter_errors(counter, key, model):
         before = counter.alter(key, sequence)
     if before == sequence:
@@ -450,6 +644,36 @@ def _alter(args: argparse.Namespace) -> int:
     else:
         print(f"{key}: now runs under {sequence.encode()}"
               + (f" (was: {before.encode()})" if before is not None else ""))
+    return 0
+
+
+def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb: str,
+             sequence: Optional[SequenceOptions],
+             new_value: Callable[[Optional[int], Optional[SequenceOptions]], Optional[int]],
+             replace: bool = False) -> int:
+    """--dry-run: print counter ``key``'s value and options now and as the command would leave them; write nothing.
+
+    ``new_value(last, options)``: the value the command would write. Without
+    ``replace`` (set), ``sequence`` must agree with the options the counter
+    records, as :meth:`NextId.setval` requires.
+    """
+    with _counter_errors(counter, key, model):
+        last, recorded = counter.read(key)
+        if not replace and sequence is not None and recorded is not None and recorded != sequence:
+            raise counter._mismatch(key, sequence, recorded.encode())
+        options = sequence or recorded
+        value = new_value(last, options)
+
+    def shown(number: Optional[int]) -> str:
+        return "none" if number is None else str(number)
+
+    def described(seq: Optional[SequenceOptions]) -> str:
+        return seq.encode() if seq is not None else "none recorded"
+
+    following = "" if options is None else \
+        f"; the next value would be {options.start if value is None else value + options.step}"
+    print(f"dry run: counter {key!r} would be {verb}: value {shown(last)} -> {shown(value)}, options "
+          f"{described(recorded)} -> {described(options)}{following}. Nothing was written")
     return 0
 
 
@@ -489,7 +713,7 @@ def _describe(args: argparse.Namespace) -> int:
                                 f"{', '.join(expected.differences(row['recorded']))}, so one of them has its "
                                 "saves refused. If the model's Meta changed on purpose, record its options with "
                                 f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree"
-                                + (" (after appending a region, run `pynamodb-autoinc seed` for the model)"
+                                + (f" (after appending a region, run `pynamodb-autoinc seed --model {spec}`)"
                                    if owner.regions else ""))
             _fill(row, row["recorded"] or expected)
     report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
@@ -538,18 +762,30 @@ def _seed(args: argparse.Namespace) -> int:
     furthest = _furthest_ids(model, args.segments)
     if opts.regions:
         try:
-            report = regions.seed(opts, counter, furthest)
+            report = regions.seed(opts, counter, furthest, dry_run=args.dry_run)
         except GlobalTableError as exc:
             raise CommandError(str(exc)) from exc
         print("\n".join(report) if report else f"{model.__name__} stores no IDs and has no counters: nothing to seed")
+        if args.dry_run and report:
+            print("dry run: nothing was written")
         return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
+        if args.dry_run:
+            with _counter_errors(counter, key, model):
+                last = counter.currval(key)
+            if last is None or _behind(last, value, opts.step):
+                print(f"dry run: {key}: would be {moved} {value} (from {'none' if last is None else last})")
+            else:
+                print(f"dry run: {key}: would stay at {last}, {already} {value}")
+            continue
         with _counter_errors(counter, key, model):
             done = counter.raise_to(key, value, step=opts.step)
         print(f"{key}: {moved if done else already} {value}")
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
+    elif args.dry_run:
+        print("dry run: nothing was written")
     return 0
 
 
@@ -562,8 +798,8 @@ def _check(args: argparse.Namespace) -> int:
                            "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
-    for key, values in sorted(_ids_by_counter(model, args.segments).items()):
-        row = {"key": key, **_audit(values, opts.start, opts.step)}
+    for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments)):
+        row = {"key": key, **_audit(values, sequence.start, sequence.step)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
         report.append(row)
     if args.json:
@@ -583,6 +819,31 @@ def _check(args: argparse.Namespace) -> int:
 
 
 _FIRST = 10
+
+
+def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[str, List[int], SequenceOptions]]:
+    """(counter key, stored IDs, the sequence they follow) for ``check``, sorted by key.
+
+    With Meta.autoinc_regions each region numbers its own subsequence, so a
+    key's IDs are audited per region, as ``key@region`` against the region's
+    subsequence; IDs on no region's subsequence stay under ``key``, all of them
+    off the sequence.
+    """
+    if not opts.regions:
+        return [(key, values, opts.sequence) for key, values in sorted(groups.items())]
+    layout = regions.regions_of(opts)
+    found: List[Tuple[str, List[int], SequenceOptions]] = []
+    for key, values in groups.items():
+        by_region: Dict[int, List[int]] = {}
+        for value in values:
+            position, rest = divmod(value - opts.start, opts.step)
+            by_region.setdefault(-1 if rest or position < 0 else position % len(layout), []).append(value)
+        for index, mine in by_region.items():
+            if index < 0:
+                found.append((key, mine, opts.sequence))
+            else:
+                found.append((f"{key}@{layout[index][0]}", mine, layout[index][1]))
+    return sorted(found, key=lambda group: group[0])
 """How many duplicates, hole ranges and off-sequence values a report names."""
 
 
@@ -639,6 +900,9 @@ def _policy(args: argparse.Namespace) -> int:
 
 def _scan_failed(model: Type[Model], exc: PynamoDBException, counters: bool) -> CommandError:
     table = model.Meta.table_name
+    html = _html_answer(exc)
+    if html is not None:
+        return html
     if error_code(exc) != "ResourceNotFoundException":
         return CommandError(f"could not scan table {table!r}{_where(model)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
     if counters:
@@ -706,9 +970,17 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
                     continue
                 groups.setdefault(key, []).append(number)
 
-    with ThreadPoolExecutor(max_workers=segments) as pool:
+    # a bounded pool, each thread scanning every workers-th segment: threads and futures stay few however
+    # many segments there are (DynamoDB allows up to 1,000,000)
+    workers = min(segments, MAX_SCAN_THREADS)
+
+    def scan_stride(first: int) -> None:
+        for segment in range(first, segments, workers):
+            scan(segment)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            for future in [pool.submit(scan, segment) for segment in range(segments)]:
+            for future in [pool.submit(scan_stride, first) for first in range(workers)]:
                 future.result()
         except PynamoDBException as exc:
             raise _scan_failed(model, exc, counters=False) from exc

@@ -1,6 +1,6 @@
 """The least-privilege IAM policy a model's auto-increment saves need.
 
-    >>> print(json.dumps(policy(User), indent=2))      # or: pynamodb-autoinc policy app.models:User
+    >>> print(json.dumps(policy(User), indent=2))      # or: pynamodb-autoinc policy --model app.models:User
 
 The actions are the ones the library sends for that model's configuration;
 ``tests/test_iam.py`` records every request in each mode and checks it
@@ -66,14 +66,39 @@ def _autoinc_actions(model: Type[Model]) -> Dict[str, Set[str]]:
     return actions
 
 
+def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]:
+    """``{table name: [region, ...]}``: where the requests of :func:`required_actions` go, for a process in
+    ``region``.
+
+    Every table is reached in ``region``, except with a home region
+    (``Meta.autoinc_home_region``): every counter request goes to the home
+    region's counter table, and in gapless mode the transaction (the item
+    put with it) to the home region's model table too. ``"*"`` stands for
+    every region, the home one included.
+    """
+    tables = required_actions(model)
+    found = {table: [region] for table in tables}
+    if region == "*" or not issubclass(model, AutoIncrementMixin):
+        return found
+    opts = options_for(model)
+    home = opts.home_region
+    if home is None or home == region:
+        return found
+    if opts.strategy == "counter":
+        counter_table = opts.counter.Meta.table_name
+        found[counter_table] = [region, home] if counter_table == model.Meta.table_name else [home]
+    if opts.gapless:
+        found[model.Meta.table_name] = [region, home]
+    return found
+
+
 def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict[str, Any]:
-    """An IAM policy document granting exactly :func:`required_actions` on the model's tables."""
-    statements: List[Dict[str, Any]] = [
-        {
-            "Effect": "Allow",
-            "Action": sorted(actions),
-            "Resource": f"arn:aws:dynamodb:{region}:{account}:table/{table}",
-        }
-        for table, actions in sorted(required_actions(model).items())
-    ]
+    """An IAM policy document granting exactly :func:`required_actions` on the model's tables, in the regions
+    :func:`table_regions` names (a process in ``region``; with a home region, the home region's tables too)."""
+    where = table_regions(model, region)
+    statements: List[Dict[str, Any]] = []
+    for table, actions in sorted(required_actions(model).items()):
+        arns = [f"arn:aws:dynamodb:{r}:{account}:table/{table}" for r in where[table]]
+        statements.append({"Effect": "Allow", "Action": sorted(actions),
+                           "Resource": arns[0] if len(arns) == 1 else arns})
     return {"Version": "2012-10-17", "Statement": statements}

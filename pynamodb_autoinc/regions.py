@@ -32,7 +32,7 @@ import dataclasses
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, cast
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.connection import Connection, TableConnection
@@ -40,7 +40,14 @@ from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.models import Model
 
 from .counter import CONNECTION_SETTINGS, NextId, rebind
-from .exceptions import ConfigurationError, CounterError, GlobalTableError, error_code
+from .exceptions import (
+    ConfigurationError,
+    CounterError,
+    GlobalTableError,
+    OutOfBoundsError,
+    SequenceMismatchError,
+    error_code,
+)
 from .sequence import SequenceOptions
 
 #: The DynamoDB error a write gets on an MRSC table when another region modifies the item at the same time.
@@ -95,6 +102,8 @@ class _Known:
         self.checked: WeakKeyDictionary[type, Tuple[Any, Any, bool]] = WeakKeyDictionary()
         """Model -> (its options, the options its claims use in this process, its tables are MRSC)."""
         self.connections: Dict[Tuple[Any, ...], TableConnection] = {}
+        self.ready: Set[Tuple[Any, ...]] = set()
+        """Region counters (``NextId._where``) this process found in place, or created on the current layout."""
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -328,6 +337,93 @@ def sequence_of(opts: Any, key: str) -> SequenceOptions:
     return layout[region]
 
 
+def check_on_subsequence(sequence: SequenceOptions, key: str, value: int, *, last: bool) -> None:
+    """Refuse a value for region counter ``key`` that is off the region's subsequence ``sequence``.
+
+    ``last``: ``value`` is the counter's value, the last one handed out (its
+    next is ``value + step``, so ``start - step`` means none yet); otherwise
+    it is the next value handed out. A region counter off its subsequence
+    would hand out another region's values, which replication then
+    overwrites.
+
+    :raises OutOfBoundsError: naming the subsequence and the nearest values on it
+    """
+    start, step = sequence.start, sequence.step
+    position, rest = divmod(value - start, step)
+    lowest = -1 if last else 0
+    if not rest and position >= lowest:
+        return
+    region = key.rpartition("@")[2]
+    if position < lowest:
+        nearby = f"{start + lowest * step}, the {'value before its start' if last else 'start'}"
+    else:
+        nearby = f"{start + (position + 1) * step} (or {start + position * step})"
+    what = "the last value handed out" if last else "the next value"
+    raise OutOfBoundsError(
+        f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "
+        f"region {region!r} hands out only {start}, {start + step}, {start + 2 * step}, ... (start {start}, step "
+        f"{step}); the values between belong to the other regions, so a counter set off it would hand out their "
+        f"IDs, which replication then overwrites. Nothing was changed; give as {what} a value on the subsequence, "
+        f"such as {nearby}")
+
+
+def check_region_counter(opts: Any, key: str) -> None:
+    """Refuse the first claim on a region counter of a region appended to Meta.autoinc_regions before `seed`.
+
+    ``opts``: the options of a claim (after :func:`effective`); ``key``: its
+    counter key, ``base@region``. Once per counter and process, when the
+    region's counter item does not exist yet while another listed region's
+    counter records a different layout (or none), or the single-region
+    counter ``base`` a table had before holds a value without any region
+    counter on the current layout: the list changed and `seed` was not run.
+    Numbering from the region's start then would hand out values the other
+    regions handed out (or will, on their old subsequences).
+
+    :raises SequenceMismatchError: naming `pynamodb-autoinc seed`; nothing was spent
+    """
+    if opts.region is None:
+        return
+    counter = opts.counter
+    where = counter._where(key)
+    with _known.lock:
+        if where in _known.ready:
+            return
+    last, recorded = counter.read(key)
+    if last is None and recorded is None:
+        base = key.rpartition("@")[0]
+        count, here = len(opts.regions), opts.regions.index(opts.region)
+        step = opts.sequence.step // count
+        current = stale = None
+        for index, region in enumerate(opts.regions):
+            if region == opts.region:
+                continue
+            other_last, other_recorded = counter.read(f"{base}@{region}")
+            expected = dataclasses.replace(opts.sequence, start=opts.sequence.start + (index - here) * step)
+            if other_recorded == expected:
+                current = region
+            elif other_last is not None or other_recorded is not None:
+                stale = stale or (region, other_recorded)
+        single = counter.currval(base) if current is None and stale is None else None
+        if stale is not None or single is not None:
+            if stale is not None:
+                region, options = stale
+                found = (f"counter {base}@{region} records "
+                         f"{options.encode() if options is not None else 'no sequence options'}, another layout "
+                         f"than {list(opts.regions)} gives it")
+            else:
+                found = f"the single-region counter {base!r} has handed out values up to {single}"
+            model = opts.model
+            raise SequenceMismatchError(
+                f"{model.__name__}: counter {key!r} of region {opts.region!r} does not exist yet, while {found}: "
+                "Meta.autoinc_regions changed (a region was appended, or the table moved to region-homed "
+                "sequences) and `seed` has not been run, so this region would hand out values other regions "
+                f"handed out. Run `pynamodb-autoinc seed --model {model.__module__}:{model.__qualname__}`, which "
+                "puts every region's counter past every stored ID on its new subsequence; nothing was spent",
+                recorded=stale[1].encode() if stale is not None and stale[1] is not None else None)
+    with _known.lock:
+        _known.ready.add(where)
+
+
 def first_beyond(sequence: SequenceOptions, bound: Optional[int]) -> int:
     """The first value of ``sequence`` past ``bound`` in its direction (its start when None or not reached)."""
     if bound is None:
@@ -336,7 +432,7 @@ def first_beyond(sequence: SequenceOptions, bound: Optional[int]) -> int:
     return sequence.start + steps * sequence.step
 
 
-def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int]) -> List[str]:
+def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:
     """Put every region's counter past every ID handed out anywhere, on the region's subsequence.
 
     ``furthest``: the furthest stored ID per counter key, before the region
@@ -349,7 +445,8 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int]) -> List[str
     value of its subsequence past the bound, recording the layout. A counter
     whose recorded start differs from its region's place in the list is
     refused before anything moves: the list was reordered. Returns one line
-    per counter.
+    per counter. With ``dry_run``, nothing is written: each line says what
+    would change (the counter's value and options, before and after).
     """
     layout = regions_of(opts)
     keys = set(furthest)
@@ -378,7 +475,9 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int]) -> List[str
             key = f"{base}@{region}"
             last, recorded = states[region]
             following = first_beyond(sequence, bound)
-            if recorded == sequence:
+            if dry_run:
+                report.append(_would(key, last, recorded, sequence, following))
+            elif recorded == sequence:
                 moved = counter.raise_to(key, following - sequence.step, step=sequence.step)
                 report.append(f"{key}: {'raised' if moved else 'already past every ID'}; the next value is "
                               f"{following if moved else first_beyond(sequence, last)}")
@@ -386,3 +485,19 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int]) -> List[str
                 counter.restart(key, sequence, following)
                 report.append(f"{key}: restarted on {sequence.encode()}; the next value is {following}")
     return report
+
+
+def _would(key: str, last: Optional[int], recorded: Optional[SequenceOptions], sequence: SequenceOptions,
+           following: int) -> str:
+    """What :func:`seed` would do to counter ``key``, said without doing it."""
+    new = following - sequence.step
+    if recorded == sequence:
+        behind = last is None or (last < new if sequence.step > 0 else last > new)
+        if not behind:
+            return f"{key}: would stay at {last} (already past every ID); the next value is " \
+                   f"{first_beyond(sequence, last)}"
+        return f"{key}: would be raised from {last} to {new} on {sequence.encode()}; the next value would be " \
+               f"{following}"
+    was = recorded.encode() if recorded is not None else "no options"
+    return (f"{key}: would be restarted from {last} ({was}) to {new} on {sequence.encode()}; the next value "
+            f"would be {following}")

@@ -178,6 +178,8 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     period = opts.current_period()
     key = partition_key(instance, opts) if kind == "query" else opts.counter_key(instance, period)
     claim = Claim(instance, opts, kind, key, period)
+    if kind != "query":
+        regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
     if kind == "counter":
         claim.assign(_from_block(opts, key) if opts.block > 1
                      else _conflicted(opts, key, lambda: opts.counter.nextval(key, opts.sequence)))
@@ -204,6 +206,8 @@ def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
     for instance in instances:
         groups.setdefault(opts.counter_key(instance, period), []).append(instance)
     claims: List[Claim] = []
+    for key in groups:
+        regions.check_region_counter(opts, key)  # before anything is reserved
     for key, group in groups.items():
         for instance, value in zip(group, _reserve(opts, key, len(group), partial=False)):
             claim = Claim(instance, opts, "counter", key, period)

@@ -168,7 +168,7 @@ def test_errors_exit_non_zero(cli):
     cli("create-table")
     missing = cli("get", "nobody")
     assert missing.returncode == 1 and "counter 'nobody' has no value yet" in missing.stderr
-    bad_model = cli("seed", "no_such_module:User")
+    bad_model = cli("seed", "--model", "no_such_module:User")
     assert bad_model.returncode == 1 and "cannot import 'no_such_module:User'" in bad_model.stderr
     assert cli("frobnicate").returncode == 2
 
@@ -183,7 +183,7 @@ def test_missing_counter_table_names_the_command_that_creates_it(cli):
 
 def test_missing_model_table_is_named(cli):
     """seed on a model whose table does not exist names the model, the table and the endpoint."""
-    done = cli("seed", "tests.cli_models:User", table=False)
+    done = cli("seed", "--model", "tests.cli_models:User", table=False)
     assert done.returncode == 1
     assert f"User's table '{cli.prefix}-users' at {cli.host} does not exist" in done.stderr
 
@@ -206,14 +206,14 @@ def test_scoped_model_alone_names_no_counter(cli):
 
 def test_check_refuses_a_model_numbered_per_period():
     """check refuses a model whose IDs restart each period, since it cannot tell their sequences apart."""
-    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:Receipt", table=False)
+    done = Cli("http://127.0.0.1:9")("check", "--model", "tests.cli_models:Receipt", table=False)
     assert done.returncode == 1
     assert "Receipt numbers its IDs per period (Meta.autoinc_period = 'year')" in done.stderr
 
 
 def test_segments_must_be_positive():
     """--segments 0 is bad usage (exit 2), not a failed scan."""
-    done = Cli("http://127.0.0.1:9")("check", "tests.cli_models:User", "--segments", "0", table=False)
+    done = Cli("http://127.0.0.1:9")("check", "--model", "tests.cli_models:User", "--segments", "0", table=False)
     assert done.returncode == 2 and "--segments: must be 1 or more, not 0" in done.stderr
 
 
@@ -240,10 +240,10 @@ def test_seed_raises_the_counter_only(cli):
     """seed sets the counter to the largest stored ID, and never lowers it on a re-run."""
     models = seed_users(cli, [3, 17, 5])
     cli("create-table", table=False)
-    done = cli("seed", "tests.cli_models:User", table=False)
+    done = cli("seed", "--model", "tests.cli_models:User", table=False)
     assert done.returncode == 0, done.stderr
     assert f"{cli.prefix}-user: raised to 17" in done.stdout
-    again = cli("seed", "tests.cli_models:User", table=False)
+    again = cli("seed", "--model", "tests.cli_models:User", table=False)
     assert f"{cli.prefix}-user: already at or above 17" in again.stdout
     user = models.User(name="next")
     user.save()
@@ -254,7 +254,7 @@ def test_seed_writes_to_the_table_named_by_table(cli):
     """seed with --table moves the counter in that table, as get and set do."""
     seed_users(cli, [3, 17, 5])
     cli("create-table")
-    done = cli("seed", "tests.cli_models:User")
+    done = cli("seed", "--model", "tests.cli_models:User")
     assert done.returncode == 0, done.stderr
     assert cli("get", f"{cli.prefix}-user").stdout.strip() == "17"
 
@@ -307,10 +307,10 @@ def test_set_accepts_a_value_below_stored_ids_counting_down(cli):
 def test_seed_lowers_a_descending_counter_to_the_smallest_id(cli):
     """seed moves a descending sequence's counter down to its smallest stored ID, once."""
     models = seed_countdown(cli, [100, 95, 60])
-    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    done = cli("seed", "--model", "tests.cli_models:Countdown", table=False)
     assert done.returncode == 0, done.stderr
     assert f"{cli.prefix}-countdown: lowered to 60" in done.stdout
-    again = cli("seed", "tests.cli_models:Countdown", table=False)
+    again = cli("seed", "--model", "tests.cli_models:Countdown", table=False)
     assert f"{cli.prefix}-countdown: already at or below 60" in again.stdout
     item = models.Countdown()
     item.save()
@@ -321,7 +321,7 @@ def test_seed_never_raises_a_descending_counter(cli):
     """seed leaves a descending counter that is already below the smallest stored ID where it is."""
     seed_countdown(cli, [100, 95, 60])
     assert cli("set", "30", "--model", "tests.cli_models:Countdown", table=False).returncode == 0
-    done = cli("seed", "tests.cli_models:Countdown", table=False)
+    done = cli("seed", "--model", "tests.cli_models:Countdown", table=False)
     assert done.returncode == 0, done.stderr
     assert f"{cli.prefix}-countdown: already at or below 60" in done.stdout
     assert cli("get", "--model", "tests.cli_models:Countdown", table=False).stdout.strip() == "30"
@@ -333,7 +333,7 @@ def test_check_reports_holes_and_duplicates(cli):
     models.Invoice.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     for i in (1, 2, 4, 7):
         models.Invoice(id=i).save()
-    done = cli("check", "tests.cli_models:Invoice", table=False)
+    done = cli("check", "--model", "tests.cli_models:Invoice", table=False)
     assert done.returncode == 3
     row = done.stdout.splitlines()[1].split()
     assert row[:6] == [f"{cli.prefix}-invoices", "4", "1", "7", "0", "3"]
@@ -347,7 +347,7 @@ def test_check_scoped_model_is_clean(cli):
     models.Issue.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     for project in "ABA":
         models.Issue(project=project).save()
-    done = cli("check", "tests.cli_models:Issue", "--json", table=False)
+    done = cli("check", "--model", "tests.cli_models:Issue", "--json", table=False)
     assert done.returncode == 0, done.stderr
     report = {r["key"]: (r["items"], r["max"], r["holes"]) for r in json.loads(done.stdout)}
     assert report == {f"{cli.prefix}-issues#A": (2, 2, 0), f"{cli.prefix}-issues#B": (1, 1, 0)}
@@ -356,7 +356,7 @@ def test_check_scoped_model_is_clean(cli):
 def test_check_notes_items_whose_id_is_not_an_integer(cli):
     """check leaves out an item whose ID is no integer and says so on stderr."""
     seed_users(cli, [1, 2.5, 2])
-    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    done = cli("check", "--model", "tests.cli_models:User", "--json", table=False)
     assert done.returncode == 0, done.stderr
     assert "note: 1 item of User holds no integer id; left out" in done.stderr
     assert [row["items"] for row in json.loads(done.stdout)] == [2]
@@ -365,7 +365,7 @@ def test_check_notes_items_whose_id_is_not_an_integer(cli):
 def test_check_counts_holes_below_a_huge_id_without_building_the_range(cli):
     """check counts the holes below a stored ID of 10**12 arithmetically and names them as one range."""
     seed_users(cli, [1, 2, 10**12])
-    done = cli("check", "tests.cli_models:User", "--json", table=False)
+    done = cli("check", "--model", "tests.cli_models:User", "--json", table=False)
     assert done.returncode == 0, done.stderr
     [row] = json.loads(done.stdout)
     assert (row["holes"], row["hole_ranges"]) == (10**12 - 3, [[3, 10**12 - 1]])
@@ -374,7 +374,7 @@ def test_check_counts_holes_below_a_huge_id_without_building_the_range(cli):
 def test_check_follows_a_descending_sequence_step_by_step(cli):
     """check looks for holes along start, start + step, ... of a negative step, in sequence order."""
     seed_countdown(cli, [100, 90, 75])
-    done = cli("check", "tests.cli_models:Countdown", table=False)
+    done = cli("check", "--model", "tests.cli_models:Countdown", table=False)
     assert done.returncode == 0, done.stderr
     row = done.stdout.splitlines()[1].split()
     assert row[:6] == [f"{cli.prefix}-countdown", "3", "75", "100", "0", "3"]
@@ -384,7 +384,7 @@ def test_check_follows_a_descending_sequence_step_by_step(cli):
 def test_check_counts_values_off_the_sequence_apart_from_holes(cli):
     """check counts stored values that are not on the sequence (between steps, or before the start) apart."""
     seed_countdown(cli, [100, 95, 73, 105])
-    done = cli("check", "tests.cli_models:Countdown", "--json", table=False)
+    done = cli("check", "--model", "tests.cli_models:Countdown", "--json", table=False)
     assert done.returncode == 0, done.stderr
     [row] = json.loads(done.stdout)
     assert (row["holes"], row["off_sequence"], row["first_off_sequence"]) == (0, 2, [73, 105])

@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from pynamodb_autoinc import NextId, SequenceOptions, regions
 from pynamodb_autoinc.counter import bind_counter
 from pynamodb_autoinc.exceptions import (
+    BulkSaveError,
     ConfigurationError,
     ContentionError,
     GlobalTableError,
@@ -459,7 +460,7 @@ def test_seed_moves_a_single_region_table_to_region_homed_sequences(make_model, 
     for _ in range(5):
         Before().save()
     After = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
-    code, out, err = run_cli(monkeypatch, capsys, After, "seed", "MODEL")
+    code, out, err = run_cli(monkeypatch, capsys, After, "seed", "--model", "MODEL")
     assert code == 0, err
     assert f"{table}@us-east-1: restarted on start=1 step=2" in out and "the next value is 7" in out
     assert f"{table}@eu-west-1: restarted on start=2 step=2" in out and "the next value is 6" in out
@@ -477,7 +478,7 @@ def test_seed_after_appending_a_region_restarts_every_region_on_the_new_layout(m
     for _ in range(3):
         Two().save()  # 1, 3, 5
     Three = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS)
-    code, out, err = run_cli(monkeypatch, capsys, Three, "seed", "MODEL")
+    code, out, err = run_cli(monkeypatch, capsys, Three, "seed", "--model", "MODEL")
     assert code == 0, err
     nexts = {line.split(":")[0]: int(line.rsplit(" ", 1)[1]) for line in out.splitlines()}
     assert nexts == {f"{table}@us-east-1": 7, f"{table}@eu-west-1": 8, f"{table}@ap-south-1": 6}
@@ -493,7 +494,7 @@ def test_seed_refuses_a_reordered_list(make_model, backend, monkeypatch, capsys)
     Ordered = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
     Ordered().save()
     Swapped = in_region(make_model, backend, "us-east-1", table, autoinc_regions=tuple(reversed(REGIONS[:2])))
-    code, out, err = run_cli(monkeypatch, capsys, Swapped, "seed", "MODEL")
+    code, out, err = run_cli(monkeypatch, capsys, Swapped, "seed", "--model", "MODEL")
     assert code == 1
     assert "reordered" in err
     assert counter_of(Ordered, f"{table}@us-east-1") == (1, SequenceOptions(1, 2, 1, 2**63 - 1, False))
@@ -506,11 +507,11 @@ def test_seed_raises_region_counters_past_stored_ids_once(make_model, backend, m
     User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
     User().save()  # records the layout on us-east-1's counter
     User(id=20).save()
-    code, out, _ = run_cli(monkeypatch, capsys, User, "seed", "MODEL")
+    code, out, _ = run_cli(monkeypatch, capsys, User, "seed", "--model", "MODEL")
     assert code == 0
     assert f"{table}@us-east-1: raised; the next value is 21" in out
     assert f"{table}@eu-west-1: restarted on start=2 step=2" in out and "the next value is 22" in out
-    code, again, _ = run_cli(monkeypatch, capsys, User, "seed", "MODEL")
+    code, again, _ = run_cli(monkeypatch, capsys, User, "seed", "--model", "MODEL")
     assert f"{table}@us-east-1: already past every ID; the next value is 21" in again
     assert f"{table}@eu-west-1: already past every ID; the next value is 22" in again
 
@@ -521,7 +522,7 @@ def test_describe_shows_each_region_counter(make_model, backend, monkeypatch, ca
     table = backend.table_name("user")
     East = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
     East().save()
-    code, out, err = run_cli(monkeypatch, capsys, East, "seed", "MODEL")
+    code, out, err = run_cli(monkeypatch, capsys, East, "seed", "--model", "MODEL")
     code, out, err = run_cli(monkeypatch, capsys, East, "describe", "--model", "MODEL", "--json")
     assert code == 0, err
     rows = {row["key"]: (row["start"], row["step"], row["last_value"]) for row in json.loads(out)}
@@ -595,3 +596,223 @@ def test_a_transact_write_of_a_home_gapless_item_goes_to_the_home_region(make_mo
         tx.save(user)
     assert user.id == 1
     assert [u.id for u in Home.scan()] == [1] and list(Local.scan()) == []
+
+
+# -- region-homed counters: values on the region's subsequence, appended regions, check per region ---------------
+
+
+def replicate_counters(source: Any, target: Any) -> None:
+    """Copy every counter item of ``source``'s region into ``target``'s, as a global table's replication would
+    (moto keeps one table per region; on DynamoDB Local, which shares them, this rewrites the same items)."""
+    src = source.autoinc_options().counter._get_connection()
+    dst = target.autoinc_options().counter
+    items = src.scan(consistent_read=True).get("Items", [])
+    for item in items:
+        dst._get_connection().connection.dispatch("PutItem", {"TableName": dst.Meta.table_name, "Item": item})
+
+
+@pytest.mark.modes("fast")
+def test_set_refuses_a_value_off_the_region_subsequence(make_model, backend, monkeypatch, capsys):
+    """set of a region counter to another region's value is refused, naming the subsequence and a value on it."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()  # 1
+    code, _, err = run_cli(monkeypatch, capsys, User, "set", "6", "--model", "MODEL", "--key", f"{table}@us-east-1")
+    assert code == 1
+    assert "off the subsequence of region 'us-east-1'" in err and "1, 3, 5, ..." in err
+    assert "such as 7 (or 5)" in err
+    assert counter_of(User, f"{table}@us-east-1")[0] == 1
+
+
+@pytest.mark.modes("fast")
+def test_set_accepts_a_value_on_the_region_subsequence(make_model, backend, monkeypatch, capsys):
+    """set of a region counter to a value of its own subsequence is taken; the next save follows it."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()
+    code, _, err = run_cli(monkeypatch, capsys, User, "set", "9", "--model", "MODEL", "--key", f"{table}@us-east-1")
+    assert code == 0, err
+    user = User()
+    user.save()
+    assert user.id == 11
+
+
+@pytest.mark.modes("fast")
+def test_set_no_is_called_refuses_a_next_value_off_the_region_subsequence(make_model, backend, monkeypatch,
+                                                                          capsys):
+    """set --no-is-called of a region counter refuses a next value of another region."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()
+    code, _, err = run_cli(monkeypatch, capsys, User, "set", "4", "--no-is-called", "--model", "MODEL", "--key",
+                           f"{table}@us-east-1")
+    assert code == 1 and "such as 5 (or 3)" in err
+    assert counter_of(User, f"{table}@us-east-1")[0] == 1
+
+
+@pytest.mark.modes("fast")
+def test_set_without_the_model_refuses_a_value_off_the_recorded_subsequence(make_model, backend, monkeypatch,
+                                                                            capsys):
+    """set --key of a region counter, no model named, checks the value against the subsequence it records."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()
+    code, _, err = run_cli(monkeypatch, capsys, User, "--region", "us-east-1", "set", "6", "--key",
+                           f"{table}@us-east-1")
+    assert code == 1 and "off the subsequence of region 'us-east-1'" in err
+    assert counter_of(User, f"{table}@us-east-1")[0] == 1
+
+
+@pytest.mark.modes("fast")
+def test_restart_refuses_a_value_off_the_region_subsequence(make_model, backend, monkeypatch, capsys):
+    """restart --with another region's value is refused before anything is written."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()
+    code, _, err = run_cli(monkeypatch, capsys, User, "restart", "--model", "MODEL", "--key", f"{table}@eu-west-1",
+                           "--with", "9", "--force")
+    assert code == 1
+    assert "off the subsequence of region 'eu-west-1'" in err and "2, 4, 6, ..." in err and "10 (or 8)" in err
+    assert counter_of(User, f"{table}@eu-west-1") == (None, None)
+
+
+@pytest.mark.modes("gapless")
+def test_check_audits_each_region_against_its_subsequence(make_model, backend, monkeypatch, capsys):
+    """check of a healthy region-homed table reports each region's counter without holes, and exits 0."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(4):
+        User().save()  # 1, 3, 5, 7
+    for i in (2, 4):
+        User(id=i).save()  # eu-west-1's, replicated
+    code, out, err = run_cli(monkeypatch, capsys, User, "check", "--model", "MODEL", "--json")
+    assert code == 0, err
+    rows = {r["key"]: (r["items"], r["holes"], r["off_sequence"]) for r in json.loads(out)}
+    assert rows == {f"{table}@us-east-1": (4, 0, 0), f"{table}@eu-west-1": (2, 0, 0)}
+
+
+@pytest.mark.modes("fast")
+def test_check_finds_a_hole_within_one_region(make_model, backend, monkeypatch, capsys):
+    """check counts a value missing from one region's own subsequence as a hole of that region."""
+    table = backend.table_name("user")
+    User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for i in (1, 5, 2):
+        User(id=i).save()
+    code, out, err = run_cli(monkeypatch, capsys, User, "check", "--model", "MODEL", "--json")
+    assert code == 0, err
+    rows = {r["key"]: (r["holes"], r["hole_ranges"]) for r in json.loads(out)}
+    assert rows == {f"{table}@us-east-1": (1, [[3, 3]]), f"{table}@eu-west-1": (0, [])}
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+def test_an_appended_region_is_refused_until_seed(make_model, backend, described, mode):
+    """A save in a region appended to the list, before seed, raises SequenceMismatchError naming seed;
+    nothing is spent."""
+    described()
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()  # 1, 3, 5
+    Three = in_region(make_model, backend, "ap-south-1", table, autoinc_regions=REGIONS)
+    replicate_counters(Two, Three)
+    user = Three()
+    with pytest.raises(SequenceMismatchError) as info:
+        user.save()
+    assert "pynamodb-autoinc seed" in str(info.value) and "'ap-south-1'" in str(info.value)
+    assert user.id is None
+    assert counter_of(Three, f"{table}@ap-south-1") == (None, None)
+
+
+@pytest.mark.modes("fast")
+def test_an_appended_region_is_refused_in_save_all(make_model, backend, described):
+    """save_all() in an appended region, before seed, is refused before any value is reserved."""
+    described()
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    Two().save()
+    Three = in_region(make_model, backend, "ap-south-1", table, autoinc_regions=REGIONS)
+    replicate_counters(Two, Three)
+    with pytest.raises(BulkSaveError, match="seed") as info:
+        Three.save_all([Three(), Three()])
+    assert isinstance(info.value.__cause__, SequenceMismatchError)
+    assert counter_of(Three, f"{table}@ap-south-1") == (None, None)
+
+
+@pytest.mark.modes("fast")
+def test_an_appended_region_saves_after_seed(make_model, backend, described, monkeypatch, capsys):
+    """After seed, the appended region numbers its own subsequence past every ID."""
+    described()
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()  # 1, 3, 5
+    Three = in_region(make_model, backend, "ap-south-1", table, autoinc_regions=REGIONS)
+    East = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS)
+    code, _, err = run_cli(monkeypatch, capsys, East, "seed", "--model", "MODEL")
+    assert code == 0, err
+    replicate_counters(East, Three)
+    user = Three()
+    user.save()
+    assert user.id == 6
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_a_region_listed_from_the_start_saves_after_another_region(make_model, backend, described, mode):
+    """A region whose counter is new while the other regions' record the same layout is not refused."""
+    described()
+    table = backend.table_name("user")
+    East = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    East().save()
+    West = in_region(make_model, backend, "eu-west-1", table, autoinc_regions=REGIONS[:2])
+    replicate_counters(East, West)
+    user = West()
+    user.save()
+    assert user.id == 2
+
+
+@pytest.mark.modes("fast")
+def test_moving_to_region_homed_sequences_without_seed_is_refused(make_model, backend, described):
+    """A table whose single-region counter handed out values, newly listing regions, is refused until seed."""
+    described()
+    table = backend.table_name("user")
+    Before = in_region(make_model, backend, "us-east-1", table)
+    for _ in range(3):
+        Before().save()
+    After = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    with pytest.raises(SequenceMismatchError, match="single-region counter"):
+        After().save()
+    assert counter_of(After, f"{table}@us-east-1") == (None, None)
+
+
+@pytest.mark.modes("fast")
+def test_seed_dry_run_of_region_counters_writes_nothing(make_model, backend, monkeypatch, capsys):
+    """seed --dry-run of a region-homed model says what each region counter would become and writes nothing."""
+    table = backend.table_name("user")
+    Two = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()
+    Three = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS)
+    before = [counter_of(Three, f"{table}@{r}") for r in REGIONS]
+    code, out, err = run_cli(monkeypatch, capsys, Three, "seed", "--model", "MODEL", "--dry-run")
+    assert code == 0, err
+    assert f"{table}@ap-south-1: would be restarted from None (no options) to 3 on start=3 step=3" in out
+    assert "nothing was written" in out
+    assert [counter_of(Three, f"{table}@{r}") for r in REGIONS] == before
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_policy_for_one_region_includes_the_home_regions_tables(make_model, monkeypatch, capsys, mode):
+    """`--region eu-west-1 policy` of a home-region model grants the counter table in the home region (and the
+    model table there too, in gapless mode)."""
+    User = make_model("User", create=False, region="eu-west-1", autoinc_home_region="us-east-1")
+    code, out, err = run_cli(monkeypatch, capsys, User, "--region", "eu-west-1", "policy", "--model", "MODEL",
+                             "--account", "123456789012")
+    assert code == 0, err
+    resources: Dict[str, set] = {}
+    for statement in json.loads(out)["Statement"]:
+        arns = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        for arn in arns:
+            table = arn.rsplit("/", 1)[1]
+            resources.setdefault(table, set()).add(arn.split(":")[3])
+    assert resources["NextId"] == {"us-east-1"}
+    assert resources[User.Meta.table_name] == ({"eu-west-1", "us-east-1"} if mode == "gapless" else {"eu-west-1"})

@@ -101,3 +101,63 @@ def test_policy_document(make_model):
         f"arn:aws:dynamodb:eu-west-1:123456789012:table/{User.Meta.table_name}":
             ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem"],
     }
+
+
+class RegionRecorder:
+    """Every action sent, per (region, table), from the clients of a model, its counter and its home writes."""
+
+    def __init__(self, *clients: Any) -> None:
+        self.actions: Dict[Any, Set[str]] = {}
+        self.clients = list({id(c): c for c in clients}.values())
+        self.handlers = []
+        for client in self.clients:
+            handler = self.recorder(client.meta.region_name)
+            client.meta.events.register("before-parameter-build.dynamodb", handler)
+            self.handlers.append((client, handler))
+
+    def recorder(self, region: str) -> Any:
+        def record(params: Dict[str, Any], model: Any, **_: Any) -> None:
+            if model.name == "TransactWriteItems":
+                for item in params["TransactItems"]:
+                    (kind, body), = item.items()
+                    self.actions.setdefault((region, body["TableName"]), set()).add(TRANSACT[kind])
+            else:
+                self.actions.setdefault((region, params.get("TableName", "?")), set()).add(f"dynamodb:{model.name}")
+
+        return record
+
+    def remove(self) -> None:
+        for client, handler in self.handlers:
+            client.meta.events.unregister("before-parameter-build.dynamodb", handler)
+
+
+@pytest.mark.parametrize("gapless", [False, True], ids=["fast", "gapless"])
+def test_a_home_region_models_requests_stay_within_its_regional_policy(make_model, backend, gapless):
+    """With Meta.autoinc_home_region, every request, in whichever region it is sent, is granted by the policy
+    for the process's region, which names the home region's tables."""
+    from pynamodb_autoinc import regions
+
+    if backend.name == "local":
+        pytest.skip("DynamoDB Local (-sharedDb) keeps one table for every region; moto keeps one per region")
+    attrs = {"pk": UnicodeAttribute(hash_key=True), "id": NumberAttribute(null=True)}
+    table = backend.table_name("item")
+    make_model("Item", region="us-east-1", table_name=table, autoinc_attribute="id", autoinc_gapless=gapless,
+               **attrs)  # the home region's tables
+    model = make_model("Item", region="eu-west-1", table_name=table, autoinc_attribute="id",
+                       autoinc_gapless=gapless, autoinc_home_region="us-east-1", **attrs)
+    backend.counter(model=model)  # the counter table of the local region (unused: counters live at home)
+    recorder = RegionRecorder(model._get_connection().connection.client,
+                              model.autoinc_options().counter._get_connection().connection.client,
+                              regions.write_connection(model).client)
+    try:
+        exercise(model)
+    finally:
+        recorder.remove()
+    granted: Dict[Any, Set[str]] = {}
+    for statement in policy(model, region="eu-west-1", account="1")["Statement"]:
+        arns = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        for arn in arns:
+            granted.setdefault((arn.split(":")[3], arn.rsplit("/", 1)[1]), set()).update(statement["Action"])
+    assert ("us-east-1", "NextId") in recorder.actions
+    for where, actions in recorder.actions.items():
+        assert actions <= granted.get(where, set()), f"{where}: {sorted(actions - granted.get(where, set()))}"
