@@ -325,6 +325,10 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
         return "scope names no attribute"
     if attribute in names:
         return "scope contains the auto attribute"
+    if names and is_key:
+        other = schema.range_key if attribute == schema.hash_key else schema.hash_key
+        if other is None or set(names) != {other}:
+            return "a scope the item's key does not hold, on a key attribute (scopes would share keys)"
     period = options.get("autoinc_period")
     if period is not None and period not in PERIOD_FORMATS:
         return "unknown period"

@@ -68,19 +68,15 @@ def test_descending_sequence_starts_at_minus_one(make_model):
 def test_bounds_that_cannot_hold_a_sequence_are_refused(make_model, options, message):
     """The CREATE SEQUENCE errors of sequence.sql: INCREMENT BY 0; INCREMENT BY -1 MINVALUE 20; MAXVALUE -20;
     INCREMENT BY -1 START 10; START -10. Each is a ConfigurationError naming the option, with nothing sent."""
-    Broken = make_model("Broken", **options)
-    item = Broken()
     with pytest.raises(ConfigurationError, match=re.escape(message)):
-        item.save()
-    assert item.id is None
+        make_model("Broken", **options)
 
 
 def test_cycle_on_an_id_outside_the_key_is_refused(make_model):
     """CYCLE repeats values, and only a key is kept unique: an ID outside the key may not cycle."""
-    Doc = make_model("Doc", pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
-                     autoinc_attribute="seq", autoinc_max=3, autoinc_cycle=True)
     with pytest.raises(ConfigurationError, match="outside the key"):
-        Doc(pk="a").save()
+        make_model("Doc", pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                         autoinc_attribute="seq", autoinc_max=3, autoinc_cycle=True)
 
 
 # -- bounds and CYCLE ----------------------------------------------------------------

@@ -59,9 +59,10 @@ def test_plain_transact_write_refuses_a_new_item(make_model):
     """PynamoDB's own TransactWrite given a new auto-ID item refuses it, naming the library's TransactWrite."""
     Item = make_model("Item", name=UnicodeAttribute(null=True))
     item = Item(name="x")
-    with pytest.raises(UnassignedIdError, match="use pynamodb_autoinc.TransactWrite"):
-        with PynamoTransactWrite(connection=Item._get_connection().connection) as tx:
-            tx.save(item)
+    connection = Item._get_connection().connection
+    with pytest.raises(UnassignedIdError, match="use pynamodb_autoinc.TransactWrite"), \
+            PynamoTransactWrite(connection=connection) as tx:
+        tx.save(item)
     assert item.id is None
     assert list(Item.scan(consistent_read=True)) == []
 
