@@ -167,6 +167,35 @@ class _Process:
         """By (counter, connection): the standing ticket held there."""
         self.last_end: Dict[Tuple[ChainId, int], float] = {}
         """By (counter, connection): when the last lone save there ended."""
+        self.sighted: Dict[ChainId, Tuple[float, int]] = {}
+        """By counter: when (monotonic) a value was first seen there, and the value."""
+        self.intervals: Dict[ChainId, float] = {}
+        """By counter: the seconds between two items stored there, as the values seen progress (the queue's
+        pace, the same for every writer)."""
+
+    def saw(self, chain: ChainId, value: Any, step: int, at: float) -> None:
+        """Fold a counter value seen at ``at`` (monotonic) into the counter's commit interval."""
+        if not isinstance(value, int):
+            return
+        last = self.sighted.get(chain)
+        if last is not None and last[1] == value:
+            return  # still the same value: the first sighting measures best when it changes
+        self.sighted[chain] = (at, value)
+        if last is None or not 0 < at - last[0] < 1.0:
+            return  # a pause, not the queue's pace
+        items = (value - last[1]) // step
+        if items > 0:
+            # quick to fall, slow to rise: a measured interval includes the counter's idle time, which
+            # waiting for that interval would only prolong
+            sample = (at - last[0]) / items
+            old = self.intervals.get(chain)
+            weight = 0.5 if old is None or sample < old else 0.1
+            self.intervals[chain] = sample if old is None else (1 - weight) * old + weight * sample
+
+    def interval(self, chain: ChainId) -> float:
+        """About how long the counter's queue takes to store one item: what the values seen show, or one
+        round trip before there is a measure."""
+        return min(max(self.intervals.get(chain, self.round_trip), 0.0005), TURN)
 
     def standing_name(self, place: Tuple[ChainId, int]) -> str:
         """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
@@ -272,7 +301,7 @@ class Contest:
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
-        wait = held.behind * _process.turn() - (clock.monotonic() - held.at)
+        wait = self._until(held.behind) - (clock.monotonic() - held.at)
         if wait > 0:
             clock.sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
@@ -283,8 +312,9 @@ class Contest:
             return
         now = clock.monotonic()
         _process.last_end[self.place] = now
+        last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
+        _process.saw(self.place[0], last.value, last.opts.step, now - _process.round_trip / 2)
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
             _process.standing[self.place] = _Standing(last.value, self.behind, now)
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
@@ -351,6 +381,7 @@ class Contest:
             self.blind += 1
             return self._queue() if self.blind >= BLIND_LIMIT else {}
         self.blind = 0
+        _process.saw(self.chain, value, head.opts.step, clock.monotonic() - _process.round_trip / 2)
         ahead = self.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.ticket = None
@@ -366,12 +397,21 @@ class Contest:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
-        # about one transaction per writer ahead: an early swap is refused and shows the queue again
-        clock.sleep(min(max(ahead * _process.turn(), 0.001), TURN))
+        # until the writers ahead are about done: an early swap is refused and shows the queue again
+        clock.sleep(min(max(self._until(ahead), 0.001), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
+
+    def _until(self, writers: int) -> float:
+        """How long to wait after seeing the counter before sending a swap that should go once ``writers``
+        more have each stored an item: their turns at the queue's pace, less one round trip (the counter
+        was seen half a round trip ago, and the swap takes half a round trip to arrive), with some jitter
+        so that waiters do not wake in step. Early rather than late: a swap sent too early costs one
+        refused request, a counter left idle costs every waiter."""
+        assert self.chain is not None
+        return writers * _process.interval(self.chain) * random.uniform(0.9, 1.05) - _process.round_trip
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
