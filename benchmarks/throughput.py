@@ -15,6 +15,10 @@ Usage (from the repository root)::
     --backend LIST   ``local`` (AWS's DynamoDB Local) and/or ``moto`` (default local,moto)
     --algorithms L   a subset of the rows, by key: plain, atomic, querymax, txn, fast, block, gapless,
                      sortkey (default: all)
+    --slow           add, for plain, txn and gapless, a row of 3 processes whose last one's requests
+                     each take 0.3 s longer (a sleep in pre_dynamodb_send): it saves items/10 (at least
+                     3), the other two save until it is done; its own items/s are in ``slow writer
+                     items/s``, its failures in ``failed saves``
     --warmup N       untimed saves per algorithm, run in this process before a backend's rows, so that
                      DynamoDB Local's JVM has compiled its hot paths (default 100)
 
@@ -74,11 +78,16 @@ Columns
     table creation and connection set-up are outside it).
     ``vs plain``: items/s relative to ``plain save`` on the same backend and the
     same shape (process count, or process x threads).
+    ``vs read+tx``: items/s relative to ``004 read+transaction`` of the same
+    backend and shape; ``vs 1 process``: relative to the same algorithm's
+    1-process row (``--procs`` must include 1).
     ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
     successful saves / its own elapsed time (from passing the start barrier to
     its last save), the lowest and the highest over the row's writers.  A wide
     spread means some writers got through while others waited: with a shared
-    counter, who wins the races.
+    counter, who wins the races.  ``slowest/fastest`` is their ratio; ``slow
+    writer items/s`` is the slow writer's own rate in a ``--slow`` row (it is
+    left out of the slowest/fastest columns).
     ``p50 ms``, ``p99 ms``, ``max ms``: wall time of one save, measured around
     the call in the writer (``time.perf_counter``), every save of every writer
     pooled, failed saves included; percentiles by nearest rank (p99 of 150 saves
@@ -86,7 +95,7 @@ Columns
     and, on a machine with fewer cores than writers plus the server, time spent
     waiting for a core.  A row with saves over 1 s gets a note below the table:
     how many there were, and when each writer finished (writers that finish one
-    after another, far apart, took turns rather than ran together).
+    after another, far apart, took turns rather than ran together).  ``p99/p50``: their ratio.
     ``req/item``: DynamoDB requests each process sent (PynamoDB's
     ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
     own resends of throttled or failed requests are not included), summed over
@@ -107,7 +116,8 @@ Columns
     saved: each is a lost race that was retried (for ``003 atomic counter`` it is
     a failed put, which is also counted in ``failed saves``).
     ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
-    summed over processes), per item saved: on a machine with fewer cores than
+    summed over processes), per item saved (``CPU vs plain``: relative to ``plain
+    save`` of the same shape): on a machine with fewer cores than
     processes plus the server, client CPU competes with the server's.
     ``failed saves``: saves that raised (the item was not saved by that call),
     with their count by the exception's class name; the first messages are

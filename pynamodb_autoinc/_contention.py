@@ -19,15 +19,26 @@ A queue between processes
     sends its swap with the value it expects by then (a transaction
     answers nothing, so there is no way to be told when the writer ahead
     is done); a refused swap's answer shows the queue and
-    the counter as they are. A writer that saw the queue busy a moment ago
-    takes a ticket at once rather than send a swap bound to be refused.
-    Writers are served in the order they queued, so none is starved.
+    the counter as they are. How long "a little over one round trip per
+    writer" is comes from the counter itself: the values that refusals and
+    this process's own commits show, over time, give the queue's commit
+    interval, the same for every writer (quick to fall, slow to rise, since
+    a measured interval includes the counter's idle time); a waiter's swap
+    goes when the writers ahead should be done by the counter's clock (the
+    value it saw is half a round trip old), early rather than late, since
+    an early swap costs one refused request and a late one leaves the
+    counter idle for everyone; after a refusal it waits at least half an
+    interval, so that it does not poll. A writer that saw the queue busy
+    a moment ago takes a ticket at once rather than send a swap bound to be
+    refused. Writers are served in the order they queued, so none is starved.
 
     A process saving on the counter in a loop keeps its place: when its
     swap serves its ticket while others are queued behind it, and it began
     this save right after its previous one, the same swap takes a standing
-    ticket for its next save (recorded under the process's own attribute of
-    the counter item, since a transaction answers with nothing). Its next
+    ticket for its next save (recorded under an attribute of the counter
+    item of its own per place, that is per counter and connection, since a
+    transaction answers with nothing, and two models of one process sharing
+    a counter each have a lone save in flight). Its next
     save sends its swap after about one turn per writer that was
     behind it, with the value expected by then, and no ticket request; a
     refusal shows its ticket's number, and it waits as any ticket holder.
@@ -40,6 +51,21 @@ A queue between processes
     :data:`TURN` seconds (its writer died, or gave up) is passed over by the
     writer behind it, measured on that writer's own clock: no clocks are
     compared. A writer passed over takes a new ticket.
+
+    A writer whose requests are slow (:data:`SLOW`; a far region, a loaded
+    host) would lose every turn to that rule, and re-queue at the back for
+    ever. So its ticket request records its pace (``NextPace_<id>``, in
+    milliseconds) beside its ticket (``NextStanding_<id>``), and the writer
+    behind waits one turn plus four of its requests (at most
+    :data:`SLOW_TURN_LIMIT`) before passing over it: a slow writer alive gets
+    its turn, a dead one costs one such turn. A slow writer takes no
+    standing tickets; it queues with a ticket each save.
+
+    A counter deleted under a queue (``testing.reset_counters()``, which
+    also forgets this process's queue state) shows no item in a refusal:
+    the ticket is dropped and the save claims the first value. Answers that
+    show nothing of the queue are retried at most :data:`BLIND_LIMIT` times
+    before a new ticket, whose answer always shows it.
 
 Group commit within a process
     Threads of one process saving gapless items on one counter do not race
@@ -98,7 +124,7 @@ STANDING_PREFIX = "NextStanding_"
 
 #: A writer whose requests take longer than this (seconds, on average) is slow: its ticket records its pace,
 #: and the writers behind it wait :func:`patience` for it, longer than :data:`TURN`.
-SLOW = 0.05
+SLOW = 0.1
 
 #: The longest a ticket holder that declared itself slow may keep the queue waiting (seconds).
 SLOW_TURN_LIMIT = 2.0
@@ -398,7 +424,7 @@ class Contest:
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        clock.sleep(min(max(self._until(ahead), 0.001), TURN))
+        clock.sleep(min(max(self._until(ahead), _process.interval(self.chain) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -406,12 +432,12 @@ class Contest:
 
     def _until(self, writers: int) -> float:
         """How long to wait after seeing the counter before sending a swap that should go once ``writers``
-        more have each stored an item: their turns at the queue's pace, less one round trip (the counter
-        was seen half a round trip ago, and the swap takes half a round trip to arrive), with some jitter
-        so that waiters do not wake in step. Early rather than late: a swap sent too early costs one
-        refused request, a counter left idle costs every waiter."""
+        more have each stored an item: their turns at the queue's pace, less half a round trip (the counter
+        was seen half a round trip ago), with some jitter so that waiters do not wake in step. Early rather
+        than late: a swap sent too early costs one refused request, a counter left idle costs every
+        waiter."""
         assert self.chain is not None
-        return writers * _process.interval(self.chain) * random.uniform(0.9, 1.05) - _process.round_trip
+        return writers * _process.interval(self.chain) * random.uniform(0.95, 1.1) - _process.round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
