@@ -15,6 +15,10 @@ Usage (from the repository root)::
     --backend LIST   ``local`` (AWS's DynamoDB Local) and/or ``moto`` (default local,moto)
     --algorithms L   a subset of the rows, by key: plain, atomic, querymax, txn, fast, block, gapless,
                      sortkey (default: all)
+    --slow           add, for plain and gapless, a row of 3 processes whose last one's requests
+                     each take 0.3 s longer (a sleep in pre_dynamodb_send): it saves items/10 (at least
+                     3), the other two save until it is done; its own items/s are in ``slow writer
+                     items/s``, its failures in ``failed saves``
     --warmup N       untimed saves per algorithm, run in this process before a backend's rows, so that
                      DynamoDB Local's JVM has compiled its hot paths (default 100)
 
@@ -74,11 +78,16 @@ Columns
     table creation and connection set-up are outside it).
     ``vs plain``: items/s relative to ``plain save`` on the same backend and the
     same shape (process count, or process x threads).
+    ``vs read+tx``: items/s relative to ``004 read+transaction`` of the same
+    backend and shape; ``vs 1 process``: relative to the same algorithm's
+    1-process row (``--procs`` must include 1).
     ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
     successful saves / its own elapsed time (from passing the start barrier to
     its last save), the lowest and the highest over the row's writers.  A wide
     spread means some writers got through while others waited: with a shared
-    counter, who wins the races.
+    counter, who wins the races.  ``slowest/fastest`` is their ratio; ``slow
+    writer items/s`` is the slow writer's own rate in a ``--slow`` row (it is
+    left out of the slowest/fastest columns).
     ``p50 ms``, ``p99 ms``, ``max ms``: wall time of one save, measured around
     the call in the writer (``time.perf_counter``), every save of every writer
     pooled, failed saves included; percentiles by nearest rank (p99 of 150 saves
@@ -86,7 +95,7 @@ Columns
     and, on a machine with fewer cores than writers plus the server, time spent
     waiting for a core.  A row with saves over 1 s gets a note below the table:
     how many there were, and when each writer finished (writers that finish one
-    after another, far apart, took turns rather than ran together).
+    after another, far apart, took turns rather than ran together).  ``p99/p50``: their ratio.
     ``req/item``: DynamoDB requests each process sent (PynamoDB's
     ``pre_dynamodb_send`` signal, one per request PynamoDB dispatches; botocore's
     own resends of throttled or failed requests are not included), summed over
@@ -107,7 +116,8 @@ Columns
     saved: each is a lost race that was retried (for ``003 atomic counter`` it is
     a failed put, which is also counted in ``failed saves``).
     ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
-    summed over processes), per item saved: on a machine with fewer cores than
+    summed over processes), per item saved (``CPU vs plain``: relative to ``plain
+    save`` of the same shape): on a machine with fewer cores than
     processes plus the server, client CPU competes with the server's.
     ``failed saves``: saves that raised (the item was not saved by that call),
     with their count by the exception's class name; the first messages are
@@ -176,6 +186,8 @@ MAX_ATTEMPTS = 10_000
 """Baselines 3 and 4 give up on one item after this many attempts (counted as an error)."""
 ROW_TIMEOUT = 1800.0
 SLOW_SAVE = 1.0
+SLOW_DELAY = 0.3
+"""Seconds added to every request of a slow writer (``--slow``: 2 fast processes and one slow)."""
 """Saves that took longer than this many seconds are counted in the notes below the table."""
 BARRIER_TIMEOUT = 600.0
 """How long a worker waits for the others to be ready (16 processes start slowly on 2 busy cores)."""
@@ -226,6 +238,9 @@ class RowSpec:
     procs: int
     threads: int = 1
     """Writers per process, each in its own thread."""
+    slow: int = 0
+    """The last ``slow`` processes' requests each take :data:`SLOW_DELAY` s longer; they save ``items // 10``
+    items (at least 3) while the other processes save until they are done (at least ``items`` each)."""
 
 
 @dataclass
@@ -441,7 +456,7 @@ def clients_of(models: Models) -> Iterator[Any]:
 # -- a worker process -----------------------------------------------------------------
 
 
-def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
+def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any, done: Any = None) -> None:
     """Build the row's models, connect, wait for the other processes, save ``spec.items`` items per writer, report.
 
     With ``spec.threads`` > 1 the process runs that many writers, each in its own
@@ -461,11 +476,20 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any) -> None:
         if models.counter is not None:
             models.counter.describe_table()
         pre_dynamodb_send.connect(stats.on_send, weak=False)
+        slow = spec.slow and worker >= spec.procs - spec.slow
+        if slow:
+            pre_dynamodb_send.connect(lambda *_, **__: time.sleep(SLOW_DELAY), weak=False)
         if spec.threads == 1:
             barrier.wait(timeout=BARRIER_TIMEOUT)
             cpu_started = time.process_time()
             stats.active = True
-            writers = [write_items(savers[0], numbers[0], spec.items)]
+            if slow:
+                try:
+                    writers = [write_items(savers[0], numbers[0], max(3, spec.items // 10))]
+                finally:
+                    done.set()
+            else:
+                writers = [write_items(savers[0], numbers[0], spec.items, done if spec.slow else None)]
         else:
             writers, cpu_started = _write_in_threads(spec, savers, numbers, stats, barrier)
         cpu = time.process_time() - cpu_started
@@ -520,13 +544,18 @@ def _write_in_threads(spec: RowSpec, savers: List[Saver], numbers: List[int], st
     return sorted(writers, key=lambda w: w["writer"]), cpu_started
 
 
-def write_items(save: Saver, writer: int, items: int) -> Dict[str, Any]:
-    """One writer's loop: ``items`` saves, each timed on its own; what it saved, what raised, when."""
+def write_items(save: Saver, writer: int, items: int, until: Any = None) -> Dict[str, Any]:
+    """One writer's loop: ``items`` saves (and on, until the event ``until`` is set), each timed on its own;
+    what it saved, what raised, when."""
     saved: List[Tuple[int, str]] = []
     errors: List[Tuple[str, str]] = []
     latencies: List[float] = []
     started = time.time()
-    for i in range(items):
+    i = -1
+    while True:
+        i += 1
+        if i >= items and (until is None or until.is_set()):
+            break
         owner = f"{writer}:{i}"
         began = time.perf_counter()
         try:
@@ -549,6 +578,7 @@ class Row:
     backend: str
     procs: int
     threads: int = 1
+    slow: int = 0
     items: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
@@ -565,6 +595,8 @@ class Row:
     """Wall time of every save (failed ones too), in seconds, all writers pooled."""
     writer_rates: List[float] = field(default_factory=list)
     """Each writer's own successful saves / its own elapsed time."""
+    slow_rates: List[float] = field(default_factory=list)
+    """The same, of the slow writers (``--slow`` rows); they are not in ``writer_rates``."""
     writer_ends: List[float] = field(default_factory=list)
     """When each writer finished, in seconds after the first one started, in order."""
     duplicates: int = 0
@@ -578,12 +610,16 @@ class Row:
     @property
     def name(self) -> str:
         """The algorithm's label, followed by the shape of the row when its writers are threads."""
+        if self.slow:
+            return f"{self.algorithm.label}, {self.slow} of {self.procs} slow (+{SLOW_DELAY:g} s/request)"
         if self.threads == 1:
             return self.algorithm.label
         return f"{self.algorithm.label} {self.procs}p×{self.threads}t"
 
     @property
     def shape(self) -> str:
+        if self.slow:
+            return f"{self.procs}p/{self.slow}slow"
         return f"{self.procs}p" if self.threads == 1 else f"{self.procs}p×{self.threads}t"
 
     @property
@@ -650,10 +686,11 @@ def warm_up(backend: str, url: str, algorithms: Sequence[Algorithm], count: int)
             delete_tables(models)
 
 
-def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int, threads: int = 1) -> Row:
-    row = Row(algo, backend, procs, threads)
+def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int, threads: int = 1,
+            slow: int = 0) -> Row:
+    row = Row(algo, backend, procs, threads, slow)
     stem = f"{algo.key}-{backend}-{procs}p{threads}t"
-    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads)
+    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads, slow)
     missing = block_option_missing(spec)
     if missing:
         row.unavailable = missing
@@ -672,7 +709,9 @@ def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items
 def _run_workers(ctx: Any, spec: RowSpec, procs: int) -> List[Dict[str, Any]]:
     barrier = ctx.Barrier(procs)
     results = ctx.Queue()
-    workers = [ctx.Process(target=worker_main, args=(spec, w, barrier, results), daemon=True) for w in range(procs)]
+    done = ctx.Event()
+    workers = [ctx.Process(target=worker_main, args=(spec, w, barrier, results, done), daemon=True)
+               for w in range(procs)]
     for process in workers:
         process.start()
     reports: List[Dict[str, Any]] = []
@@ -709,8 +748,12 @@ def _aggregate(row: Row, reports: List[Dict[str, Any]]) -> None:
     row.seconds = max(w["finished"] for w in writers) - first
     row.writer_ends = sorted(w["finished"] - first for w in writers)
     row.latencies = sorted(x for w in writers for x in w["latencies"])
-    row.writer_rates = sorted(len(w["saved"]) / (w["finished"] - w["started"]) if w["finished"] > w["started"]
-                              else 0.0 for w in writers)
+    def rate(w: Dict[str, Any]) -> float:
+        return len(w["saved"]) / (w["finished"] - w["started"]) if w["finished"] > w["started"] else 0.0
+
+    slow = {r["worker"] for r in reports if r["worker"] >= row.procs - row.slow} if row.slow else set()
+    row.writer_rates = sorted(rate(w) for r in reports if r["worker"] not in slow for w in r["writers"])
+    row.slow_rates = sorted(rate(w) for r in reports if r["worker"] in slow for w in r["writers"])
     row.cpu_seconds = sum(r["cpu"] for r in reports)
     row.requests = sum(r["requests"] for r in reports)
     row.read_units = sum(r["read_units"] for r in reports)
@@ -826,13 +869,19 @@ def _num(value: Optional[float], digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "slowest writer items/s",
-           "fastest writer items/s", "p50 ms", "p99 ms", "max ms", "req/item", "WCU/item", "RCU/item",
-           "retries/item", "client CPU ms/item", "failed saves", "duplicates", "gaps", "lost")
+COLUMNS = ("algorithm", "backend", "procs", "items", "items/s", "vs plain", "vs read+tx", "vs 1 process",
+           "slowest writer items/s", "fastest writer items/s", "slowest/fastest", "slow writer items/s", "p50 ms",
+           "p99 ms", "max ms", "p99/p50", "req/item", "WCU/item", "RCU/item", "retries/item", "client CPU ms/item",
+           "CPU vs plain", "failed saves", "duplicates", "gaps", "lost")
 
 
 def _ms(seconds: Optional[float]) -> str:
     return "-" if seconds is None else f"{1000 * seconds:.1f}"
+
+
+def _ratio(value: Optional[float], base: Optional[float]) -> str:
+    """``value / base`` with two decimals, or ``-`` when either is missing or ``base`` is 0."""
+    return f"{value / base:.2f}" if value is not None and base else "-"
 
 
 def _failed(row: Row) -> str:
@@ -844,7 +893,9 @@ def _failed(row: Row) -> str:
 
 def render(rows: List[Row]) -> str:
     """The markdown table of ``rows``."""
-    plain = {(r.backend, r.shape): r.rate for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
+    plain = {(r.backend, r.shape): r for r in rows if r.algorithm.key == "plain" and r.unavailable is None}
+    txn = {(r.backend, r.shape): r.rate for r in rows if r.algorithm.key == "txn" and r.unavailable is None}
+    alone = {(r.backend, r.algorithm.key): r.rate for r in rows if r.shape == "1p" and r.unavailable is None}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join([" --- "] * len(COLUMNS)) + "|"]
     for r in rows:
         cells = [r.name, r.backend, str(r.procs)]
@@ -856,20 +907,29 @@ def render(rows: List[Row]) -> str:
 
             base = plain.get((r.backend, r.shape))
             cap = r.capacity_reported
+            p50, p99 = percentile(r.latencies, 50), percentile(r.latencies, 99)
+            cpu = per(1000 * r.cpu_seconds)
+            base_cpu = (1000 * base.cpu_seconds / base.items) if base is not None and base.items else None
             cells += [
                 str(r.items),
                 f"{r.rate:.0f}",
-                f"{r.rate / base:.2f}" if base else "-",
+                _ratio(r.rate, base.rate if base is not None else None),
+                _ratio(r.rate, txn.get((r.backend, r.shape))),
+                _ratio(r.rate, alone.get((r.backend, r.algorithm.key))),
                 f"{min(r.writer_rates):.0f}" if r.writer_rates else "-",
                 f"{max(r.writer_rates):.0f}" if r.writer_rates else "-",
-                _ms(percentile(r.latencies, 50)),
-                _ms(percentile(r.latencies, 99)),
+                _ratio(min(r.writer_rates), max(r.writer_rates)) if r.writer_rates else "-",
+                ", ".join(f"{x:.1f}" for x in r.slow_rates) or "-",
+                _ms(p50),
+                _ms(p99),
                 _ms(r.latencies[-1] if r.latencies else None),
+                _ratio(p99, p50),
                 _num(per(r.requests)),
                 _num(per(r.write_units)) if cap else "-",
                 _num(per(r.read_units)) if cap else "-",
                 _num(per(r.retries)),
-                _num(per(1000 * r.cpu_seconds)),
+                _num(cpu),
+                _ratio(cpu, base_cpu),
                 _failed(r),
                 str(r.duplicates),
                 "-" if r.gaps is None else str(r.gaps),
@@ -936,6 +996,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--threads", default="",
                         help="thread counts, comma-separated: each adds rows of one process with that many writer "
                              "threads, e.g. 8 gives 'gapless 1p×8t' (default: none)")
+    parser.add_argument("--slow", action="store_true",
+                        help=f"add, for plain and gapless, a row of 3 processes whose last one's requests take "
+                             f"{SLOW_DELAY:g} s longer (it saves items/10; the others save until it is done)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed saves per algorithm before a backend's rows")
     args = parser.parse_args(argv)
     try:
@@ -959,6 +1022,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
+def _runs(algo: Algorithm, shape: Tuple[int, int, int]) -> bool:
+    """Whether ``algo`` gets a row of ``shape`` (procs, threads, slow): slow rows only for plain and gapless.
+
+    Not for read+transaction: its slow writer's read is always stale by the time its transaction arrives,
+    so it never saves, and the row (whose fast writers save until the slow one is done) would not end."""
+    return not shape[2] or algo.key in ("plain", "gapless")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
@@ -967,8 +1038,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     algorithms = [a for a in ALGORITHMS if a.key in args.algorithms]
     rows: List[Row] = []
     descriptions: List[str] = []
-    shapes = [(procs, 1) for procs in args.procs] + [(1, threads) for threads in args.threads]
-    total = len(args.backend) * len(shapes) * len(algorithms)
+    shapes = [(procs, 1, 0) for procs in args.procs] + [(1, threads, 0) for threads in args.threads]
+    if args.slow:
+        shapes.append((3, 1, 1))
+    total = len(args.backend) * sum(1 for shape in shapes for algo in algorithms if _runs(algo, shape))
     log(f"{total} rows, {args.items} items per writer; {machine_line()}")
     log(f"library: {Path(sys.modules['pynamodb_autoinc'].__file__ or '?').parent}")
     for backend in args.backend:
@@ -978,13 +1051,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             log(f"{backend}: warming up ({args.warmup} untimed saves per algorithm)")
             warm_up(backend, server.url, algorithms, args.warmup)
-            for procs, threads in shapes:
-                for algo in algorithms:
-                    row = Row(algo, backend, procs, threads)
+            for procs, threads, slow in shapes:
+                for algo in [a for a in algorithms if _runs(a, (procs, threads, slow))]:
+                    row = Row(algo, backend, procs, threads, slow)
                     log(f"[{len(rows) + 1}/{total}] {backend} {row.shape} {algo.label}: running "
                         f"({procs * threads * args.items} items) ...")
                     try:
-                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads)
+                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads, slow)
                     except Exception as exc:  # report the row as failed and go on with the others
                         log(traceback.format_exc())
                         row.unavailable = f"failed: {str(exc).splitlines()[0][:80]}"

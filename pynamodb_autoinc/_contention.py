@@ -19,15 +19,26 @@ A queue between processes
     sends its swap with the value it expects by then (a transaction
     answers nothing, so there is no way to be told when the writer ahead
     is done); a refused swap's answer shows the queue and
-    the counter as they are. A writer that saw the queue busy a moment ago
-    takes a ticket at once rather than send a swap bound to be refused.
-    Writers are served in the order they queued, so none is starved.
+    the counter as they are. How long "a little over one round trip per
+    writer" is comes from the counter itself: the values that refusals and
+    this process's own commits show, over time, give the queue's commit
+    interval, the same for every writer (quick to fall, slow to rise, since
+    a measured interval includes the counter's idle time); a waiter's swap
+    goes when the writers ahead should be done by the counter's clock (the
+    value it saw is half a round trip old), early rather than late, since
+    an early swap costs one refused request and a late one leaves the
+    counter idle for everyone; after a refusal it waits at least half an
+    interval, so that it does not poll. A writer that saw the queue busy
+    a moment ago takes a ticket at once rather than send a swap bound to be
+    refused. Writers are served in the order they queued, so none is starved.
 
     A process saving on the counter in a loop keeps its place: when its
     swap serves its ticket while others are queued behind it, and it began
     this save right after its previous one, the same swap takes a standing
-    ticket for its next save (recorded under the process's own attribute of
-    the counter item, since a transaction answers with nothing). Its next
+    ticket for its next save (recorded under an attribute of the counter
+    item of its own per place, that is per counter and connection, since a
+    transaction answers with nothing, and two models of one process sharing
+    a counter each have a lone save in flight). Its next
     save sends its swap after about one turn per writer that was
     behind it, with the value expected by then, and no ticket request; a
     refusal shows its ticket's number, and it waits as any ticket holder.
@@ -40,6 +51,21 @@ A queue between processes
     :data:`TURN` seconds (its writer died, or gave up) is passed over by the
     writer behind it, measured on that writer's own clock: no clocks are
     compared. A writer passed over takes a new ticket.
+
+    A writer whose requests are slow (:data:`SLOW`; a far region, a loaded
+    host) would lose every turn to that rule, and re-queue at the back for
+    ever. So its ticket request records its pace (``NextPace_<id>``, in
+    milliseconds) beside its ticket (``NextStanding_<id>``), and the writer
+    behind waits one turn plus four of its requests (at most
+    :data:`SLOW_TURN_LIMIT`) before passing over it: a slow writer alive gets
+    its turn, a dead one costs one such turn. A slow writer takes no
+    standing tickets; it queues with a ticket each save.
+
+    A counter deleted under a queue (``testing.reset_counters()``, which
+    also forgets this process's queue state) shows no item in a refusal:
+    the ticket is dropped and the save claims the first value. Answers that
+    show nothing of the queue are retried at most :data:`BLIND_LIMIT` times
+    before a new ticket, whose answer always shows it.
 
 Group commit within a process
     Threads of one process saving gapless items on one counter do not race
@@ -71,6 +97,7 @@ from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
 
 from . import strategies
+from .counter import _pace_name
 from .exceptions import AutoIncrementError
 from .strategies import _UNKNOWN, ChainId, Claim
 
@@ -92,8 +119,19 @@ STANDING_TURN = 0.05
 #: keeps the process's place in a busy queue (takes a standing ticket).
 HOT = 0.05
 
-#: What the counter attribute holding a process's standing ticket is called, before the process's id.
+#: What the counter attribute holding a place's standing ticket is called, before the place's id.
 STANDING_PREFIX = "NextStanding_"
+
+#: A writer whose requests take longer than this (seconds, on average) is slow: its ticket records its pace,
+#: and the writers behind it wait :func:`patience` for it, longer than :data:`TURN`.
+SLOW = 0.1
+
+#: The longest a ticket holder that declared itself slow may keep the queue waiting (seconds).
+SLOW_TURN_LIMIT = 2.0
+
+#: How many answers in a row that show nothing of the queue (conflicts, a counter item gone) a ticket
+#: holder tries before it takes a new ticket, whose answer always shows the queue.
+BLIND_LIMIT = 3
 
 #: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
 GROUP_LIMIT = 25
@@ -138,20 +176,71 @@ class _Process:
     standing tickets its lone saves hold."""
 
     def __init__(self) -> None:
+        self.forget()
+        self.groups: Dict[Tuple[Any, ...], _Group] = {}
+        self.groups_guard = threading.Lock()
+
+    def forget(self) -> None:
+        """Forget every counter's queue: round trips, busy queues, standing tickets and their names."""
         self.round_trip = 0.01
+        self.pace = 0.0
+        """This process's average request duration (seconds), every request of a queued save counted."""
         self.busy: Dict[ChainId, float] = {}
-        self.standing_name = STANDING_PREFIX + uuid.uuid4().hex[:12]
-        """The counter attribute holding this process's standing tickets (one per counter item)."""
+        self.standing_names: Dict[Tuple[ChainId, int], str] = {}
+        """By (counter, connection): the counter attribute holding that place's standing ticket. Each place
+        has its own, since each place has a lone save of its own in flight (two models sharing a counter)."""
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
         """By (counter, connection): the standing ticket held there."""
         self.last_end: Dict[Tuple[ChainId, int], float] = {}
         """By (counter, connection): when the last lone save there ended."""
-        self.groups: Dict[Tuple[Any, ...], _Group] = {}
-        self.groups_guard = threading.Lock()
+        self.sighted: Dict[ChainId, Tuple[float, int]] = {}
+        """By counter: when (monotonic) a value was first seen there, and the value."""
+        self.intervals: Dict[ChainId, float] = {}
+        """By counter: the seconds between two items stored there, as the values seen progress (the queue's
+        pace, the same for every writer)."""
+
+    def saw(self, chain: ChainId, value: Any, step: int, at: float) -> None:
+        """Fold a counter value seen at ``at`` (monotonic) into the counter's commit interval."""
+        if not isinstance(value, int):
+            return
+        last = self.sighted.get(chain)
+        if last is not None and last[1] == value:
+            return  # still the same value: the first sighting measures best when it changes
+        self.sighted[chain] = (at, value)
+        if last is None or not 0 < at - last[0] < 1.0:
+            return  # a pause, not the queue's pace
+        items = (value - last[1]) // step
+        if items > 0:
+            # quick to fall, slow to rise: a measured interval includes the counter's idle time, which
+            # waiting for that interval would only prolong
+            sample = (at - last[0]) / items
+            old = self.intervals.get(chain)
+            weight = 0.5 if old is None or sample < old else 0.1
+            self.intervals[chain] = sample if old is None else (1 - weight) * old + weight * sample
+
+    def interval(self, chain: ChainId) -> float:
+        """About how long the counter's queue takes to store one item: what the values seen show, or one
+        round trip before there is a measure."""
+        return min(max(self.intervals.get(chain, self.round_trip), 0.0005), TURN)
+
+    def standing_name(self, place: Tuple[ChainId, int]) -> str:
+        """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
+        name = self.standing_names.get(place)
+        if name is None:
+            name = self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
+        return name
 
     def observe(self, seconds: float) -> None:
         """Fold one measured transaction round trip into the estimate."""
         self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
+
+    def observe_request(self, seconds: float) -> None:
+        """Fold one measured request of a queued save (any operation) into this process's pace."""
+        self.pace = 0.5 * self.pace + 0.5 * min(seconds, SLOW_TURN_LIMIT)
+
+    def slow(self) -> bool:
+        """Whether this process's requests are slow enough that the queue must wait longer for its turns."""
+        return self.pace > SLOW
 
     def turn(self) -> float:
         """About how long a busy queue takes to serve one ticket: a little over one transaction round
@@ -164,14 +253,36 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: _process.__init__())  # type: ignore[misc]
 
 
+def reset() -> None:
+    """Forget this process's queue state on every counter (the counters were deleted, or a fork)."""
+    _process.forget()
+
+
 def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip."""
+    """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip, and
+    every request of a queued save counts towards the process's pace."""
     began = clock.monotonic()
     try:
         return write.send(operation, kwargs)
     finally:
+        seconds = clock.monotonic() - began
         if operation == "TransactWriteItems":
-            _process.observe(clock.monotonic() - began)
+            _process.observe(seconds)
+        if write.queue:
+            _process.observe_request(seconds)
+
+
+def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
+    """How long the ticket next in the queue ``item`` shows may keep it waiting before the writer behind
+    passes over it: :data:`TURN`; a standing ticket (recorded in ``owner``) less; a ticket whose holder
+    declared itself slow (see :data:`SLOW`) one turn plus four of its requests, up to
+    :data:`SLOW_TURN_LIMIT`, so that a slow writer alive is served and a dead one costs one such turn."""
+    pace = _number(item, _pace_name(owner)) if owner else None
+    if pace is not None:
+        return min(TURN + 4 * pace / 1000, SLOW_TURN_LIMIT)
+    if owner is not None:
+        return min(max(STANDING_TURN, 4 * _process.round_trip), TURN)
+    return TURN
 
 
 class Contest:
@@ -183,6 +294,8 @@ class Contest:
         self.losses = 0
         self.ticket = None
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
+        self.blind = 0
+        """Answers in a row that showed nothing of the queue."""
         swaps = {c.chain for c in write.claims if c.kind == "swap"}
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
@@ -195,7 +308,7 @@ class Contest:
         self.hot = False
         if self.chain is not None and write.grouped:
             self.place = (self.chain, id(write.connection))
-            write.standing = _process.standing_name
+            write.standing = _process.standing_name(self.place)
             self.hot = self.began - _process.last_end.get(self.place, self.began - HOT) < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
@@ -213,8 +326,8 @@ class Contest:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
         self.write.by_standing = True
         self.behind = held.behind
-        self.write.requeue = self.hot and held.behind > 0
-        wait = held.behind * _process.turn() - (clock.monotonic() - held.at)
+        self.write.requeue = self._keeps_place(held.behind)
+        wait = self._until(held.behind) - (clock.monotonic() - held.at)
         if wait > 0:
             clock.sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
@@ -225,8 +338,9 @@ class Contest:
             return
         now = clock.monotonic()
         _process.last_end[self.place] = now
+        last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
+        _process.saw(self.place[0], last.value, last.opts.step, now - _process.round_trip / 2)
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
             _process.standing[self.place] = _Standing(last.value, self.behind, now)
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
@@ -239,7 +353,9 @@ class Contest:
         if self.chain is None:
             clock.sleep(strategies.backoff_delay(self.write.claims[0].opts.backoff, self.losses))
             return current
-        item = self.write.counter_items.get(self.chain)
+        item = self.write.counter_items.pop(self.chain, None)
+        if item is None and not _conflict(exc):
+            return self._gone()
         if self.write.by_standing:
             return self._standing_refused(item)
         if self.ticket is None:
@@ -252,10 +368,13 @@ class Contest:
         """A swap on the standing ticket was refused: learn the ticket's number from the counter item, and
         wait as any ticket holder; take a new ticket if it was passed over."""
         if item is None:  # a conflict, which shows nothing: try the standing ticket again shortly
+            self.blind += 1
+            if self.blind >= BLIND_LIMIT:
+                return self._queue()
             clock.sleep(max(_process.round_trip, 0.001) * random.uniform(0.5, 1.0))
             return {}
         self.write.by_standing = False
-        mine = _number(item, _process.standing_name)
+        mine = _number(item, self.write.standing or "")
         if mine is None:
             return self._queue()
         self.ticket = mine + 1
@@ -266,9 +385,11 @@ class Contest:
         assert self.chain is not None
         head = self._head()
         self.write.by_standing = False
+        self.blind = 0
+        pace = round(_process.pace * 1000) if self.write.standing is not None and _process.slow() else None
         try:
-            item = self.write.send(UPDATE_ITEM, head.opts.counter.ticket_kwargs(
-                head.key, self.write.standing)).get("Attributes")
+            item = timed(self.write, UPDATE_ITEM, head.opts.counter.ticket_kwargs(
+                head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
             clock.sleep(strategies.backoff_delay(head.opts.backoff, self.losses))
             return {}
@@ -282,30 +403,57 @@ class Contest:
         head = self._head()
         _process.busy[self.chain] = clock.monotonic()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
-        if served is None or value is _UNKNOWN:
-            return {}  # the answer did not show the queue: the next refusal will
+        if served is None or value is _UNKNOWN:  # the answer did not show the queue: the next refusal will
+            self.blind += 1
+            return self._queue() if self.blind >= BLIND_LIMIT else {}
+        self.blind = 0
+        _process.saw(self.chain, value, head.opts.step, clock.monotonic() - _process.round_trip / 2)
         ahead = self.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.ticket = None
             return self._queue()
         # those ahead of it now take standing tickets behind it before it is served, if they keep saving
         self.behind = max((_number(item, "NextTicket") or self.ticket) - served - 1, 0)
-        self.write.requeue = self.hot and self.behind > 0
+        self.write.requeue = self._keeps_place(self.behind)
         if ahead == 0:
             return {self.chain: value}
         now = clock.monotonic()
         owner = _standing_owner(item, served)
-        patience = min(max(STANDING_TURN, 4 * _process.round_trip), TURN) if owner else TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
-        elif now - self.waited[1] >= patience:
+        elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
-        # about one transaction per writer ahead: an early swap is refused and shows the queue again
-        clock.sleep(min(max(ahead * _process.turn(), 0.001), TURN))
+        # until the writers ahead are about done: an early swap is refused and shows the queue again
+        clock.sleep(min(max(self._until(ahead), _process.interval(self.chain) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
+
+    def _until(self, writers: int) -> float:
+        """How long to wait after seeing the counter before sending a swap that should go once ``writers``
+        more have each stored an item: their turns at the queue's pace, less half a round trip (the counter
+        was seen half a round trip ago), with some jitter so that waiters do not wake in step. Early rather
+        than late: a swap sent too early costs one refused request, a counter left idle costs every
+        waiter."""
+        assert self.chain is not None
+        return writers * _process.interval(self.chain) * random.uniform(0.95, 1.1) - _process.round_trip / 2
+
+    def _keeps_place(self, behind: int) -> bool:
+        """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
+        behind it, and its requests are not slow (a slow writer's standing ticket would only be passed over;
+        its ticket requests declare its pace instead)."""
+        return self.hot and behind > 0 and not _process.slow()
+
+    def _gone(self) -> Dict[ChainId, Any]:
+        """A swap was refused and the answer showed no counter item: the counter was deleted (reset), and
+        with it the queue. Drop the ticket; claim from a counter with no value."""
+        assert self.chain is not None
+        self.ticket = None
+        self.write.by_standing = False
+        self.write.requeue = False
+        self.waited = None
+        return {self.chain: None}
 
     def _skip(self, served: int, owner: Optional[str]) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
@@ -362,6 +510,14 @@ def spent(opts: Options, losses: int, began: float) -> bool:
     budget: ``Meta.autoinc_retries`` tries, or ``Meta.autoinc_timeout`` seconds."""
     return (opts.retries is not None and losses > opts.retries) or (
         opts.timeout is not None and clock.monotonic() - began >= opts.timeout)
+
+
+def _conflict(exc: Exception) -> bool:
+    """Whether a refused write was refused for a concurrent write (which shows no item), not a condition."""
+    from ._engine import CONFLICT, reasons_of
+
+    reasons = [r for r in reasons_of(exc) if r is not None]
+    return not reasons or any(r.code == CONFLICT for r in reasons)
 
 
 def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str]:

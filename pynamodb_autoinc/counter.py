@@ -424,17 +424,25 @@ class NextId(Model):
             if standing is not None:
                 actions += ([Path(standing).set(cls.ticket), cls.ticket.set(cls.ticket + 1)] if requeue
                             else [Path(standing).remove()])
+                actions.append(Path(_pace_name(standing)).remove())
         elif queue:
             condition &= cls.ticket.does_not_exist() | (cls.ticket == cls.served)
         return cls._update_kwargs(key, actions, condition)
 
     @classmethod
-    def ticket_kwargs(cls, key: str, standing: Optional[str] = None) -> Dict[str, Any]:
+    def ticket_kwargs(cls, key: str, standing: Optional[str] = None, pace: Optional[int] = None) -> Dict[str, Any]:
         """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
-        ticket if given; it answers with the whole item."""
+        ticket if given; it answers with the whole item.
+
+        With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
+        new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
+        the pace beside it, so that the writers behind wait longer for it before they pass over it.
+        """
         actions = [cls.ticket.add(1), cls.served.set(cls.served | 0)]
-        if standing is not None:
-            actions.append(Path(standing).remove())
+        if standing is not None and pace is not None:
+            actions += [Path(standing).set(cls.ticket | 0), Path(_pace_name(standing)).set(pace)]
+        elif standing is not None:
+            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
         return cls._update_kwargs(key, actions, None, "ALL_NEW")
 
     @classmethod
@@ -443,13 +451,14 @@ class NextId(Model):
         ``standing``, that ticket is the standing ticket recorded there, which goes too."""
         actions = [cls.served.set(served + 1)]
         if standing is not None:
-            actions.append(Path(standing).remove())
+            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
         return cls._update_kwargs(key, actions, (cls.served == served) & (cls.ticket > served), "ALL_NEW")
 
     @classmethod
     def give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
         """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
-        return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove()],
+        return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove(),
+                                        Path(_pace_name(standing)).remove()],
                                   cls.served == Path(standing), "ALL_NEW")
 
     @classmethod
@@ -814,6 +823,12 @@ class _Resent(Exception):
     def __init__(self, item: Dict[str, Any]) -> None:
         super().__init__()
         self.item = item
+
+
+def _pace_name(standing: str) -> str:
+    """The attribute beside a standing-ticket attribute (``NextStanding_<id>``) that records a slow writer's
+    pace: ``NextPace_<id>``."""
+    return "NextPace_" + standing.split("_", 1)[1]
 
 
 def new_request_token() -> str:

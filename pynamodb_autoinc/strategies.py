@@ -132,6 +132,9 @@ class _ProcessState:
         self.lock = threading.Lock()
         self.blocks.clear()
         self.seen.clear()
+        from . import _contention  # imported here: _contention imports this module
+
+        _contention.reset()  # the queue state too: standing tickets held on counters that may be gone
 
 
 _state = _ProcessState()
