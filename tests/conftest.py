@@ -23,7 +23,18 @@ BACKENDS = ("moto", "local")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", action="append", choices=BACKENDS,
                      help="run the behavioural suite on this backend only (repeatable; default: all)")
-    parser.addoption("--soak", action="store_true", help="run the concurrency tests with many more allocations")
+    parser.addoption("--soak", action="store_true",
+                     help="deep runs: 10x the saves of the concurrency tests, the hypothesis profile 'soak' (20x the "
+                          "examples) and 4x the random simulation runs (SIM_RANDOM_RUNS=2320)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--soak`` chooses the deep settings of the property and simulation tests (an explicit environment wins)."""
+    if config.getoption("soak"):
+        from tests.simulation.settings import SOAK_RANDOM_RUNS
+
+        os.environ.setdefault("HYPOTHESIS_PROFILE", "soak")
+        os.environ.setdefault("SIM_RANDOM_RUNS", str(SOAK_RANDOM_RUNS))
 
 
 #: The ways a model can number its items; ``make_model`` builds a model in each.
@@ -35,7 +46,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         chosen = metafunc.config.getoption("backend") or list(BACKENDS)
         marker = metafunc.definition.get_closest_marker("backends")
         if marker:
-            chosen = [name for name in chosen if name in marker.args]
+            # ``backends()`` with no names: the test sends no request that matters, so one backend will do
+            chosen = [name for name in chosen if name in marker.args] if marker.args else chosen[:1]
         metafunc.parametrize("backend_name", chosen)
     if "mode" in metafunc.fixturenames and not _parametrizes(metafunc, "mode"):
         marker = metafunc.definition.get_closest_marker("modes")
@@ -58,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     seen = set()
     for item in items:
         marker = item.get_closest_marker("backends")
-        wanted = marker is not None and "backend_name" in getattr(item, "fixturenames", ())
+        wanted = marker is not None and bool(marker.args) and "backend_name" in getattr(item, "fixturenames", ())
         callspec = getattr(item, "callspec", None)
         copy = None
         if callspec is not None and "mode" in callspec.params and _sets_own_mode(item):
