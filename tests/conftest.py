@@ -70,13 +70,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     seen = set()
     for item in items:
         marker = item.get_closest_marker("backends")
-        wanted = marker is not None and bool(marker.args) and "backend_name" in getattr(item, "fixturenames", ())
+        wanted = set(marker.args) if marker and marker.args and "backend_name" in getattr(item, "fixturenames", ()) \
+            else set(chosen)
         callspec = getattr(item, "callspec", None)
         copy = None
         if callspec is not None and "mode" in callspec.params and _sets_own_mode(item):
             copy = (item.path, getattr(item, "originalname", item.name),
                     tuple(sorted((k, id(v)) for k, v in callspec.params.items() if k != "mode")))
-        if (wanted and not set(marker.args) & set(chosen)) or copy in seen:
+        if not wanted & set(chosen) or copy in seen:
             dropped.append(item)
             continue
         if copy is not None:
@@ -313,7 +314,7 @@ def make_model(backend: Backend, mode: Optional[str], request: pytest.FixtureReq
         elif mode == "query" and not pinned:
             raise ValueError(f"{cls_name} brings its own key: mark the test with the modes it runs in, "
                              "e.g. @pytest.mark.modes('fast', 'block', 'gapless')")
-        defaults = {} if pinned else MODE_OPTIONS[mode]
+        defaults = MODE_OPTIONS[mode] if mode is not None and not pinned else {}
         meta_cls = type("Meta", (), {
             "table_name": backend.table_name(cls_name.lower()),
             **defaults,
