@@ -256,7 +256,7 @@ MODE_OPTIONS: Dict[str, Dict[str, Any]] = {
 
 @pytest.fixture
 def mode() -> None:
-    """None in a test marked ``modes()``: it sets the mode of each model it builds (tests/README: modes)."""
+    """None in a test marked ``modes()``: it sets the mode of each model it builds (see the modes marker)."""
     return None
 
 
