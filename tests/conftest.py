@@ -23,7 +23,18 @@ BACKENDS = ("moto", "local")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", action="append", choices=BACKENDS,
                      help="run the behavioural suite on this backend only (repeatable; default: all)")
-    parser.addoption("--soak", action="store_true", help="run the concurrency tests with many more allocations")
+    parser.addoption("--soak", action="store_true",
+                     help="deep runs: 10x the saves of the concurrency tests, the hypothesis profile 'soak' (20x the "
+                          "examples) and 4x the random simulation runs (SIM_RANDOM_RUNS=2320)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--soak`` chooses the deep settings of the property and simulation tests (an explicit environment wins)."""
+    if config.getoption("soak"):
+        from tests.simulation.settings import SOAK_RANDOM_RUNS
+
+        os.environ.setdefault("HYPOTHESIS_PROFILE", "soak")
+        os.environ.setdefault("SIM_RANDOM_RUNS", str(SOAK_RANDOM_RUNS))
 
 
 #: The ways a model can number its items; ``make_model`` builds a model in each.
@@ -33,19 +44,53 @@ MODES = ("fast", "block", "gapless", "query")
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
         chosen = metafunc.config.getoption("backend") or list(BACKENDS)
+        marker = metafunc.definition.get_closest_marker("backends")
+        if marker:
+            # ``backends()`` with no names: the test sends no request that matters, so one backend will do
+            chosen = [name for name in chosen if name in marker.args] if marker.args else chosen[:1]
         metafunc.parametrize("backend_name", chosen)
     if "mode" in metafunc.fixturenames and not _parametrizes(metafunc, "mode"):
         marker = metafunc.definition.get_closest_marker("modes")
-        metafunc.parametrize("mode", marker.args if marker else MODES)
+        if marker is None or marker.args:
+            metafunc.parametrize("mode", marker.args if marker else MODES)
+        # ``modes()`` with no names: the test sets its models' mode itself, runs once, and ``mode`` is None
+
+
+def _sets_own_mode(node: Any) -> bool:
+    """Whether ``node`` is marked ``modes()``: its models set their mode themselves."""
+    marker = node.get_closest_marker("modes")
+    return marker is not None and not marker.args
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """Deselect a test marked ``backends(...)`` without one of the chosen backends (``--backend``), and keep
+    one copy of a parameter marked ``pytest.param(..., marks=pytest.mark.modes())`` (it sets its own mode)."""
+    chosen = config.getoption("backend") or list(BACKENDS)
+    kept, dropped = [], []
+    seen = set()
+    for item in items:
+        marker = item.get_closest_marker("backends")
+        wanted = set(marker.args) if marker and marker.args and "backend_name" in getattr(item, "fixturenames", ()) \
+            else set(chosen)
+        callspec = getattr(item, "callspec", None)
+        copy = None
+        if callspec is not None and "mode" in callspec.params and _sets_own_mode(item):
+            copy = (item.path, getattr(item, "originalname", item.name),
+                    tuple(sorted((k, id(v)) for k, v in callspec.params.items() if k != "mode")))
+        if not wanted & set(chosen) or copy in seen:
+            dropped.append(item)
+            continue
+        if copy is not None:
+            seen.add(copy)
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
     """Whether the test's own @pytest.mark.parametrize sets ``name``."""
-    for marker in metafunc.definition.iter_markers("parametrize"):
-        names = marker.args[0]
-        if name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
-            return True
-    return False
+    return any(_names(marker, name) for marker in metafunc.definition.iter_markers("parametrize"))
 
 
 def _engine_jar() -> Any:
@@ -196,6 +241,9 @@ def _fresh_process_state() -> Iterator[None]:
 
 ModelFactory = Callable[..., Any]
 
+#: The Meta options that set a model's mode: a model given one of them keeps it, whatever the test's mode.
+PINNING = frozenset({"autoinc_gapless", "autoinc_block", "autoinc_strategy"})
+
 
 #: The Meta options of each mode (a test that sets one of them itself keeps its own).
 MODE_OPTIONS: Dict[str, Dict[str, Any]] = {
@@ -207,7 +255,37 @@ MODE_OPTIONS: Dict[str, Dict[str, Any]] = {
 
 
 @pytest.fixture
-def make_model(backend: Backend, mode: str) -> ModelFactory:
+def mode() -> None:
+    """None in a test marked ``modes()``: it sets the mode of each model it builds (see the modes marker)."""
+    return None
+
+
+def _conftest_modes(node: Any) -> int:
+    """How many copies of ``node``'s test conftest makes, one per mode (0: the test chooses its modes itself)."""
+    callspec = getattr(node, "callspec", None)
+    if callspec is None or "mode" not in callspec.params:
+        return 0
+    if any(_names(marker, "mode") for marker in node.iter_markers("parametrize")):
+        return 0
+    marker = node.get_closest_marker("modes")
+    return len(marker.args) if marker else len(MODES)
+
+
+def _names(marker: Any, name: str) -> bool:
+    """Whether the ``parametrize`` marker sets ``name``."""
+    names = marker.args[0]
+    return name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names)
+
+
+def _mode_reaches(node: Any, past: str) -> bool:
+    """Whether the test function, or a fixture other than ``past``, asks for ``mode``."""
+    info = node._fixtureinfo
+    return "mode" in info.argnames or any(
+        "mode" in defs[-1].argnames for name, defs in info.name2fixturedefs.items() if name not in (past, "mode"))
+
+
+@pytest.fixture
+def make_model(backend: Backend, mode: Optional[str], request: pytest.FixtureRequest) -> Iterator[ModelFactory]:
     """Build an auto-increment model class on ``backend`` in ``mode``, with its tables.
 
     ``make_model("User", name=UnicodeAttribute(null=True), autoinc_key="user")``:
@@ -219,7 +297,13 @@ def make_model(backend: Backend, mode: str) -> ModelFactory:
     def make(cls_name: str = "Item", *, create: bool = True, bases: Tuple[type, ...] = (), **options: Any) -> Any:
         attrs = {k: v for k, v in options.items() if isinstance(v, Attribute)}
         meta = {k: v for k, v in options.items() if k not in attrs}
-        pinned = {"autoinc_gapless", "autoinc_block", "autoinc_strategy"} & set(meta)
+        pinned = PINNING & set(meta)
+        if not pinned:
+            if own:
+                raise ValueError(f"{cls_name} sets no autoinc_gapless, autoinc_block or autoinc_strategy, but "
+                                 "the test (or its parameter) is marked modes() (it sets its own mode): set one, "
+                                 "or name the modes the test runs in, e.g. @pytest.mark.modes('fast', 'gapless')")
+            used.append(cls_name)
         if not any(a.is_hash_key for a in attrs.values()):
             if mode == "query" and not pinned:
                 # one shared partition, numbered by the range key
@@ -230,7 +314,7 @@ def make_model(backend: Backend, mode: str) -> ModelFactory:
         elif mode == "query" and not pinned:
             raise ValueError(f"{cls_name} brings its own key: mark the test with the modes it runs in, "
                              "e.g. @pytest.mark.modes('fast', 'block', 'gapless')")
-        defaults = {} if pinned else MODE_OPTIONS[mode]
+        defaults = MODE_OPTIONS[mode] if mode is not None and not pinned else {}
         meta_cls = type("Meta", (), {
             "table_name": backend.table_name(cls_name.lower()),
             **defaults,
@@ -243,7 +327,12 @@ def make_model(backend: Backend, mode: str) -> ModelFactory:
             backend.create(model)
         return model
 
-    return make
+    own = mode is None or _sets_own_mode(request.node)
+    used: List[str] = []
+    yield make
+    if not used and not own and _conftest_modes(request.node) > 1 and not _mode_reaches(request.node, "make_model"):
+        pytest.fail("every model of this test sets its own mode, so its copies per mode are the same test: "
+                    "mark it @pytest.mark.modes() to run it once", pytrace=False)
 
 
 @pytest.fixture

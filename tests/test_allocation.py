@@ -95,6 +95,7 @@ def test_counter_below_existing_ids_never_overwrites(make_model, mode):
     assert counter_of(User) == (1 if mode == "fast" else None)
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_fast_mode_moves_past_a_collision(make_model):
     """In fast mode the next save after a collision takes the next value and succeeds."""
     User = make_model("User", autoinc_gapless=False)
@@ -160,6 +161,7 @@ def test_requests_per_new_item(make_model, mode, requests):
     assert requests == expected
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_gapless_retry_reads_the_counter_from_the_failure(make_model, requests):
     """When another process moved the counter, the failed transaction returns its value: no extra read."""
     User = make_model("User", autoinc_gapless=True)

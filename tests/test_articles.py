@@ -46,6 +46,7 @@ def test_000_failed_counter_call_stores_nothing(make_model, backend):
     assert list(UserNew.scan()) == []
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_003_atomic_counter_is_one_update(make_model, requests):
     """Article 003, strategy 1: fast mode asks the counter once per ID (ADD/SET returning the new value)."""
     Item = make_model("Item", autoinc_gapless=False)
@@ -55,6 +56,7 @@ def test_003_atomic_counter_is_one_update(make_model, requests):
     assert [op for op, _ in requests] == ["UpdateItem", "PutItem"]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_004_members_are_gapless_and_refuse_duplicates(make_model):
     """Article 004: User#Uros 1, User#Alex 2, User#Luc 3; a second Alex is refused and spends no number."""
     Users = make_model("Users", pk=UnicodeAttribute(hash_key=True), num_identifier=NumberAttribute(null=True),

@@ -24,6 +24,7 @@ from pynamodb_autoinc.exceptions import (
     ItemWriteError,
     UnassignedIdError,
 )
+from tests.conftest import PINNING
 
 pytestmark = pytest.mark.modes('fast', 'gapless')
 
@@ -143,7 +144,13 @@ BAD_CONFIGS = {case: bad for case, bad in BAD_INPUTS.items() if issubclass(bad.e
 BAD_INPUTS = {case: bad for case, bad in BAD_INPUTS.items() if case not in BAD_CONFIGS}
 
 
-@pytest.mark.parametrize("case", list(BAD_CONFIGS), ids=list(BAD_CONFIGS))
+def _cases(table):
+    """The cases of ``table``; one whose options set the mode runs once (conftest: modes)."""
+    return [pytest.param(case, marks=[pytest.mark.modes()] if PINNING & set(bad.options) else [])
+            for case, bad in table.items()]
+
+
+@pytest.mark.parametrize("case", _cases(BAD_CONFIGS), ids=list(BAD_CONFIGS))
 def test_bad_configuration_is_refused_when_the_class_is_created(case, make_model, backend):
     """Each bad Meta option raises exactly the documented error when the model class is created, before any
     request."""
@@ -156,7 +163,7 @@ def test_bad_configuration_is_refused_when_the_class_is_created(case, make_model
     assert counters(backend) == counters_before
 
 
-@pytest.mark.parametrize("case", list(BAD_INPUTS), ids=list(BAD_INPUTS))
+@pytest.mark.parametrize("case", _cases(BAD_INPUTS), ids=list(BAD_INPUTS))
 def test_bad_input(case, make_model, backend):
     """Each bad input raises exactly the documented error with its message, and writes nothing."""
     bad = BAD_INPUTS[case]
@@ -199,6 +206,7 @@ def test_errors_share_one_root():
     assert issubclass(ItemWriteError, PutError)
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_gapless_instance_outside_save_is_refused(make_model):
     """Building save kwargs for a new gapless instance outside TransactWrite is refused, no ID kept."""
     Item = make_model("Item", name=UnicodeAttribute(null=True), autoinc_gapless=True)

@@ -22,6 +22,7 @@ def ids_of(model, n):
     return out
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_one_counter_request_per_block(make_model, requests):
     """Ten saves from a block of ten send one UpdateItem; the counter holds the block's top."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=10)
@@ -32,6 +33,7 @@ def test_one_counter_request_per_block(make_model, requests):
     assert opts.counter.currval(opts.key) == 10
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_processes_get_disjoint_blocks(make_model):
     """Another process reserves the next block; IDs are unique, ordered only within a process."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=5)
@@ -42,12 +44,14 @@ def test_processes_get_disjoint_blocks(make_model):
     assert second == [6, 7]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_block_keeps_step(make_model):
     """Inside a block values advance by autoinc_step."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=100, autoinc_step=5)
     assert ids_of(Item, 4) == [100, 105, 110, 115]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_block_keeps_max(make_model):
     """Near autoinc_max the last values are reserved one at a time, up to the max and no further."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=4, autoinc_max=6)
@@ -59,6 +63,7 @@ def test_block_keeps_max(make_model):
         Item().save()
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_block_with_negative_step(make_model):
     """A counting-down sequence reserves its blocks downwards."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=3, autoinc_start=0, autoinc_step=-1,
@@ -66,6 +71,7 @@ def test_block_with_negative_step(make_model):
     assert ids_of(Item, 4) == [0, -1, -2, -3]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_block_leaves_unused_values_as_gaps(make_model):
     """Values a process reserved but never used are gaps, never handed out twice."""
     Item = make_model("Item", autoinc_gapless=False, autoinc_block=10)
@@ -75,6 +81,7 @@ def test_block_leaves_unused_values_as_gaps(make_model):
 
 
 @pytest.mark.parametrize("options", [{"autoinc_gapless": True}, {"autoinc_block": 0}])
+@pytest.mark.modes()  # its models set their own mode
 def test_block_misconfiguration(make_model, options):
     """Blocks with gapless mode, or a block size below 1, are refused."""
     with pytest.raises(ConfigurationError, match="Meta.autoinc_block"):

@@ -76,6 +76,7 @@ def test_scoped_batch(make_model, requests, mode):
     assert len(counter_requests) == 2
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_gapless_batch_after_another_writer(make_model):
     """Gapless: if the counter moved since it was read, the batch takes the value from the failure and lands."""
     User = make_model("User", autoinc_gapless=True)

@@ -92,6 +92,7 @@ def cli(endpoint: str) -> Cli:
     return Cli(endpoint)
 
 
+@pytest.mark.backends()  # --help answers before any request
 def test_help_for_every_command(cli):
     """Each subcommand answers --help with exit 0."""
     for command in ("create-table", "list", "describe", "get", "set", "restart", "alter", "seed", "check", "policy"):

@@ -7,6 +7,7 @@ import pytest
 from pynamodb_autoinc.exceptions import ContentionError
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_lost_race_is_retried(make_model, rival):
     """When another writer moves the counter first, the save re-reads it and takes the next value."""
     User = make_model("User", autoinc_gapless=True, autoinc_backoff=0)
@@ -17,6 +18,7 @@ def test_lost_race_is_retried(make_model, rival):
     assert [u.id for u in User.scan()] == [4]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_retries_run_out(make_model, rival):
     """After autoinc_retries lost races the save raises ContentionError and writes nothing."""
     User = make_model("User", autoinc_gapless=True, autoinc_retries=2, autoinc_backoff=0)

@@ -75,6 +75,7 @@ def exercise(model: Any) -> None:
     model.save_all([model(pk="f"), model(pk="g")])
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_actions_stay_within_the_policy(configured):
     """Everything the library sends in this mode is in required_actions(model)."""
     model = configured
@@ -90,6 +91,7 @@ def test_actions_stay_within_the_policy(configured):
         assert actions <= allowed.get(table, set()), f"{table}: {sorted(actions - allowed.get(table, set()))}"
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_policy_document(make_model):
     """policy() renders one statement per table with the table's ARN."""
     User = make_model("User", autoinc_gapless=True)

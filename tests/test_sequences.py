@@ -133,6 +133,7 @@ def query_model(make_model):
     )
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_strategy_numbers_each_partition(query_model, requests):
     """The query strategy reads the largest range key and puts the next; no counter item is written."""
     Issue = query_model
@@ -144,6 +145,7 @@ def test_query_strategy_numbers_each_partition(query_model, requests):
     assert [op for op, _ in requests] == ["Query", "PutItem"]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_strategy_retries_a_collision(query_model):
     """When another writer takes the next range key first, the save re-reads and takes the one after."""
     Issue = query_model
@@ -159,6 +161,7 @@ def test_query_strategy_retries_a_collision(query_model):
     assert sorted(i.number for i in Issue.query("A")) == [1, 2, 3]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_strategy_gives_up_after_retries(make_model):
     """A partition that keeps changing under the save ends in ContentionError, nothing written by us."""
     Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
@@ -182,6 +185,7 @@ def test_query_strategy_gives_up_after_retries(make_model):
     assert sorted(i.number for i in Issue.query("A")) == taken
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_strategy_needs_a_number_range_key(make_model):
     """The query strategy on an attribute that is not the range key is refused."""
     with pytest.raises(ConfigurationError, match="make 'id' the model's range key"):
@@ -243,7 +247,8 @@ def test_format_without_period(make_model):
     ({"autoinc_period": "week"}, "Meta.autoinc_period must be one of 'year', 'month', 'day'"),
     ({"autoinc_scope": "nope"}, "Meta.autoinc_scope must name attributes of the model"),
     ({"autoinc_scope": "id"}, "cannot contain the auto-increment attribute"),
-    ({"autoinc_strategy": "random"}, "Meta.autoinc_strategy must be one of 'counter', 'query'"),
+    pytest.param({"autoinc_strategy": "random"}, "Meta.autoinc_strategy must be one of 'counter', 'query'",
+                 marks=pytest.mark.modes()),
     ({"autoinc_max": 2.5}, "Meta.autoinc_max must be an int or None"),
     ({"autoinc_counter_in_table": True}, "needs a string hash key"),
 ])

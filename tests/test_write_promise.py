@@ -61,6 +61,7 @@ def test_transaction_left_by_an_exception_releases_the_id(make_model):
     assert names["first"] == user.id != names["other"]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_transaction_left_by_an_exception_releases_the_id(backend, make_model):
     """The query strategy's claim inside an abandoned transaction is released too."""
     Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
@@ -140,6 +141,7 @@ def test_cancelled_save_all_releases_the_unsaved_ids(make_model, mode):
 
 # -- bounds ---------------------------------------------------------------------------
 
+@pytest.mark.modes()  # its models set their own mode
 def test_max_holds_for_blocks_on_a_new_counter(make_model):
     """autoinc_block larger than what autoinc_max leaves: only the values up to the max are handed out."""
     Seat = make_model("Seat", autoinc_gapless=False, autoinc_block=10, autoinc_max=3)
@@ -188,6 +190,7 @@ def test_max_holds_with_start_and_step_in_bulk(make_model, mode):
     assert stored_ids(Lot) == [24, 28, 32, 36]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_max_holds_for_a_block_in_a_transaction(make_model):
     """A block-mode claim in a TransactWrite respects autoinc_max."""
     Seat = make_model("Seat", autoinc_gapless=False, autoinc_block=5, autoinc_max=2)
@@ -216,6 +219,7 @@ def test_models_sharing_a_counter_with_different_steps_are_refused(make_model, b
 
 # -- transactions ------------------------------------------------------------------------
 
+@pytest.mark.modes()  # its models set their own mode
 def test_gapless_transaction_does_not_trust_a_stale_remembered_value(make_model, rival):
     """After another process moved the counter, a gapless TransactWrite still commits, with the next value."""
     User = make_model("User", autoinc_gapless=True, autoinc_backoff=0)
@@ -261,6 +265,7 @@ def test_transaction_survives_other_mixins(make_model, mode, outer):
     assert Audited.calls == ["User"] * 3
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_negative_step_counts_down_in_the_partition(make_model):
     """The query strategy with a negative step hands out 100, 99, 98 (the smallest key is the last)."""
     Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
@@ -274,6 +279,7 @@ def test_query_negative_step_counts_down_in_the_partition(make_model):
     assert numbers == [100, 99, 98]
 
 
+@pytest.mark.modes()  # its models set their own mode
 def test_query_items_of_one_partition_in_one_transaction(make_model):
     """Two new items of one partition in one TransactWrite get consecutive numbers."""
     Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),

@@ -4,9 +4,10 @@
     run only this seed in the random tests (replays a failure exactly);
 ``SIM_SEED_START``, ``SIM_RANDOM_RUNS``
     the random tests run seeds ``SIM_SEED_START`` .. ``+SIM_RANDOM_RUNS``
-    (default 0 and 2240), dealt out over the modes in the order and
-    proportions of :data:`RANDOM_WEIGHTS`: by default 500 seeds to each
-    mode of ``save()`` (seeds 0..1999), 40 to each other write path;
+    (default 0 and 580; 2320 with ``pytest --soak``), dealt out over the
+    modes in the order and proportions of :data:`RANDOM_WEIGHTS`: by
+    default 125 seeds to each mode of ``save()`` (seeds 0..499), 10 to each
+    other write path (``--soak``: 500 and 40);
 ``SIM_PATH``
     run only this schedule (comma-separated choice indices, as printed by a
     failing exhaustive test);
@@ -95,13 +96,21 @@ def replay_path() -> Optional[List[int]]:
     return [int(i) for i in raw.split(",") if i.strip()] if raw else None
 
 
+#: The random runs of a default session: a quarter of :data:`SOAK_RANDOM_RUNS`. The exhaustive tests prove every
+#: schedule within their bounds and test_found_bugs replays the seeds that found bugs; these sample larger runs.
+RANDOM_RUNS = 580
+
+#: The random runs of ``pytest --soak``: :data:`RANDOM_WEIGHTS` as they are.
+SOAK_RANDOM_RUNS = sum(RANDOM_WEIGHTS.values())
+
+
 def random_seeds(mode: str) -> List[int]:
     """The seeds of one mode's random test: ``SIM_SEED`` alone, or its share of the window."""
     seed = _int("SIM_SEED", None)
     if seed is not None:
         return [seed]
     start = _given("SIM_SEED_START", 0)
-    runs = _given("SIM_RANDOM_RUNS", sum(RANDOM_WEIGHTS.values()))
+    runs = _given("SIM_RANDOM_RUNS", RANDOM_RUNS)
     total = sum(RANDOM_WEIGHTS.values())
     for name, weight in RANDOM_WEIGHTS.items():
         count = max(1, runs * weight // total)

@@ -92,7 +92,13 @@ def test_every_fault_kind_is_explored(mode: str) -> None:
     assert stats.runs >= MIN_RUNS[mode]
 
 
-@pytest.mark.parametrize("mode", MODES + PATHS)
+#: The modes whose one save runs the schedules of another: cycle-gapless's first save (max 2) never wraps, so its
+#: fault sequences are gapless's, request for request and outcome for outcome (179 schedules, 1594 requests).
+#: Its wrap-around is explored with faults by test_every_schedule_keeps_the_invariants[cycle-gapless].
+SAME_ONE_SAVE = {"cycle-gapless": "gapless"}
+
+
+@pytest.mark.parametrize("mode", [mode for mode in MODES + PATHS if mode not in SAME_ONE_SAVE])
 def test_every_fault_sequence_on_one_save(mode: str) -> None:
     """Up to three faults on one operation's requests, in every order: the invariants hold."""
     stats = fault_sequences(mode)

@@ -3,9 +3,9 @@
 Every seed fixes its bounds, its fault rate and every choice, so a failing
 seed replays exactly: ``SIM_SEED=<seed> python -m pytest
 'tests/simulation/test_random.py::test_random_schedules_keep_the_invariants[<mode>]'``.
-``SIM_RANDOM_RUNS`` (default 2240: 500 for each mode of ``save()``, 40 for
-each other write path) and ``SIM_SEED_START`` (default 0) choose the window
-of seeds (``settings.random_seeds``).
+``SIM_RANDOM_RUNS`` (default 580: 125 for each mode of ``save()``, 10 for
+each other write path; 2320 with ``pytest --soak``) and ``SIM_SEED_START``
+(default 0) choose the window of seeds (``settings.random_seeds``).
 """
 
 from __future__ import annotations
