@@ -176,7 +176,7 @@ from pynamodb.exceptions import PutError, TransactWriteError  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 from pynamodb.signals import pre_dynamodb_send  # noqa: E402
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc import AutoIncrementMixin, NextId  # noqa: E402
 from pynamodb_autoinc.exceptions import ConfigurationError  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results.md"

@@ -90,9 +90,12 @@ def main() -> None:
 
         bob.delete()
         for version in Article.history("hello", consistent_read=True):
+            assert isinstance(version, ArticleVersion)  # history() yields Meta.history_model instances
             state = "deleted" if version.deleted else f"{version.title!r} / {version.body!r}"
             print(f"v{version.version}: {state}")
-        print(f"version 1 was {article.version(1).title!r}")
+        first = article.version(1)
+        assert isinstance(first, ArticleVersion)
+        print(f"version 1 was {first.title!r}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ The library's mixins take :class:`CheckedModel` as their metaclass (it is a
 :class:`pynamodb.models.MetaModel`, so only classes that use a mixin are
 affected). Once PynamoDB has finished a class, each library mixin in its MRO
 checks it with its ``_autoinc_check_class`` classmethod, nearest to
-``Model`` first (a feature's own rules before the general ones). A check raises :class:`~pynamodb_autoinc.exceptions.ConfigurationError`
-with the fix; it sends no request.
+``Model`` first (a feature's own rules before the general ones). A check
+raises :class:`~pynamodb_autoinc.exceptions.ConfigurationError` with the
+fix; it sends no request.
 
 A class without ``Meta.table_name`` (an abstract base) is not checked; its
 concrete subclasses are.

@@ -27,12 +27,12 @@ class ProcessState:
     def part(self, name: str, make: Callable[[], _T]) -> _T:
         """The part called ``name``, made with ``make()`` if this process has none yet."""
         try:
-            return self._parts[name]  # type: ignore[no-any-return]
+            return self._parts[name]
         except KeyError:
             with self._lock:
                 if name not in self._parts:
                     self._parts[name] = make()
-                return self._parts[name]  # type: ignore[no-any-return]
+                return self._parts[name]
 
     def reset(self) -> None:
         """Forget every part: the next use makes it afresh."""

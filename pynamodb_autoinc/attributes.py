@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Type, TypeVar
 
-from pynamodb.attributes import NumberAttribute
+from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
@@ -55,7 +55,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-class CounterAttribute(NumberAttribute):
+if TYPE_CHECKING:
+    class _IntegerAttribute(Attribute[int]):
+        """How type checkers see a counter: a NumberAttribute that holds an int."""
+else:
+    _IntegerAttribute = NumberAttribute
+
+
+class CounterAttribute(_IntegerAttribute):
     """A number attribute that every ``save()`` and ``update()`` raises by ``delta``, with no read.
 
     A new item stores ``start``; each later write adds ``delta`` (negative

@@ -40,7 +40,6 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-
 from . import regions
 from ._checked import CheckedModel
 from ._engine import exists_advice
@@ -322,11 +321,11 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         """The key this item's versions are stored under in the history model."""
         return item_key(*self._key_values())
 
-    def versions(self, *, consistent_read: bool = False, page_size: Optional[int] = None) -> ResultIterator[Any]:
+    def versions(self, *, consistent_read: bool = False, page_size: Optional[int] = None) -> ResultIterator[Model]:
         """This item's versions, newest first (a paged PynamoDB iterator of history model instances)."""
         return type(self).history(*self._key_values(), consistent_read=consistent_read, page_size=page_size)
 
-    def version(self, number: int, *, consistent_read: bool = False) -> Any:
+    def version(self, number: int, *, consistent_read: bool = False) -> Model:
         """Version ``number`` of this item, a history model instance.
 
         :raises DoesNotExist: (the history model's) there is no such version
@@ -337,7 +336,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def history(cls, hash_key: Any, range_key: Any = None, *, consistent_read: bool = False,
                 page_size: Optional[int] = None, last_evaluated_key: Optional[Dict[str, Any]] = None,
-                ) -> ResultIterator[Any]:
+                ) -> ResultIterator[Model]:
         """The versions of the item with this key, newest first; a paged iterator (``last_evaluated_key``)."""
         history = _config(cls).history
         return history.query(item_key(hash_key, range_key), scan_index_forward=False,

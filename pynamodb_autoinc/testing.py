@@ -19,6 +19,7 @@ from typing import Iterable, Optional, Type
 from pynamodb.models import Model
 
 from ._options import options_for
+from ._state import state
 from .counter import NextId, bind_counter
 from .strategies import _state
 
@@ -38,11 +39,21 @@ def create_counter_table(model: Optional[Type[Model]] = None, counter: Type[Next
     return bound
 
 
+def reset_state() -> None:
+    """Forget everything this process remembers about counters and tables: reserved blocks, the values it
+    last wrote, its places in gapless queues, the tables it has described.
+
+    A forked child starts this way; call it between tests that recreate tables or delete counters.
+    """
+    state.reset()
+    _state.reset()
+
+
 def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId,
                    keys: Optional[Iterable[str]] = None) -> int:
     """Delete counters (all of the table's, or ``keys``) so they start again; return how many.
 
-    Also forgets this process's reserved blocks and remembered counter values.
+    Also forgets everything this process remembers about counters (:func:`reset_state`).
     """
     bound = counter_for(model, counter)
     if keys is None:
@@ -52,5 +63,5 @@ def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = 
         hash_key, range_key = bound._item_key(key)
         bound._get_connection().delete_item(hash_key, range_key=range_key)
         removed += 1
-    _state.reset()
+    reset_state()
     return removed

@@ -88,7 +88,7 @@ class Stamped:
     """A user's mixin that overrides save()."""
 
     def save(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
-        self.stamp = "stamped"  # type: ignore[attr-defined]
+        self.stamp = "stamped"
         return super().save(*args, **kwargs)  # type: ignore[misc]
 
 
