@@ -36,7 +36,6 @@ from .counter import RESERVED_PREFIX
 from .exceptions import (
     AutoIncrementError,
     BulkSaveError,
-    ConditionFailedError,
     GlobalTableError,
     InvalidIdError,
     ItemExistsError,
@@ -53,10 +52,9 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-# The write in progress, for the library's before_save receiver: its claims so far, whether a
-# gapless claim must read its counter rather than trust this process's memory, and whether the put
-# carries PynamoDB's version condition.
-_pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool, bool]]] = contextvars.ContextVar(
+# The write in progress, for the library's before_save receiver: its claims so far, and whether a
+# gapless claim must read its counter rather than trust this process's memory.
+_pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextvars.ContextVar(
     "autoinc_pending", default=None)
 
 
@@ -85,13 +83,17 @@ class AutoIncrementMixin(_Base):
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Save the item; a new instance first gets its ID.
 
+        A new instance is saved as a new item: a version attribute it carries
+        (a copy of a stored item, its ID set back to None) is cleared, and the
+        item is stored with version 1.
+
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
         :raises ContentionError: the counter (or partition) race was lost too many times
         """
         opts = options_for(type(self))
         is_new = getattr(self, opts.attribute) is None
-        claims = _claim(self, opts, is_new, "save", versioned=add_version_condition)
+        claims = _claim(self, opts, is_new, "save")
         if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
@@ -169,8 +171,6 @@ class AutoIncrementMixin(_Base):
         anything is claimed or tracked.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
-        :raises ConditionFailedError: a new instance carries a version (see
-            :meth:`save`; nothing sent)
         :raises BulkSaveError: a transaction failed, or two items of the call
             share a key; ``saved`` and ``unsaved`` say which instances landed
             (new unsaved ones are left without IDs). Sharing a key raises
@@ -203,7 +203,7 @@ class AutoIncrementMixin(_Base):
         for item in explicit:
             _check_explicit(item, opts)
         for item in fresh:
-            _check_version(item)
+            _as_new(item)
         keys: Dict[Any, Model] = {}  # every key of the call, and whose it is
         for item in items:
             _distinct(cls, item, keys, items, [], new_ids)
@@ -255,14 +255,11 @@ class AutoIncrementMixin(_Base):
 
 
 def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,
-           *, fresh: bool = False, versioned: bool = True) -> List[Claim]:
-    """Send before_save; return the claim the library's receiver took (an empty list: none).
-
-    ``versioned``: the put carries PynamoDB's version condition (see :func:`_check_version`).
-    """
+           *, fresh: bool = False) -> List[Claim]:
+    """Send before_save; return the claim the library's receiver took (an empty list: none)."""
     claims: List[Claim] = list(pending or [])
     before = len(claims)
-    token = _pending.set((claims, fresh, versioned))
+    token = _pending.set((claims, fresh))
     try:
         before_save.send(type(instance), instance=instance, is_new=is_new, operation=operation)
     except BaseException:
@@ -304,9 +301,8 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     pending = _pending.get()
     if pending is None:
         return  # sent by hand, outside a save: nobody would own the claim
-    claims, fresh, versioned = pending
-    if versioned:
-        _check_version(instance)
+    claims, fresh = pending
+    _as_new(instance)
     claims.append(strategies.take(instance, opts, claims, fresh=fresh))
 
 
@@ -363,29 +359,21 @@ def _check_explicit(instance: Model, opts: Options) -> None:
         )
 
 
-def _check_version(instance: Model) -> None:
-    """Refuse a new instance whose version attribute says it was stored already, before anything is spent.
+def _as_new(instance: Model) -> None:
+    """Make a new instance's version attribute that of a new item: cleared, so it is stored with version 1.
 
-    A new instance is put under a key not stored yet; PynamoDB's version
-    condition (``version = N``, added for a version that is not None) can
-    never hold for it. This is PynamoDB's own rule (a copy saved under a new
-    key fails on its version too), so the version is not dropped silently:
-    a copy of a stored item saved as a new one (``c = copy.copy(doc);
-    c.id = None``) needs ``c.version = None`` (it is then stored with version
-    1), or ``save(add_version_condition=False)``.
-
-    :raises ConditionFailedError: the version attribute is not None
+    An instance whose auto-increment attribute is None is saved as a new
+    item, under a key not stored yet. A copy of a stored item (``c =
+    copy.copy(doc); c.id = None``) still carries the stored item's version,
+    and PynamoDB's version condition (``version = N``) could never hold for
+    a key that is not stored; PynamoDB's ``VersionAttribute`` cannot be set
+    back to None either. So the version is cleared when the ID is claimed:
+    the item is put with PynamoDB's condition for a new item (no version
+    yet) and stored with version 1, as any new instance is.
     """
     name = type(instance)._version_attribute_name
-    version = getattr(instance, name) if name else None
-    if version is not None:
-        opts = options_for(type(instance))
-        raise ConditionFailedError(
-            f"{type(instance).__name__}.{name} = {version!r} says this instance was stored already, but its "
-            f"{opts.attribute} is None, so it is saved as a new item, under a key that is not stored yet: "
-            f"PynamoDB's version condition ({name} = {version!r}) cannot hold for it. To save it as a new item "
-            f"set {name} = None (it is stored with version 1), or pass add_version_condition=False to save(); "
-            "nothing was written or spent")
+    if name and getattr(instance, name) is not None:
+        instance.attribute_values[name] = None
 
 
 def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
