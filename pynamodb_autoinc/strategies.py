@@ -38,6 +38,7 @@ import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
@@ -386,6 +387,9 @@ def partition_key(instance: Model, opts: Options) -> str:
             f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers {opts.attribute} "
             f"within each {model._hash_keyname}; set it before saving"
         )
+    attribute = model.get_attributes()[str(model._hash_keyname)]
+    if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
+        hash_value = format(Decimal(attribute.serialize(hash_value)).normalize(), "f")
     return f"{model.Meta.table_name}#{hash_value}"
 
 
@@ -395,7 +399,9 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     model = type(instance)
     hash_value = getattr(instance, str(model._hash_keyname))
     range_key = model._range_key_attribute()
-    within = range_key.between(opts.sequence.minimum, opts.sequence.maximum)
+    # the end bound in the key condition (one comparison: moto's BETWEEN mishandles 0); the start bound after
+    sequence = opts.sequence
+    within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
     try:
         last = next(iter(model.query(hash_value, range_key_condition=within, scan_index_forward=opts.step < 0,
                                      limit=1, consistent_read=True, attributes_to_get=[range_key.attr_name])),
@@ -403,7 +409,8 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     except PynamoDBException as exc:
         raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
-    return None if last is None else int(getattr(last, opts.attribute))
+    value = None if last is None else int(getattr(last, opts.attribute))
+    return value if value is not None and sequence.contains(value) else None
 
 
 def backoff_delay(base: float, attempt: int) -> float:

@@ -423,6 +423,52 @@ class SequenceMachine(RuleBasedStateMachine):
                 self.rows[key] = row
         self.counters = trial
 
+    @precondition(lambda self: self.config.layout != "attr" and not self.config.query)
+    @rule(where=st.integers(0, 3), count=st.integers(1, 3), kind=st.sampled_from(["collides", "apart", "twice"]),
+          pick=st.integers(0, 10**6), first=st.booleans())
+    def save_all_with_explicit(self, where: int, count: int, kind: str, pick: int, first: bool) -> None:
+        """save_all() of new instances and explicit IDs: an explicit ID equal to a value the call hands a new
+        instance ("collides"), or two explicit instances with one key ("twice", 1 and 1.0 being one number),
+        is refused and nothing of the call is stored; an explicit ID apart from them is stored with them."""
+        place = self.place(where)
+        news3 = [(item, place, pk) for item, pk in (self.new_item(place) for _ in range(count))]
+        trial, assigned, failure = self._plan_bulk(news3)
+        if failure is not None:
+            return  # the bounds or a stored item fail the call anyway: save_all covers those
+        planned = [assigned[id(item)] for item, _, _ in news3]
+        if kind == "collides":
+            key, row = planned[pick % len(planned)]
+            explicit = [self.instance_at(key, row.auto, None, self.note())]
+        else:
+            auto = self.auto_of(self.config.start + (40 + pick % 9) * self.config.step)
+            key = self.key_of(place, auto, None)
+            explicit = [self.instance_at(key, auto, None, self.note())]
+            if kind == "twice":
+                twin = float(place) if isinstance(place, int) else place  # 1 and 1.0: one DynamoDB number
+                explicit.append(self.instance_at(self.key_of(twin, auto, None), auto, None, self.note()))
+            if key in self.rows or any(k == key for k, _ in planned):
+                return
+        if kind == "collides" and key in self.rows:
+            return
+        items = [item for item, _, _ in news3]
+        items = explicit + items if first else items + explicit
+        exc = self.attempt(lambda: self.model.save_all(items))
+        if kind == "apart":
+            self.expect(exc, (), "save_all() of new instances and an explicit ID apart from them")
+            for (item, _, _), (new_key, row) in zip(news3, planned):
+                assert self.id_of(item) == row.auto, f"save_all() gave {self.id_of(item)!r}, the reference {row.auto!r}"
+                self.rows[new_key] = row
+            self.rows[key] = Row(self.id_of(explicit[0]), explicit[0].note, None, None)
+            self.counters = trial
+            return
+        what = f"save_all() with an explicit ID {'equal to a new one' if kind == 'collides' else 'given twice'}"
+        self.expect(exc, (BulkSaveError,), what)
+        assert isinstance(exc, BulkSaveError) and exc.saved == [], f"{what}: reports {exc} with saved instances"
+        assert isinstance(exc, ItemExistsError), f"{what}: {type(exc).__name__}, not ItemExistsError: {exc}"
+        self.unset([item for item, _, _ in news3], what)
+        if kind == "collides" and not self.config.gapless:
+            self.counters = trial  # fast mode: the values were reserved before the collision showed; spent
+
     def _plan_bulk(self, news: List[Tuple[Any, Any, Optional[str]]]) -> Tuple[
             Counters, Dict[int, Tuple[Hashable, Row]], Optional[Type[AutoIncrementError]]]:
         """What save_all() does with the new items: one request per counter key (fast), or one swap (gapless)."""
