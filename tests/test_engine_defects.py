@@ -9,7 +9,6 @@ the query strategy below its bounds.
 from __future__ import annotations
 
 import copy
-import threading
 from typing import Any, Callable, Dict, List
 
 import pytest

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 from dataclasses import dataclass, replace
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Tuple, Type
 
 import pytest
@@ -780,3 +781,39 @@ def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, re
         strategies._state.reset()
 
     check()
+
+
+# -- how DynamoDB stores what it was sent ---------------------------------------------------------
+
+_NUMBERS = st.decimals(min_value=-10**20, max_value=10**20, allow_nan=False, allow_infinity=False, places=3)
+
+
+def _as_sent(number: Any, draw: st.DrawFn) -> str:
+    """One of the ways a client may write ``number``: plain, with trailing zeros, or with an exponent."""
+    return draw(st.sampled_from([str(number), f"{number:.6f}", f"{number:E}" if number else "0E+2"]))
+
+
+@st.composite
+def stored_and_sent(draw: st.DrawFn) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """An item as DynamoDB stores it (numbers normalised, sets in any order) and as a client sent it."""
+    numbers = draw(st.lists(_NUMBERS, min_size=1, max_size=4, unique_by=lambda d: d.normalize()))
+    stored = {"n": {"N": str(numbers[0].normalize())},
+              "ns": {"NS": [str(n.normalize()) for n in numbers]},
+              "m": {"M": {"l": {"L": [{"N": str(n.normalize())} for n in numbers]}, "s": {"SS": ["a", "b"]}}}}
+    order = draw(st.permutations(range(len(numbers))))
+    sent = {"n": {"N": _as_sent(numbers[0], draw)},
+            "ns": {"NS": [_as_sent(numbers[i], draw) for i in order]},
+            "m": {"M": {"s": {"SS": ["b", "a"]}, "l": {"L": [{"N": _as_sent(n, draw)} for n in numbers]}}}}
+    return stored, sent
+
+
+@given(stored_and_sent())
+def test_a_landed_item_is_recognised_however_its_numbers_were_written(pair: Tuple[Dict[str, Any], ...]) -> None:
+    """The engine's check that a write landed (after a lost answer) sees the item DynamoDB stored, its numbers
+    normalised and its sets reordered, as the one it sent."""
+    from pynamodb_autoinc._engine import same_item
+
+    stored, sent = pair
+    assert same_item(stored, sent)
+    changed = dict(stored, n={"N": str(Decimal(stored["n"]["N"]) + 1)})
+    assert not same_item(changed, sent)
