@@ -47,7 +47,10 @@ Group commit within a process
     TransactWriteItems, its own item and those of the threads queued behind
     it, with one counter swap (:func:`joined`). A thread whose item fails
     (its key exists, its condition failed) gets its own error; the others
-    are sent again.
+    are sent again. Near the sequence's end bound the group saves the items
+    that fit; the others get :class:`~pynamodb_autoinc.SequenceExhaustedError`
+    and keep no ID. A failure that names no item (an item too large) sends
+    each item on its own, so that it fails alone.
 
 A time budget
     Lost races are retried for up to ``Meta.autoinc_timeout`` seconds (and at
