@@ -73,7 +73,10 @@ Group commit within a process
     TransactWriteItems, its own item and those of the threads queued behind
     it, with one counter swap (:func:`joined`). A thread whose item fails
     (its key exists, its condition failed) gets its own error; the others
-    are sent again.
+    are sent again. Near the sequence's end bound the group saves the items
+    that fit; the others get :class:`~pynamodb_autoinc.SequenceExhaustedError`
+    and keep no ID. A failure that names no item (an item too large) sends
+    each item on its own, so that it fails alone.
 
 A time budget
     Lost races are retried for up to ``Meta.autoinc_timeout`` seconds (and at
@@ -603,27 +606,36 @@ def joined(write: Write, commit: Callable[[Write], Dict[str, Any]]) -> Dict[str,
 
 
 def _lead(batch: List[_Member], commit: Callable[[Write], Dict[str, Any]]) -> None:
-    from ._engine import GroupWrite
+    from . import _engine
 
+    group: Optional[_engine.GroupWrite] = None
     try:
         if len(batch) == 1:
             batch[0].write.grouped = True
             batch[0].response = commit(batch[0].write)
         else:
-            group = GroupWrite([m.write for m in batch])
+            group = _engine.GroupWrite([m.write for m in batch])
             group.grouped = True
-            strategies.rechain(group.claims)
-            response = commit(group)
+            try:
+                with strategies.held(list(group.claims)):
+                    group.rechain()  # the members past the sequence's end bound are taken out
+                    response = commit(group)
+            except _engine.Split:  # a failure that names no item: each item on its own
+                for m in batch:
+                    if id(m.write) not in group.failures:
+                        try:
+                            m.response = commit(_engine.alone(m.write))
+                        except Exception as error:
+                            m.error = error
+                response = {}
             for m in batch:
-                failure = group.failures.get(id(m.write))
-                if failure is not None:
-                    m.error = failure
-                else:
-                    m.response = response
-    except BaseException as error:  # every member learns how the request ended
+                m.error = group.failures.get(id(m.write), m.error)
+                if m.error is None:
+                    m.response = m.response or response
+    except BaseException as error:  # every member learns how the request ended: its own error, if it has one
         for m in batch:
             if m.error is None:
-                m.error = error
+                m.error = group.failures.get(id(m.write), error) if group is not None else error
         if not isinstance(error, Exception):
             raise  # KeyboardInterrupt and the like stop the leader's thread too
     finally:

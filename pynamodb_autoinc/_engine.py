@@ -17,7 +17,8 @@ reading its answer are kept apart from sending it:
 from __future__ import annotations
 
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from decimal import Decimal
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -34,6 +35,7 @@ from .exceptions import (
     ContentionError,
     ItemExistsError,
     ItemWriteError,
+    SequenceExhaustedError,
     TransactionCanceledError,
     WriteOutcomeUnknownError,
     error_code,
@@ -136,6 +138,10 @@ class Write:
         token = self.token if self.token is not None else uuid.uuid4().hex
         return TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
 
+    def retake(self, current: Dict[ChainId, Any]) -> None:
+        """After a lost race, claim again from the counter values it showed (``current``, by chain)."""
+        strategies.retake(self.claims, current)
+
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         """Send one request of this write's through its connection."""
         return send(self.connection, operation, kwargs)
@@ -159,7 +165,7 @@ class Write:
         first_swap = first_put + len(self.puts) + len(self.updates)
         reasons += [None] * (first_swap + len(chains) - len(reasons))
         ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
-        if was_retried(exc) and any(getattr(reasons[i], "raw_item", None) == self.puts[i - first_put][ITEM]
+        if was_retried(exc) and any(same_item(getattr(reasons[i], "raw_item", None), self.puts[i - first_put][ITEM])
                                     for i in ours):
             return APPLIED  # our own write, applied before its answer was lost; the resend found it
         current: Dict[ChainId, Any] = {}
@@ -215,7 +221,7 @@ class Write:
                 "; it may be stored: read it before saving again, or the record may be stored twice",
                 exc,
             ) from read_error
-        if stored == self.puts[entry.index][ITEM]:
+        if same_item(stored, self.puts[entry.index][ITEM]):
             return APPLIED
         raise self.failure(exc, [], [])
 
@@ -279,11 +285,20 @@ class Write:
         return names
 
 
+class Split(AutoIncrementError):
+    """A group commit failed for a reason no item is named in: its members are sent one by one instead."""
+
+
 class GroupWrite(Write):
     """The lone gapless saves of several threads, sent as one transaction with one counter swap.
 
     An item that fails for a reason of its own is taken out, with its own
-    error in :attr:`failures`, and the rest are sent again.
+    error in :attr:`failures`, and the rest are sent again; so are the items
+    past the sequence's end bound, each with its own
+    :class:`~pynamodb_autoinc.SequenceExhaustedError`. A failure that names
+    no item (a ``ValidationException``: an item too large, say) raises
+    :class:`Split`: each item is then sent on its own (:func:`alone`), so
+    that an item that fails alone fails alone.
     """
 
     def __init__(self, members: List[Write]) -> None:
@@ -294,29 +309,80 @@ class GroupWrite(Write):
         self.failures: Dict[int, AutoIncrementError] = {}
         """The error of each member write that failed on its own, by ``id()`` of the member."""
 
+    def rechain(self) -> None:
+        """Make the members' claims, taken one by one, one chain from the value this process remembers."""
+        head = self.claims[0]
+        self.retake({head.chain: strategies.remembered(head)})
+
+    def retake(self, current: Dict[ChainId, Any]) -> None:
+        """Claim again from ``current``, one value after another; the members whose value would pass the
+        sequence's end bound fail with :class:`SequenceExhaustedError` and are taken out."""
+        head = self.claims[0]
+        try:
+            strategies.retake([head], current)
+        except SequenceExhaustedError as error:
+            self._drop(list(range(len(self.members))), _exhausted(error))
+            raise
+        for n in range(1, len(self.claims)):
+            claim, before = self.claims[n], self.claims[n - 1]
+            try:
+                claim.assign(claim.opts.sequence.following(claim.key, before.value))
+            except SequenceExhaustedError as error:
+                self._drop(list(range(n, len(self.members))), _exhausted(error))
+                break
+
     def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
                 current: Dict[ChainId, Any]) -> Any:
         if not blocking or any(i >= len(self.puts) for i in blocking):
             raise self.failure(exc, reasons, blocking)
         (chain, head, _), = self.chains()
-        kept = [i for i in range(len(self.members)) if i not in blocking]
-        for i in blocking:
+        expected = head.expected
+        first_put = len(self.checks) + len(self.deletes)
+        self._drop([i - first_put for i in blocking],
+                   lambda i, member: member.failure(exc, [reasons[first_put + i]], [0]))
+        if not self.members:
+            raise self.failures[next(iter(self.failures))]
+        return Resend({chain: current.get(chain, expected)})
+
+    def _drop(self, indexes: List[int], error: Callable[[int, Write], AutoIncrementError]) -> None:
+        """Take the members at ``indexes`` out, each with the error ``error(index, member)``; release their
+        claims."""
+        for i in indexes:
             member = self.members[i]
-            self.failures[id(member)] = member.failure(exc, [reasons[i]], [0])
+            self.failures[id(member)] = error(i, member)
             self.entries[i].claim.release()  # type: ignore[union-attr]
-        if not kept:
-            raise self.failures[id(self.members[0])]
+        kept = [i for i in range(len(self.members)) if i not in indexes]
         self.members = [self.members[i] for i in kept]
         self.puts = [m.puts[0] for m in self.members]
         self.entries = [Entry(self.entries[i].instance, self.entries[i].claim, n) for n, i in enumerate(kept)]
         self.claims = [e.claim for e in self.entries if e.claim is not None]
-        return Resend({chain: current.get(chain, head.expected)})
 
     def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
                 blocking: List[int]) -> AutoIncrementError:
         if not reasons or not blocking:
+            if len(self.members) > 1:
+                return Split("a group commit failed for a reason that names no item", exc)
             return self.members[0].failure(exc, [], [])
         return super().failure(exc, reasons, blocking)
+
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
+        for member in self.members[1:]:
+            self.failures[id(member)] = member.contention(exc, attempts, elapsed)
+        return self.members[0].contention(exc, attempts, elapsed)
+
+
+def _exhausted(error: SequenceExhaustedError) -> Callable[[int, Write], AutoIncrementError]:
+    """Each member's own copy of the error for a value past the end bound."""
+    return lambda i, member: SequenceExhaustedError(str(error), error.cause, last=error.last)
+
+
+def alone(write: Write) -> Write:
+    """A member of a split group commit, with a new claim, to be sent on its own."""
+    entry = write.entries[0]
+    claim = strategies.take(entry.instance, entry.claim.opts)  # type: ignore[union-attr]
+    single = Write(write.connection, write.puts, [Entry(entry.instance, claim, 0)], purpose=write.purpose)
+    single.grouped = True
+    return single
 
 
 def commit(write: Write) -> Dict[str, Any]:
@@ -336,7 +402,7 @@ def _commit(write: Write) -> Dict[str, Any]:
         with strategies.held(write.claims):
             queued = contest.start()
             if queued is not None:
-                strategies.retake(write.claims, queued)
+                write.retake(queued)
             while True:
                 operation, kwargs = write.request()
                 try:
@@ -349,7 +415,7 @@ def _commit(write: Write) -> Dict[str, Any]:
                         break
                     if not isinstance(outcome, Resend):
                         outcome = contest.lost(exc, outcome)
-                    strategies.retake(write.claims, outcome)
+                    write.retake(outcome)
             for claim in write.claims:
                 claim.commit()
             for _, _, last in write.chains():
@@ -389,6 +455,51 @@ def counter_value(claim: Claim, reason: CancellationReason) -> Any:
     if reason.raw_item is not None:
         claim.opts.counter.check_options(claim.key, reason.raw_item, claim.opts.sequence)
     return _contention.item_value(reason.raw_item, claim.opts.counter)
+
+
+def same_item(stored: Optional[Dict[str, Any]], sent: Optional[Dict[str, Any]]) -> bool:
+    """Whether ``stored`` (as DynamoDB answered it) is the item ``sent``: equal as DynamoDB stores values.
+
+    DynamoDB normalises numbers (``5.0`` is stored as ``5``, ``1e20`` as
+    ``100000000000000000000``) and answers sets in any order, so the two are
+    compared as numbers and sets, through maps and lists.
+    """
+    if stored is None or sent is None:
+        return stored is sent
+    return stored_form({"M": stored}) == stored_form({"M": sent})
+
+
+def stored_form(value: Any) -> Any:
+    """An attribute value in a form equal for every way of writing what DynamoDB stores the same."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    (kind, inner), = value.items()
+    if kind == "N":
+        return kind, _number(inner)
+    if kind == "NS":
+        return kind, frozenset(_number(n) for n in inner)
+    if kind == "SS":
+        return kind, frozenset(inner)
+    if kind == "B":
+        return kind, _binary(inner)
+    if kind == "BS":
+        return kind, frozenset(_binary(b) for b in inner)
+    if kind == "M":
+        return kind, tuple(sorted((name, stored_form(v)) for name, v in inner.items()))
+    if kind == "L":
+        return kind, tuple(stored_form(v) for v in inner)
+    return kind, inner
+
+
+def _number(text: Any) -> Any:
+    try:
+        return Decimal(str(text))
+    except ArithmeticError:
+        return text
+
+
+def _binary(value: Any) -> Any:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:

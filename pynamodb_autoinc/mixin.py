@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 from pynamodb.constants import PUT
 from pynamodb.expressions.condition import Condition
@@ -33,7 +33,15 @@ from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
-from .exceptions import AutoIncrementError, BulkSaveError, GlobalTableError, InvalidIdError, UnassignedIdError
+from .exceptions import (
+    AutoIncrementError,
+    BulkSaveError,
+    GlobalTableError,
+    InvalidIdError,
+    ItemExistsError,
+    SequenceExhaustedError,
+    UnassignedIdError,
+)
 from .signals import before_save, send_after_save
 from .strategies import Claim
 
@@ -81,6 +89,10 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Save the item; a new instance first gets its ID.
+
+        A new instance is saved as a new item: a version attribute it carries
+        (a copy of a stored item, its ID set back to None) is cleared, and the
+        item is stored with version 1.
 
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
@@ -159,14 +171,31 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         cannot carry the condition that keeps a new item from overwriting an
         existing one.
 
-        :raises BulkSaveError: a transaction failed; ``saved`` and ``unsaved``
-            say which instances landed (new unsaved ones are left without IDs)
+        Within one call every item has a key of its own: an instance given
+        twice, two explicit IDs with the same key, or an explicit ID equal to
+        a value the call hands a new instance is refused before it is sent
+        (an explicit ID is an ordinary put, which would overwrite the new
+        item). Explicit IDs are checked as ``save()`` checks them, before
+        anything is claimed or tracked.
+
+        :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
+        :raises BulkSaveError: a transaction failed, or two items of the call
+            share a key; ``saved`` and ``unsaved`` say which instances landed
+            (new unsaved ones are left without IDs). Sharing a key raises
+            :class:`BulkItemExistsError`, a sequence with too few values left
+            :class:`BulkSequenceExhaustedError`
         """
         items = list(instances)
         opts = options_for(cls)
+        given: Dict[int, Model] = {}
         for item in items:
             if not isinstance(item, cls):
                 raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}")
+            if id(item) in given:
+                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
+                                  f"instance ({_engine.describe(item)}) was given twice; pass each instance "
+                                  "once. Nothing was sent or spent", items)
+            given[id(item)] = item
         if len(items) > 1 and any(getattr(item, opts.attribute) is None for item in items):
             regions.effective(opts)  # the global-table check, before anything is claimed
             if regions.strong(opts):
@@ -176,40 +205,52 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         is_new = [getattr(item, opts.attribute) is None for item in items]
         for item, new in zip(items, is_new):
             before_save.send(type(item), instance=item, is_new=new, operation="bulk")
+        explicit = [item for item in items if getattr(item, opts.attribute) is not None]
         fresh = [item for item in items if getattr(item, opts.attribute) is None]
+        new_ids = {id(item) for item in fresh}
+        for item in explicit:
+            _check_explicit(item, opts)
+        for item in fresh:
+            _as_new(item)
+        keys: Dict[Any, Model] = {}  # every key of the call, and whose it is
+        for item in items:
+            _distinct(cls, item, keys, items, [], new_ids)
         if opts.track_explicit:
-            strategies.track([item for item in items if getattr(item, opts.attribute) is not None], opts)
+            strategies.track(explicit, opts)
         if opts.strategy == "query":
             # no counter to batch: each item in turn, its number read from its partition just before its put
             chunks = [(getattr(item, opts.attribute) is None, [item]) for item in items]
         else:
-            chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(
-                [item for item in items if getattr(item, opts.attribute) is not None], TRANSACTION_LIMIT)]
+            chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
         saved: List[Model] = []
         claims: List[Claim] = []
         try:
             with strategies.held(claims):
                 if not opts.gapless and fresh:
                     claims.extend(strategies.take_spent(fresh, opts))
+                    for taken in claims:  # every value is known: check them all before anything is sent
+                        _distinct(cls, taken.instance, keys, items, saved, new_ids)
                 spent = {id(c.instance): c for c in claims}
                 for claiming, chunk in chunks:
                     entries: List[Entry] = []
                     for index, item in enumerate(chunk):
                         claim = spent.get(id(item))
                         if claiming and claim is None:
-                            claim = strategies.take(item, opts, [e.claim for e in entries if e.claim])
+                            claim = _take(item, opts, [e.claim for e in entries if e.claim], fresh, saved)
                             claims.append(claim)
+                            _distinct(cls, item, keys, items, saved, new_ids)
                         entries.append(Entry(item, claim, index))
                     puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
                             for e in entries]
                     _engine.commit(Write(regions.write_connection(cls), puts, entries, purpose="bulk"))
                     saved.extend(chunk)
         except AutoIncrementError as exc:
-            unsaved = [item for item in items if not any(item is s for s in saved)]
-            error = BulkSaveError(f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
-                                  exc.cause, cancellation_reasons=exc.cancellation_reasons)
-            error.saved, error.unsaved = saved, unsaved
-            raise error from exc
+            if isinstance(exc, BulkSaveError):
+                raise
+            kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
+                    else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
+            raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}", items,
+                              saved, exc) from exc
         finally:
             for item, new_item in zip(items, is_new):
                 if any(item is s for s in saved):
@@ -236,17 +277,13 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
     finally:
         _pending.reset(token)
     taken = claims[before:]
-    value = getattr(instance, opts.attribute)
-    if value is None:
+    if getattr(instance, opts.attribute) is None:
         raise UnassignedIdError(
             f"{type(instance).__name__}.{opts.attribute} is still None after before_save: the library's "
             "receiver did not run (is the signal muted, or assign_id disconnected?)"
         )
-    if not taken and not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
-        raise InvalidIdError(
-            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
-            "or leave it None to have the next value assigned"
-        )
+    if not taken:
+        _check_explicit(instance, opts)
     if not taken and opts.track_explicit:
         strategies.track([instance], opts)
     return taken
@@ -273,6 +310,7 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     if pending is None:
         return  # sent by hand, outside a save: nobody would own the claim
     claims, fresh = pending
+    _as_new(instance)
     claims.append(strategies.take(instance, opts, claims, fresh=fresh))
 
 
@@ -293,6 +331,113 @@ def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
 
 def _split(items: List[Model], size: int) -> List[List[Model]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class BulkItemExistsError(BulkSaveError, ItemExistsError):
+    """``save_all()`` was given two items with the same key (an explicit ID equal to another explicit one, or
+    to a value the call hands a new instance); nothing of the transaction holding them was sent."""
+
+
+class BulkSequenceExhaustedError(BulkSaveError, SequenceExhaustedError):
+    """``save_all()`` asked a sequence for more values than are left before its end bound; nothing was spent
+    for them."""
+
+
+def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], saved: Sequence[Model] = (),
+                exc: Optional[AutoIncrementError] = None) -> BulkSaveError:
+    """A ``save_all()`` error of class ``kind``; ``saved`` landed, the rest of ``items`` did not."""
+    extra: Dict[str, Any] = {"last": exc.last} if isinstance(exc, SequenceExhaustedError) else {}
+    error = kind(message, exc.cause if exc is not None else None,
+                 cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
+    error.saved = list(saved)
+    error.unsaved = [item for item in items if not any(item is s for s in saved)]
+    return error
+
+
+def _check_explicit(instance: Model, opts: Options) -> None:
+    """Refuse an ID set by hand that the auto-increment attribute cannot hold (``save()`` and ``save_all()``).
+
+    :raises InvalidIdError: it is not an integer (a bool is not one either)
+    """
+    value = getattr(instance, opts.attribute)
+    if not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidIdError(
+            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
+            "or leave it None to have the next value assigned"
+        )
+
+
+def _as_new(instance: Model) -> None:
+    """Make a new instance's version attribute that of a new item: cleared, so it is stored with version 1.
+
+    An instance whose auto-increment attribute is None is saved as a new
+    item, under a key not stored yet. A copy of a stored item (``c =
+    copy.copy(doc); c.id = None``) still carries the stored item's version,
+    and PynamoDB's version condition (``version = N``) could never hold for
+    a key that is not stored; PynamoDB's ``VersionAttribute`` cannot be set
+    back to None either. So the version is cleared when the ID is claimed:
+    the item is put with PynamoDB's condition for a new item (no version
+    yet) and stored with version 1, as any new instance is.
+    """
+    name = type(instance)._version_attribute_name
+    if name and getattr(instance, name) is not None:
+        instance.attribute_values[name] = None
+
+
+def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
+    """``save_all()``'s claim for a new item in a chunk; a sequence with too few values left says how many."""
+    try:
+        return strategies.take(item, opts, pending)
+    except SequenceExhaustedError as exc:
+        period = opts.current_period()
+        key = opts.counter_key(item, period) if opts.strategy != "query" else strategies.partition_key(item, opts)
+        same = [f for f in fresh if not any(f is s for s in saved)
+                and (opts.counter_key(f, period) if opts.strategy != "query"
+                     else strategies.partition_key(f, opts)) == key]
+        if len(same) <= 1 or len(pending) >= opts.sequence.size:
+            raise
+        # the chunk's claims on the key so far fit; the one refused, and those after it, do not
+        left = len([c for c in pending if c.key == key])
+        raise strategies.too_few(opts, key, len(same), left, exc) from exc
+
+
+def _key(item: Model) -> Optional[Tuple[Any, ...]]:
+    """The item's key as DynamoDB compares keys (numbers by value), or None while a key attribute is None."""
+    model = type(item)
+    parts = []
+    for name in (model._hash_keyname, model._range_keyname):
+        if name is None:
+            continue
+        value = getattr(item, name)
+        if value is None:
+            return None
+        attribute = model.get_attributes()[name]
+        parts.append(_engine.stored_form({attribute.attr_type: attribute.serialize(value)}))
+    return tuple(parts)
+
+
+def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model],
+              saved: List[Model], new: Set[int]) -> None:
+    """Record ``item``'s key; refuse it if another item of the same ``save_all()`` has it.
+
+    :raises BulkItemExistsError: the key is another item's (nothing of the transaction holding it was sent)
+    """
+    key = _key(item)
+    if key is None:
+        return
+    other = keys.setdefault(key, item)
+    if other is item:
+        return
+    opts = options_for(cls)
+    named = [i for i in (other, item) if id(i) not in new]  # the explicit one(s)
+    what = (f"the explicit {_engine.describe(named[0])} has the key that a new instance of the same call was "
+            "given (an explicit ID is an ordinary put and would overwrite it); save it on its own, raise the "
+            f"counter past it first ({opts.counter.__name__}.setval), or set Meta.autoinc_track_explicit"
+            if len(named) == 1 else
+            f"{_engine.describe(other)} and {_engine.describe(item)} have the same key and one would overwrite "
+            "the other; save each key once")
+    raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                      f"{what}. Nothing of the transaction holding it was sent", items, saved)
 
 
 class _BatchWrite(BatchWrite[_T]):

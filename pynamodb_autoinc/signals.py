@@ -10,8 +10,12 @@ are called with ``sender`` (the model class) and these keywords:
     the save started, i.e. the save will allocate an ID;
 ``operation``
     how the instance is being written: ``"save"`` (``Model.save()``),
-    ``"transaction"`` (``TransactWrite.save()``) or ``"batch"``
-    (``Model.batch_write()``).
+    ``"transaction"`` (``TransactWrite.save()``), ``"bulk"``
+    (``Model.save_all()``) or ``"batch"`` (``Model.batch_write()``). With
+    ``"bulk"``, :data:`before_save` is sent for every instance before any ID
+    is claimed (``save_all()`` claims the IDs of the whole call at once), so
+    a new instance's ID is still ``None`` in its receivers; :data:`after_save`
+    is sent for each instance that was stored.
 
 Connect with a sender to hear one model only::
 

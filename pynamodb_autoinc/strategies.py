@@ -38,6 +38,7 @@ import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
@@ -46,7 +47,14 @@ from pynamodb.models import Model
 from . import regions
 from ._options import Options
 from .counter import SET_BY_HAND
-from .exceptions import ContentionError, CounterError, UnassignedIdError, WriteOutcomeUnknownError, error_code
+from .exceptions import (
+    ContentionError,
+    CounterError,
+    SequenceExhaustedError,
+    UnassignedIdError,
+    WriteOutcomeUnknownError,
+    error_code,
+)
 
 _UNKNOWN: Any = object()  # "the counter's value is not known here"
 
@@ -212,11 +220,27 @@ def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
     for key in groups:
         regions.check_region_counter(opts, key)  # before anything is reserved
     for key, group in groups.items():
-        for instance, value in zip(group, _reserve(opts, key, len(group), partial=False)):
+        try:
+            values = _reserve(opts, key, len(group), partial=False)
+        except SequenceExhaustedError as exc:
+            if len(group) > opts.sequence.size:
+                raise  # more than the whole sequence holds
+            raise too_few(opts, key, len(group), opts.sequence.remaining(exc.last), exc) from exc
+        for instance, value in zip(group, values):
             claim = Claim(instance, opts, "counter", key, period)
             claim.assign(value)
             claims.append(claim)
     return claims
+
+
+def too_few(opts: Options, key: str, asked: int, left: int, exc: SequenceExhaustedError) -> SequenceExhaustedError:
+    """The error for ``save_all()`` asking sequence ``key`` for ``asked`` values when only ``left`` are left."""
+    seq = opts.sequence
+    bound = "maximum (Meta.autoinc_max)" if seq.step > 0 else "minimum (Meta.autoinc_min)"
+    return SequenceExhaustedError(
+        f"save_all() asked for {asked} values of sequence {key!r}; only {left} {'is' if left == 1 else 'are'} "
+        f"left before its {bound} {seq.end}; nothing was spent for them. Save at most {left} new instances "
+        "at once, or move the bound (then `pynamodb-autoinc alter`)", exc.cause, last=exc.last)
 
 
 def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
@@ -238,6 +262,11 @@ def rechain(claims: Sequence[Claim]) -> None:
     """Make claims taken one by one (by threads of this process) one chain, from the value remembered."""
     if claims:
         retake(claims, {claims[0].chain: _remembered(claims[0])})
+
+
+def remembered(claim: Claim) -> Any:
+    """The value this process last wrote to a swap claim's counter, or unknown."""
+    return _remembered(claim)
 
 
 def _remembered(claim: Claim) -> Any:
@@ -365,20 +394,30 @@ def partition_key(instance: Model, opts: Options) -> str:
             f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers {opts.attribute} "
             f"within each {model._hash_keyname}; set it before saving"
         )
+    attribute = model.get_attributes()[str(model._hash_keyname)]
+    if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
+        hash_value = format(Decimal(attribute.serialize(hash_value)).normalize(), "f")
     return f"{model.Meta.table_name}#{hash_value}"
 
 
 def _query_last(instance: Model, opts: Options) -> Optional[int]:
-    """The last value of the instance's partition: its largest range key (smallest, going down)."""
+    """The last value of the instance's partition: its largest range key (smallest, going down) within the
+    sequence's bounds; keys outside them (stored before the bounds were set) are not the sequence's."""
     model = type(instance)
     hash_value = getattr(instance, str(model._hash_keyname))
+    range_key = model._range_key_attribute()
+    # the end bound in the key condition (one comparison: moto's BETWEEN mishandles 0); the start bound after
+    sequence = opts.sequence
+    within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
     try:
-        last = next(iter(model.query(hash_value, scan_index_forward=opts.step < 0, limit=1, consistent_read=True,
-                                     attributes_to_get=[model._range_key_attribute().attr_name])), None)
+        last = next(iter(model.query(hash_value, range_key_condition=within, scan_index_forward=opts.step < 0,
+                                     limit=1, consistent_read=True, attributes_to_get=[range_key.attr_name])),
+                    None)
     except PynamoDBException as exc:
         raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
-    return None if last is None else int(getattr(last, opts.attribute))
+    value = None if last is None else int(getattr(last, opts.attribute))
+    return value if value is not None and sequence.contains(value) else None
 
 
 def backoff_delay(base: float, attempt: int) -> float:

@@ -97,8 +97,9 @@ class Sequence:
         return values
 
     def query_next(self, stored: Iterable[int]) -> int:
-        """The query strategy's next range key for a partition that holds ``stored``."""
-        values = list(stored)
+        """The query strategy's next range key for a partition that holds ``stored``; keys outside the bounds
+        (stored before the bounds were set) are not the sequence's."""
+        values = [v for v in stored if self.minimum <= v <= self.maximum]
         last = None if not values else max(values) if self.step > 0 else min(values)
         return self.following(last)
 
