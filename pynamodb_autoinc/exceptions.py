@@ -199,9 +199,21 @@ class VersionConflictError(HistoryWriteError):
         self.attempted, self.current = attempted, current
 
 
+class BulkItemExistsError(BulkSaveError, ItemExistsError):
+    """``save_all()`` was given two items with the same key (an explicit ID equal to another explicit one, or
+    to a value the call hands a new instance); nothing of the transaction holding them was sent."""
+
+
+class BulkSequenceExhaustedError(BulkSaveError, SequenceExhaustedError):
+    """``save_all()`` asked a sequence for more values than are left before its end bound; nothing was spent
+    for them."""
+
+
 __all__ = [
     "AutoIncrementError",
+    "BulkItemExistsError",
     "BulkSaveError",
+    "BulkSequenceExhaustedError",
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",

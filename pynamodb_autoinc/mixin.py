@@ -35,7 +35,9 @@ from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import (
     AutoIncrementError,
+    BulkItemExistsError,
     BulkSaveError,
+    BulkSequenceExhaustedError,
     GlobalTableError,
     InvalidIdError,
     ItemExistsError,
@@ -331,16 +333,6 @@ def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
 
 def _split(items: List[Model], size: int) -> List[List[Model]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-class BulkItemExistsError(BulkSaveError, ItemExistsError):
-    """``save_all()`` was given two items with the same key (an explicit ID equal to another explicit one, or
-    to a value the call hands a new instance); nothing of the transaction holding them was sent."""
-
-
-class BulkSequenceExhaustedError(BulkSaveError, SequenceExhaustedError):
-    """``save_all()`` asked a sequence for more values than are left before its end bound; nothing was spent
-    for them."""
 
 
 def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], saved: Sequence[Model] = (),

@@ -15,7 +15,7 @@ import pytest
 from pynamodb.attributes import NumberAttribute, NumberSetAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import (
+from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ConditionFailedError,
     InvalidIdError,
@@ -194,7 +194,7 @@ def test_versioned_copy_is_saved_as_a_new_item(make_model):
 @pytest.mark.modes("fast", "gapless")
 def test_versioned_copy_in_a_transaction_is_saved_as_a_new_item(make_model):
     """TransactWrite.save() of a versioned copy with its ID cleared stores it as a new item, version 1."""
-    from pynamodb.transactions import TransactWrite
+    from pynamodb_autoinc import TransactWrite
 
     Doc = make_model("Doc", version=VersionAttribute(null=True))
     Doc().save()
