@@ -22,7 +22,12 @@ MAX_WAIT = 1.0
 class Clock:
     """The time as the library reads it, and how it sleeps (the simulation swaps in a virtual one)."""
 
+    def now(self) -> float:
+        """Seconds since the epoch: what queue turns are written in."""
+        return time.time()
+
     def monotonic(self) -> float:
+        """Seconds, for measuring how long a write has tried."""
         return time.monotonic()
 
     def sleep(self, seconds: float) -> None:

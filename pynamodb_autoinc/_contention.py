@@ -67,17 +67,6 @@ A queue between processes
     show nothing of the queue are retried at most :data:`BLIND_LIMIT` times
     before a new ticket, whose answer always shows it.
 
-Group commit within a process
-    Threads of one process saving gapless items on one counter do not race
-    each other: the first becomes the leader and sends, in one
-    TransactWriteItems, its own item and those of the threads queued behind
-    it, with one counter swap (:func:`joined`). A thread whose item fails
-    (its key exists, its condition failed) gets its own error; the others
-    are sent again. Near the sequence's end bound the group saves the items
-    that fit; the others get :class:`~pynamodb_autoinc.SequenceExhaustedError`
-    and keep no ID. A failure that names no item (an item too large) sends
-    each item on its own, so that it fails alone.
-
 A time budget
     Lost races are retried for up to ``Meta.autoinc_timeout`` seconds (and at
     most ``Meta.autoinc_retries`` times, when set), as PostgreSQL's
@@ -88,20 +77,17 @@ A time budget
 from __future__ import annotations
 
 import contextlib
-import os
 import random
-import threading
-import time
 import uuid
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
 
-from . import strategies
+from . import _budget, _state
 from .counter import _pace_name
-from .exceptions import AutoIncrementError
+from .exceptions import CONFLICT, AutoIncrementError, reasons_of
 from .strategies import _UNKNOWN, ChainId, Claim
 
 if TYPE_CHECKING:
@@ -136,32 +122,6 @@ SLOW_TURN_LIMIT = 2.0
 #: holder tries before it takes a new ticket, whose answer always shows the queue.
 BLIND_LIMIT = 3
 
-#: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
-GROUP_LIMIT = 25
-
-#: The most bytes of items one group commit sends (TransactWriteItems takes 4 MB).
-GROUP_BYTES = 2_000_000
-
-
-class Clock:
-    """The time the engine reads and sleeps by; the simulation replaces it with a virtual one."""
-
-    def now(self) -> float:
-        """Seconds since the epoch: what turns are written in."""
-        return time.time()
-
-    def monotonic(self) -> float:
-        """Seconds, for measuring how long a save has tried."""
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-clock = Clock()
-"""The engine's clock (see :class:`Clock`)."""
-
-
 class _Standing:
     """A standing ticket this process holds on a counter, taken by the swap of its last save."""
 
@@ -180,8 +140,6 @@ class _Process:
 
     def __init__(self) -> None:
         self.forget()
-        self.groups: Dict[Tuple[Any, ...], _Group] = {}
-        self.groups_guard = threading.Lock()
 
     def forget(self) -> None:
         """Forget every counter's queue: round trips, busy queues, standing tickets and their names."""
@@ -251,28 +209,23 @@ class _Process:
         return self.round_trip * random.uniform(1.0, 1.3)
 
 
-_process = _Process()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: _process.__init__())  # type: ignore[misc]
-
-
-def reset() -> None:
-    """Forget this process's queue state on every counter (the counters were deleted, or a fork)."""
-    _process.forget()
+def _queue() -> _Process:
+    """This process's queue state (a part of :mod:`pynamodb_autoinc._state`)."""
+    return _state.state.part("queue", _Process)
 
 
 def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip, and
     every request of a queued save counts towards the process's pace."""
-    began = clock.monotonic()
+    began = _budget.clock.monotonic()
     try:
         return write.send(operation, kwargs)
     finally:
-        seconds = clock.monotonic() - began
+        seconds = _budget.clock.monotonic() - began
         if operation == "TransactWriteItems":
-            _process.observe(seconds)
+            _queue().observe(seconds)
         if write.queue:
-            _process.observe_request(seconds)
+            _queue().observe_request(seconds)
 
 
 def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
@@ -284,7 +237,7 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
     if pace is not None:
         return min(TURN + 4 * pace / 1000, SLOW_TURN_LIMIT)
     if owner is not None:
-        return min(max(STANDING_TURN, 4 * _process.round_trip), TURN)
+        return min(max(STANDING_TURN, 4 * _queue().round_trip), TURN)
     return TURN
 
 
@@ -293,7 +246,7 @@ class Contest:
 
     def __init__(self, write: Write) -> None:
         self.write = write
-        self.began = clock.monotonic()
+        self.began = _budget.clock.monotonic()
         self.losses = 0
         self.ticket = None
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
@@ -311,17 +264,17 @@ class Contest:
         self.hot = False
         if self.chain is not None and write.grouped:
             self.place = (self.chain, id(write.connection))
-            write.standing = _process.standing_name(self.place)
-            self.hot = self.began - _process.last_end.get(self.place, self.began - HOT) < HOT
+            write.standing = _queue().standing_name(self.place)
+            self.hot = self.began - _queue().last_end.get(self.place, self.began - HOT) < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
         """Before the first send: come back on a standing ticket, or take a ticket if the queue was busy a
         moment ago (the values to claim from)."""
         if self.place is not None:
-            held = _process.standing.pop(self.place, None)
+            held = _queue().standing.pop(self.place, None)
             if held is not None:
                 return self._come_back(held)
-        if self.chain is None or clock.monotonic() - _process.busy.get(self.chain, -BUSY) >= BUSY:
+        if self.chain is None or _budget.clock.monotonic() - _queue().busy.get(self.chain, -BUSY) >= BUSY:
             return None
         return self._queue()
 
@@ -330,21 +283,21 @@ class Contest:
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
-        wait = self._until(held.behind) - (clock.monotonic() - held.at)
+        wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
         if wait > 0:
-            clock.sleep(min(wait, TURN))
+            _budget.clock.sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
         """After the write was applied: remember when, and the standing ticket its swap took."""
         if self.place is None:
             return
-        now = clock.monotonic()
-        _process.last_end[self.place] = now
+        now = _budget.clock.monotonic()
+        _queue().last_end[self.place] = now
         last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
-        _process.saw(self.place[0], last.value, last.opts.step, now - _process.round_trip / 2)
+        _queue().saw(self.place[0], last.value, last.opts.step, now - _queue().round_trip / 2)
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            _process.standing[self.place] = _Standing(last.value, self.behind, now)
+            _queue().standing[self.place] = _Standing(last.value, self.behind, now)
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
         """After a lost race: wait as the queue asks, and return the counter values to claim from.
@@ -354,7 +307,7 @@ class Contest:
         self.losses += 1
         self.check(exc)
         if self.chain is None:
-            clock.sleep(strategies.backoff_delay(self.write.claims[0].opts.backoff, self.losses))
+            _budget.clock.sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):
@@ -374,7 +327,7 @@ class Contest:
             self.blind += 1
             if self.blind >= BLIND_LIMIT:
                 return self._queue()
-            clock.sleep(max(_process.round_trip, 0.001) * random.uniform(0.5, 1.0))
+            _budget.clock.sleep(max(_queue().round_trip, 0.001) * random.uniform(0.5, 1.0))
             return {}
         self.write.by_standing = False
         mine = _number(item, self.write.standing or "")
@@ -389,12 +342,12 @@ class Contest:
         head = self._head()
         self.write.by_standing = False
         self.blind = 0
-        pace = round(_process.pace * 1000) if self.write.standing is not None and _process.slow() else None
+        pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
             item = timed(self.write, UPDATE_ITEM, head.opts.counter.ticket_kwargs(
                 head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
-            clock.sleep(strategies.backoff_delay(head.opts.backoff, self.losses))
+            _budget.clock.sleep(head.opts.budget.wait(self.losses))
             return {}
         self.ticket = _number(item, "NextTicket")
         self.waited = None
@@ -404,13 +357,13 @@ class Contest:
         """Sleep until about the ticket's turn; return the value the counter should hold by then."""
         assert self.chain is not None and self.ticket is not None
         head = self._head()
-        _process.busy[self.chain] = clock.monotonic()
+        _queue().busy[self.chain] = _budget.clock.monotonic()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is _UNKNOWN:  # the answer did not show the queue: the next refusal will
             self.blind += 1
             return self._queue() if self.blind >= BLIND_LIMIT else {}
         self.blind = 0
-        _process.saw(self.chain, value, head.opts.step, clock.monotonic() - _process.round_trip / 2)
+        _queue().saw(self.chain, value, head.opts.step, _budget.clock.monotonic() - _queue().round_trip / 2)
         ahead = self.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.ticket = None
@@ -420,14 +373,14 @@ class Contest:
         self.write.requeue = self._keeps_place(self.behind)
         if ahead == 0:
             return {self.chain: value}
-        now = clock.monotonic()
+        now = _budget.clock.monotonic()
         owner = _standing_owner(item, served)
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        clock.sleep(min(max(self._until(ahead), _process.interval(self.chain) / 2), TURN))
+        _budget.clock.sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -440,13 +393,13 @@ class Contest:
         than late: a swap sent too early costs one refused request, a counter left idle costs every
         waiter."""
         assert self.chain is not None
-        return writers * _process.interval(self.chain) * random.uniform(0.95, 1.1) - _process.round_trip / 2
+        return writers * _queue().interval(self.chain) * random.uniform(0.95, 1.1) - _queue().round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
         behind it, and its requests are not slow (a slow writer's standing ticket would only be passed over;
         its ticket requests declare its pace instead)."""
-        return self.hot and behind > 0 and not _process.slow()
+        return self.hot and behind > 0 and not _queue().slow()
 
     def _gone(self) -> Dict[ChainId, Any]:
         """A swap was refused and the answer showed no counter item: the counter was deleted (reset), and
@@ -483,7 +436,7 @@ class Contest:
         opts = self.write.claims[0].opts if self.write.claims else None
         if opts is None or not self.write.retry or spent(opts, self.losses, self.began):
             self.give_back()
-            raise self.write.contention(exc, self.losses, clock.monotonic() - self.began) from exc
+            raise self.write.contention(exc, self.losses, _budget.clock.monotonic() - self.began) from exc
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
@@ -509,16 +462,12 @@ class Contest:
 
 
 def spent(opts: Options, losses: int, began: float) -> bool:
-    """Whether a request that lost ``losses`` races since ``began`` (monotonic) has used up its model's
-    budget: ``Meta.autoinc_retries`` tries, or ``Meta.autoinc_timeout`` seconds."""
-    return (opts.retries is not None and losses > opts.retries) or (
-        opts.timeout is not None and clock.monotonic() - began >= opts.timeout)
+    """Whether a write that lost ``losses`` races since ``began`` has used up its model's budget."""
+    return opts.budget.spent(losses, began)
 
 
 def _conflict(exc: Exception) -> bool:
     """Whether a refused write was refused for a concurrent write (which shows no item), not a condition."""
-    from ._engine import CONFLICT, reasons_of
-
     reasons = [r for r in reasons_of(exc) if r is not None]
     return not reasons or any(r.code == CONFLICT for r in reasons)
 
@@ -546,98 +495,3 @@ def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
         return counter._integer("", raw["N"])
     except (AutoIncrementError, KeyError):
         return _UNKNOWN
-
-
-# -- group commit --------------------------------------------------------------
-
-class _Member:
-    """A thread's write waiting in a group."""
-
-    def __init__(self, write: Write) -> None:
-        self.write = write
-        self.done = False
-        self.response: Dict[str, Any] = {}
-        self.error: Optional[BaseException] = None
-
-
-class _Group:
-    def __init__(self) -> None:
-        self.lead = threading.Lock()  # held by the thread sending the group's request
-        self.guard = threading.Lock()  # guards the queue
-        self.queue: List[_Member] = []
-
-
-def joins_group(write: Write) -> bool:
-    """Whether ``write`` is a lone gapless save that threads of this process may send together."""
-    if write.purpose != "save" or not write.retry or write.token is not None or len(write.entries) != 1:
-        return False
-    claim = write.entries[0].claim
-    return (claim is not None and claim.kind == "swap"
-            and claim.opts.attribute == type(claim.instance)._hash_keyname)
-
-
-def joined(write: Write, commit: Callable[[Write], Dict[str, Any]]) -> Dict[str, Any]:
-    """Commit ``write`` together with the same counter's writes of other threads of this process."""
-    claim = write.claims[0]
-    process = _process
-    with process.groups_guard:
-        group = process.groups.setdefault((claim.chain, id(write.connection)), _Group())
-    member = _Member(write)
-    with group.guard:
-        group.queue.append(member)
-    while not member.done:
-        with group.lead:
-            if member.done:
-                break
-            with group.guard:
-                batch: List[_Member] = []
-                size = 0
-                for other in list(group.queue):
-                    bytes_ = len(repr(other.write.puts[0]))
-                    if other is member or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
-                        batch.append(other)
-                        size += bytes_
-                        group.queue.remove(other)
-                batch.sort(key=lambda m: m is not member)  # the leader's own write first
-            _lead(batch, commit)
-    if member.error is not None:
-        raise member.error
-    return member.response
-
-
-def _lead(batch: List[_Member], commit: Callable[[Write], Dict[str, Any]]) -> None:
-    from . import _engine
-
-    group: Optional[_engine.GroupWrite] = None
-    try:
-        if len(batch) == 1:
-            batch[0].write.grouped = True
-            batch[0].response = commit(batch[0].write)
-        else:
-            group = _engine.GroupWrite([m.write for m in batch])
-            group.grouped = True
-            try:
-                with strategies.held(list(group.claims)):
-                    group.rechain()  # the members past the sequence's end bound are taken out
-                    response = commit(group)
-            except _engine.Split:  # a failure that names no item: each item on its own
-                for m in batch:
-                    if id(m.write) not in group.failures:
-                        try:
-                            m.response = commit(_engine.alone(m.write))
-                        except Exception as error:
-                            m.error = error
-                response = {}
-            for m in batch:
-                m.error = group.failures.get(id(m.write), m.error)
-                if m.error is None:
-                    m.response = m.response or response
-    except BaseException as error:  # every member learns how the request ended: its own error, if it has one
-        for m in batch:
-            if m.error is None:
-                m.error = group.failures.get(id(m.write), error) if group is not None else error
-        if not isinstance(error, Exception):
-            raise  # KeyboardInterrupt and the like stop the leader's thread too
-    finally:
-        for m in batch:
-            m.done = True

@@ -30,6 +30,8 @@ from pynamodb.models import Model
 from . import _contention, strategies
 from ._options import options_for
 from .exceptions import (
+    CONDITION_FAILED,
+    CONFLICT,
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
@@ -40,12 +42,10 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     error_code,
     error_responses,
+    reasons_of,
 )
 from .regions import REPLICATED_WRITE_CONFLICT
 from .strategies import _UNKNOWN, ChainId, Claim
-
-CONDITION_FAILED = "ConditionalCheckFailed"
-CONFLICT = "TransactionConflict"
 
 #: The most items one TransactWriteItems may hold.
 TRANSACTION_LIMIT = 100
@@ -386,17 +386,7 @@ def alone(write: Write) -> Write:
 
 
 def commit(write: Write) -> Dict[str, Any]:
-    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
-
-    A lone gapless save may be sent together with other threads' saves on the
-    same counter (:func:`pynamodb_autoinc._contention.joined`).
-    """
-    if _contention.joins_group(write):
-        return _contention.joined(write, _commit)
-    return _commit(write)
-
-
-def _commit(write: Write) -> Dict[str, Any]:
+    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure."""
     contest = _contention.Contest(write)
     try:
         with strategies.held(write.claims):
@@ -500,16 +490,6 @@ def _number(text: Any) -> Any:
 
 def _binary(value: Any) -> Any:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-
-
-def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
-    """The cancellation reasons of a failed transaction, or [] when there are none."""
-    while exc is not None:
-        reasons = getattr(exc, "cancellation_reasons", None)
-        if reasons:
-            return list(reasons)
-        exc = getattr(exc, "cause", None) or exc.__cause__
-    return []
 
 
 def was_retried(exc: BaseException) -> bool:

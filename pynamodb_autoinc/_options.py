@@ -12,7 +12,9 @@ from weakref import WeakKeyDictionary
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from . import periods, regions
+from . import _calendar as periods
+from . import regions
+from ._budget import Budget
 from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions
@@ -125,6 +127,12 @@ class ModelOptions:
             parts.append(period)
         key = "#".join(parts)
         return key if self.region is None else f"{key}@{self.region}"
+
+    @property
+    def budget(self) -> Budget:
+        """How long and how often a write of this model retries lost races (``Meta.autoinc_retries``,
+        ``Meta.autoinc_timeout``, ``Meta.autoinc_backoff``)."""
+        return Budget(self.retries, self.timeout, self.backoff)
 
     @property
     def start(self) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import secrets
 import threading
 import uuid
@@ -29,7 +28,8 @@ from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import periods
+from . import _calendar as periods
+from . import _state
 from .exceptions import (
     AutoIncrementError,
     ConfigurationError,
@@ -783,25 +783,14 @@ class _Writers(threading.local):
     writer: Optional[_Writer] = None
 
 
-_writers = _Writers()
-
-
 def _this_writer() -> _Writer:
-    """This thread's writer, made on its first count."""
-    writer = _writers.writer
+    """This thread's writer, made on its first count. A forked child's threads are new writers (the
+    parent's keep counting under their ids): the writers are a part of :mod:`pynamodb_autoinc._state`."""
+    writers = _state.state.part("writers", _Writers)
+    writer = writers.writer
     if writer is None:
-        writer = _writers.writer = _Writer()
+        writer = writers.writer = _Writer()
     return writer
-
-
-def _forget_writers() -> None:
-    """In a forked child: its threads are new writers (the parent's keep counting under their ids)."""
-    global _writers
-    _writers = _Writers()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_writers)
 
 
 #: How many requests one reserve() may send before giving up on a counter that keeps moving under it.

@@ -53,6 +53,22 @@ def error_message(exc: Optional[BaseException]) -> Optional[str]:
     return next((r["Error"]["Message"] for r in error_responses(exc) if r.get("Error", {}).get("Message")), None)
 
 
+#: The cancellation reason of an item whose condition failed.
+CONDITION_FAILED = "ConditionalCheckFailed"
+#: The cancellation reason of an item that a concurrent transaction touched.
+CONFLICT = "TransactionConflict"
+
+
+def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
+    """The cancellation reasons of a failed transaction, or [] when there are none."""
+    while exc is not None:
+        reasons = getattr(exc, "cancellation_reasons", None)
+        if reasons:
+            return list(reasons)
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return []
+
+
 class AutoIncrementError(PynamoDBException):
     """The base of every error this library raises."""
 

@@ -28,7 +28,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _engine, regions, strategies
+from . import _engine, _group, regions, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
@@ -110,7 +110,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
                 write = Write(regions.write_connection(type(self)), [put], [Entry(self, claims[0], 0)],
                               purpose="save")
-            data = _engine.commit(write)
+            data = _group.commit(write)
             self.update_local_version_attribute()
         send_after_save(type(self), instance=self, is_new=is_new, operation="save")
         return data

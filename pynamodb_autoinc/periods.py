@@ -7,62 +7,18 @@ time order. The time comes from :data:`clock`, which tests can freeze.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal
-from typing import Any, Dict, Iterator, Optional, Type
+from typing import Any, Dict, Optional, Type
 
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from .exceptions import ConfigurationError, CounterError, error_code, error_responses
+from ._calendar import PERIODS, Clock, check_period, clock, label
+from .counter import Once, _Refused, _Resent, check_by
+from .exceptions import CounterError, error_code, error_responses
 
-#: The ``strftime`` format of each period's label.
-PERIODS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
-
-
-class Clock:
-    """The UTC time used for periods; ``frozen()`` pins it for tests."""
-
-    def __init__(self) -> None:
-        self._frozen: Optional[datetime] = None
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        """The current time in UTC (or the frozen time)."""
-        return self._frozen or datetime.now(timezone.utc)
-
-    @contextlib.contextmanager
-    def frozen(self, at: datetime) -> Iterator[None]:
-        """Pin the clock to ``at`` (a naive datetime is taken as UTC) inside the block."""
-        with self._lock:
-            before, self._frozen = self._frozen, _utc(at)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._frozen = before
-
-
-clock: Clock = Clock()
-"""The clock periods are read from. ``with clock.frozen(datetime(2026, 12, 31)):`` in tests."""
-
-
-def _utc(at: datetime) -> datetime:
-    return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
-
-
-def check_period(period: Any) -> str:
-    """``period`` if it is a known period name, else a ConfigurationError naming them."""
-    if period not in PERIODS:
-        raise ConfigurationError(f"unknown period {period!r}; use one of {', '.join(map(repr, PERIODS))}")
-    return str(period)
-
-
-def label(period: str, now: Optional[datetime] = None) -> str:
-    """The label of the ``period`` that contains ``now`` (default: :data:`clock`), e.g. ``"2026-11"``."""
-    return _utc(now or clock.now()).strftime(PERIODS[check_period(period)])
+__all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
 
 
 def increment_in_period(
@@ -98,8 +54,6 @@ def increment_in_period(
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int
     """
-    from .counter import Once, _Refused, _Resent, check_by  # the counter module imports this one
-
     check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
     attrs = model.get_attributes()
     count, stored = attrs[count_attribute], attrs[period_attribute]

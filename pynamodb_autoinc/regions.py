@@ -29,7 +29,6 @@ MRSC tables do not support, and is refused on them.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type, cast
@@ -39,6 +38,7 @@ from pynamodb.connection import Connection, TableConnection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.models import Model
 
+from . import _state
 from .counter import CONNECTION_SETTINGS, NextId, rebind
 from .exceptions import (
     ConfigurationError,
@@ -105,18 +105,11 @@ class _Known:
         self.ready: Set[Tuple[Any, ...]] = set()
         """Region counters (``NextId._where``) this process found in place, or created on the current layout."""
 
-    def reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
 
 
-_known = _Known()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_known.reset)
-
-
-def reset() -> None:
-    """Forget every table kind and verdict (the next claim describes the tables again)."""
-    _known.reset()
+def _tables() -> _Known:
+    """What this process learned about tables (a part of :mod:`pynamodb_autoinc._state`)."""
+    return _state.state.part("tables", _Known)
 
 
 def describe_table(connection: Connection, table: str) -> Dict[str, Any]:
@@ -128,8 +121,8 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     """The kind of ``model``'s table, described once per process (None: the table does not exist)."""
     meta = model.Meta
     where = (getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name)
-    with _known.lock:
-        known = _known.kinds.get(where)
+    with _tables().lock:
+        known = _tables().kinds.get(where)
     if known is not None:
         return known
     try:
@@ -147,8 +140,8 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
         raise CounterError(f"{model.__name__}: could not describe table {meta.table_name!r} ({code or exc}); "
                            "nothing was written, try again", exc) from exc
     kind = TableKind.of(meta.table_name, description)
-    with _known.lock:
-        _known.kinds[where] = kind
+    with _tables().lock:
+        _tables().kinds[where] = kind
     return kind
 
 
@@ -218,9 +211,7 @@ def home_counter(counter: Type[NextId], region: str, host: Optional[str]) -> Typ
 
 def write_connection(model: Type[Model]) -> Connection:
     """The connection that stores ``model``'s new items: the home region's in gapless mode with a home region."""
-    from ._options import options_for
-
-    opts = options_for(model)
+    opts = model.autoinc_options()  # type: ignore[attr-defined]
     if opts.home_region is None or not opts.gapless:
         return model._get_connection().connection
     return home_table(model, opts.home_region, opts.home_host).connection
@@ -230,12 +221,12 @@ def home_table(model: Type[Model], region: str, host: Optional[str]) -> TableCon
     """A connection to ``model``'s table in the home region, with the model's other settings."""
     key = (model.Meta.table_name, region, host,
            tuple(repr(getattr(model.Meta, s, None)) for s in CONNECTION_SETTINGS))
-    with _known.lock:
-        found = _known.connections.get(key)
+    with _tables().lock:
+        found = _tables().connections.get(key)
         if found is None:
             local = model._get_connection()
             settings = {s: getattr(model.Meta, s, None) for s in CONNECTION_SETTINGS if s not in ("region", "host")}
-            found = _known.connections[key] = TableConnection(
+            found = _tables().connections[key] = TableConnection(
                 model.Meta.table_name, region=region, host=host, meta_table=local.get_meta_table(), **settings)
         return found
 
@@ -248,7 +239,7 @@ def effective(opts: Any) -> Any:
     With ``Meta.autoinc_regions``, they number the region's own subsequence
     on its own counter item; otherwise they are ``opts``.
     """
-    verdict = _known.checked.get(opts.model)
+    verdict = _tables().checked.get(opts.model)
     if verdict is None or verdict[0] is not opts:
         region, mrsc = _check(opts)
         claimed = opts
@@ -257,14 +248,14 @@ def effective(opts: Any) -> Any:
             claimed = dataclasses.replace(opts, region=region,
                                           sequence=region_sequence(opts.sequence, index, len(opts.regions)))
         verdict = (opts, claimed, mrsc)
-        with _known.lock:
-            _known.checked[opts.model] = verdict
+        with _tables().lock:
+            _tables().checked[opts.model] = verdict
     return verdict[1]
 
 
 def strong(opts: Any) -> bool:
     """Whether ``opts.model``'s tables are MRSC global tables, as this process found (after :func:`effective`)."""
-    verdict = _known.checked.get(opts.model)
+    verdict = _tables().checked.get(opts.model)
     return verdict is not None and verdict[2]
 
 
@@ -385,8 +376,8 @@ def check_region_counter(opts: Any, key: str) -> None:
         return
     counter = opts.counter
     where = counter._where(key)
-    with _known.lock:
-        if where in _known.ready:
+    with _tables().lock:
+        if where in _tables().ready:
             return
     last, recorded = counter.read(key)
     if last is None and recorded is None:
@@ -420,8 +411,8 @@ def check_region_counter(opts: Any, key: str) -> None:
                 f"handed out. Run `pynamodb-autoinc seed --model {model.__module__}:{model.__qualname__}`, which "
                 "puts every region's counter past every stored ID on its new subsequence; nothing was spent",
                 recorded=stale[1].encode() if stale is not None and stale[1] is not None else None)
-    with _known.lock:
-        _known.ready.add(where)
+    with _tables().lock:
+        _tables().ready.add(where)
 
 
 def first_beyond(sequence: SequenceOptions, bound: Optional[int]) -> int:

@@ -33,8 +33,6 @@ once, from the head's ``expected`` to the last value.
 from __future__ import annotations
 
 import functools
-import os
-import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,7 +42,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
-from . import regions
+from . import _state, regions
 from ._options import Options
 from .counter import SET_BY_HAND
 from .exceptions import (
@@ -124,11 +122,11 @@ def held(claims: Sequence[Claim]) -> Iterator[None]:
 
 # -- per-process state -------------------------------------------------------
 
-class _ProcessState:
+class _Memory:
     """What this process remembers about counters: reserved blocks and the last values seen.
 
-    Both are per process: a forked child starts empty, so it never hands out
-    a value from its parent's block.
+    A part of the process's state (:mod:`pynamodb_autoinc._state`): a forked
+    child starts empty, so it never hands out a value from its parent's block.
     """
 
     def __init__(self) -> None:
@@ -136,18 +134,10 @@ class _ProcessState:
         self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # sequence -> [next value, last value]
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
 
-    def reset(self) -> None:
-        self.lock = threading.Lock()
-        self.blocks.clear()
-        self.seen.clear()
-        from . import _contention  # imported here: _contention imports this module
 
-        _contention.reset()  # the queue state too: standing tickets held on counters that may be gone
-
-
-_state = _ProcessState()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_state.reset)
+def _memory() -> _Memory:
+    """This process's memory of counters."""
+    return _state.state.part("memory", _Memory)
 
 
 def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
@@ -157,19 +147,19 @@ def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
 
 def remember(opts: Options, key: str, value: Optional[int]) -> None:
     """Record the counter's value as last written by this process (None: forget it)."""
-    with _state.lock:
+    with _memory().lock:
         if value is None:
-            _state.seen.pop(counter_id(opts, key), None)
+            _memory().seen.pop(counter_id(opts, key), None)
         else:
-            _state.seen[counter_id(opts, key)] = value
+            _memory().seen[counter_id(opts, key)] = value
 
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:
     """Drop this process's reserved values and remembered value of a counter (it was set by hand)."""
-    with _state.lock:
-        for sequence in [s for s in _state.blocks if s[0] == ident]:
-            del _state.blocks[sequence]
-        _state.seen.pop(ident, None)
+    with _memory().lock:
+        for sequence in [s for s in _memory().blocks if s[0] == ident]:
+            del _memory().blocks[sequence]
+        _memory().seen.pop(ident, None)
 
 
 SET_BY_HAND.append(forget_counter)
@@ -272,8 +262,8 @@ def remembered(claim: Claim) -> Any:
 def _remembered(claim: Claim) -> Any:
     if claim.kind != "swap":
         return _UNKNOWN
-    with _state.lock:
-        return _state.seen.get(counter_id(claim.opts, claim.key), _UNKNOWN)
+    with _memory().lock:
+        return _memory().seen.get(counter_id(claim.opts, claim.key), _UNKNOWN)
 
 
 def _head(claim: Claim, last: Any) -> None:
@@ -315,23 +305,18 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
     nothing of it is applied. It is sent again under the model's budget
     (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
     """
-    from ._contention import clock, spent
-
-    began, attempt = clock.monotonic(), 0
+    tries = opts.budget.tries()
     while True:
         try:
             return request()
         except CounterError as exc:
             if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
                 raise
-            attempt += 1
-            if spent(opts, attempt, began):
-                elapsed = clock.monotonic() - began
+            if not tries.lost():
                 raise ContentionError(
-                    f"counter {key!r} was written from another region at the same time {attempt} times in a row "
-                    f"in {elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the save "
-                    "later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", exc) from exc
-            clock.sleep(backoff_delay(opts.backoff, attempt))
+                    f"counter {key!r} was written from another region at the same time {tries.losses} times in a "
+                    f"row in {tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the "
+                    "save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", exc) from exc
 
 
 def _from_block(opts: Options, key: str) -> int:
@@ -343,14 +328,14 @@ def _from_block(opts: Options, key: str) -> int:
     one of them anyway).
     """
     sequence = (counter_id(opts, key), opts.sequence)
-    with _state.lock:
-        block = _state.blocks.get(sequence)
+    with _memory().lock:
+        block = _memory().blocks.get(sequence)
         if block is None:
             values = _reserve(opts, key, opts.block, partial=True)
-            block = _state.blocks[sequence] = [values[0], values[-1]]
+            block = _memory().blocks[sequence] = [values[0], values[-1]]
         value = block[0]
         if value == block[1]:
-            del _state.blocks[sequence]
+            del _memory().blocks[sequence]
         else:
             block[0] = value + opts.step
         return value
@@ -378,9 +363,9 @@ def track(instances: Sequence[Model], opts: Options) -> None:
     for key, value in furthest.items():
         if not opts.counter.raise_to(key, value, step=opts.step):  # when it moves, raise_to forgets the counter
             ident = counter_id(opts, key)
-            with _state.lock:
+            with _memory().lock:
                 holds = any(sequence[0] == ident and min(block) <= value <= max(block)
-                            for sequence, block in _state.blocks.items())
+                            for sequence, block in _memory().blocks.items())
             if holds:
                 forget_counter(ident)
 
@@ -418,8 +403,3 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
     value = None if last is None else int(getattr(last, opts.attribute))
     return value if value is not None and sequence.contains(value) else None
-
-
-def backoff_delay(base: float, attempt: int) -> float:
-    """Exponential backoff with full jitter: uniform in [0, min(1s, base * 2**(attempt-1))]."""
-    return random.uniform(0.0, min(1.0, base * 2 ** (attempt - 1)))

@@ -19,7 +19,6 @@ from typing import Iterable, Optional, Type
 from pynamodb.models import Model
 
 from ._options import options_for
-from ._state import state
 from .counter import NextId, bind_counter
 from .strategies import _state
 
@@ -45,8 +44,7 @@ def reset_state() -> None:
 
     A forked child starts this way; call it between tests that recreate tables or delete counters.
     """
-    state.reset()
-    _state.reset()
+    _state.state.reset()
 
 
 def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId,

@@ -16,6 +16,7 @@ from pynamodb.signals import pre_dynamodb_send
 import tests.fake_aws  # noqa: F401  (dummy AWS settings)
 from pynamodb_autoinc import AutoIncrementMixin, NextId
 from pynamodb_autoinc.counter import bind_counter
+from pynamodb_autoinc.testing import reset_state
 
 BACKENDS = ("moto", "local")
 
@@ -226,17 +227,9 @@ def rival() -> Iterator[Any]:
 def _fresh_process_state() -> Iterator[None]:
     """Each test starts with no reserved blocks, no remembered counter values, new increment() writers, and
     no table described yet (its first claim describes the model's table and the counter table)."""
-    from pynamodb_autoinc import _contention, counter, regions, strategies
-
-    regions.reset()
-    strategies._state.reset()
-    _contention._process.__init__()  # type: ignore[misc]
-    counter._forget_writers()
+    reset_state()
     yield
-    regions.reset()
-    strategies._state.reset()
-    _contention._process.__init__()  # type: ignore[misc]
-    counter._forget_writers()
+    reset_state()
 
 
 ModelFactory = Callable[..., Any]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pynamodb_autoinc import strategies
 from pynamodb_autoinc.exceptions import ConfigurationError, SequenceExhaustedError
+from pynamodb_autoinc.testing import reset_state
 
 
 def new_process() -> None:
     """What a new process starts with: no reserved block."""
-    strategies._state.reset()
+    reset_state()
 
 
 def ids_of(model, n):

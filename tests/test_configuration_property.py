@@ -19,9 +19,10 @@ from pynamodb.attributes import Attribute, BooleanAttribute, NumberAttribute, Un
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId, strategies
+from pynamodb_autoinc import AutoIncrementMixin, NextId
 from pynamodb_autoinc.exceptions import ConfigurationError
 from pynamodb_autoinc.periods import clock
+from pynamodb_autoinc.testing import reset_state
 from tests.hypothesis_setup import budget, unique, worlds
 from tests.reference import Schema, configuration_problem, configured_sequence, period_label, stored_id
 
@@ -99,7 +100,7 @@ def test_options_are_refused_exactly_as_documented(backend_name: str, request: p
         problem = configuration_problem(schema, options, counter_ok=options.get("autoinc_counter", NextId) is NextId)
         key = unique("cfg")
         meta_options = {**options, "autoinc_key": key} if options.get("autoinc_key") == "key" else options
-        strategies._state.reset()
+        reset_state()
         with world() as backend:
             attrs: Dict[str, Attribute] = {
                 "pk": KINDS[hash_kind](hash_key=True),
@@ -144,6 +145,6 @@ def test_options_are_refused_exactly_as_documented(backend_name: str, request: p
                               as_string=schema.kinds[auto] == "unicode",
                               label=period_label(options.get("autoinc_period"), NOW))
             assert getattr(item, auto) == first, f"the first save of {options} got {getattr(item, auto)!r}"
-        strategies._state.reset()
+        reset_state()
 
     check()

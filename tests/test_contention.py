@@ -33,7 +33,7 @@ def test_retries_run_out(make_model, rival):
 
 def test_backoff_is_bounded():
     """Full-jitter delays stay within [0, min(1s, base * 2**(attempt-1))]."""
-    from pynamodb_autoinc.strategies import backoff_delay
+    from pynamodb_autoinc._budget import backoff_delay
 
     delays = [backoff_delay(0.01, attempt) for attempt in range(1, 12) for _ in range(50)]
     assert all(0 <= d <= 1.0 for d in delays)

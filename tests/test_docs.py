@@ -87,14 +87,10 @@ def aws(monkeypatch: pytest.MonkeyPatch):
                         ("AWS_SECRET_ACCESS_KEY", "testing")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("DYNAMODB_HOST", raising=False)
-    reset = getattr(testing, "reset_state", None)
-    if reset is None:  # before testing.reset_state() lands: the same reset, reached privately
-        from pynamodb_autoinc.strategies import _state
-        reset = _state.reset
-    reset()
+    testing.reset_state()
     with mock_aws():
         yield
-    reset()
+    testing.reset_state()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])

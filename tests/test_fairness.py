@@ -15,7 +15,7 @@ from pynamodb.attributes import NumberAttribute
 from pynamodb.expressions.operand import Path
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from pynamodb_autoinc import _contention
+from pynamodb_autoinc import _contention, _group
 from pynamodb_autoinc.exceptions import ConditionFailedError, ContentionError
 from pynamodb_autoinc.testing import reset_counters
 from tests.simulation.scheduler import VirtualClock
@@ -258,7 +258,7 @@ class HoldFirstTransaction:
             return
         self.holding.set()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(len(g.queue) for g in _contention._process.groups.values()) \
+        while time.monotonic() < deadline and sum(len(g.queue) for g in _group._groups().by_place.values()) \
                 < self.waiting:
             time.sleep(0.005)
 

@@ -27,6 +27,7 @@ from pynamodb_autoinc.exceptions import (
     GlobalTableError,
     SequenceMismatchError,
 )
+from pynamodb_autoinc.testing import reset_state
 
 pytestmark = pytest.mark.modes("fast", "block", "gapless")
 
@@ -117,11 +118,11 @@ def test_each_table_is_described_once_per_process(make_model, described):
 
 
 def test_a_reset_describes_again(make_model, described):
-    """regions.reset() (run in a forked child) forgets what was described: the next claim asks again."""
+    """reset_state() (run in a forked child) forgets what was described: the next claim asks again."""
     calls = described()
     User = make_model("User")
     User().save()
-    regions.reset()
+    reset_state()
     User().save()
     assert len(calls) == 4
 

@@ -12,7 +12,7 @@ from typing import Any, List
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import SequenceOptions, TransactWrite, strategies
+from pynamodb_autoinc import SequenceOptions, TransactWrite
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     ItemExistsError,
@@ -21,6 +21,7 @@ from pynamodb_autoinc.exceptions import (
     SequenceMismatchError,
 )
 from pynamodb_autoinc.sequence import BIGINT_MAX, BIGINT_MIN
+from pynamodb_autoinc.testing import reset_state
 
 pytestmark = pytest.mark.modes("fast", "block", "gapless")
 
@@ -277,7 +278,7 @@ def test_alter_records_new_options_and_keeps_the_value(make_model, backend):
     opts.counter.alter(opts.key, opts.sequence)
     following = opts.block + 1 if opts.block > 1 else 3
     assert save_many(New, 1) == [following]
-    strategies._state.reset()  # a process of the old deployment, with no block of its own left
+    reset_state()  # a process of the old deployment, with no block of its own left
     with pytest.raises(SequenceMismatchError):
         Old().save()
 

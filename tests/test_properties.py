@@ -33,7 +33,7 @@ from hypothesis.stateful import (
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, strategies
+from pynamodb_autoinc import AutoIncrementMixin, TransactWrite
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
@@ -45,6 +45,7 @@ from pynamodb_autoinc.exceptions import (
     TransactionCanceledError,
 )
 from pynamodb_autoinc.periods import clock
+from pynamodb_autoinc.testing import reset_state
 from tests.conftest import Backend
 from tests.hypothesis_setup import World, budget, unique, worlds
 from tests.reference import (
@@ -223,7 +224,7 @@ class SequenceMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        strategies._state.reset()
+        reset_state()
         self.exits = contextlib.ExitStack()
         self.backend: Backend = self.exits.enter_context(type(self).world())
         self.now = TIMES[0]
@@ -231,7 +232,7 @@ class SequenceMachine(RuleBasedStateMachine):
         self.serial = itertools.count(1)
 
     def teardown(self) -> None:
-        strategies._state.reset()
+        reset_state()
         self.exits.close()
 
     @initialize(config=configs())
@@ -657,7 +658,7 @@ class SequenceMachine(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         """A new process: no reserved blocks, no remembered counter values."""
-        strategies._state.reset()
+        reset_state()
         self.counters.restart()
 
     @precondition(lambda self: self.config.period is not None)
@@ -749,7 +750,7 @@ def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, re
            second=sharers(),
            ops=st.lists(st.sampled_from(["first", "second", "first", "second", "restart"]), min_size=2, max_size=30))
     def check(step: int, start: int, first: Dict[str, Any], second: Dict[str, Any], ops: List[str]) -> None:
-        strategies._state.reset()
+        reset_state()
         key = unique("shared")
         sign = 1 if step > 0 else -1
         bound = {"autoinc_min": start} if step > 0 else {"autoinc_max": start}
@@ -766,7 +767,7 @@ def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, re
             handed: Dict[int, str] = {}
             for op in ops:
                 if op == "restart":
-                    strategies._state.reset()
+                    reset_state()
                     continue
                 item = models[op]()
                 item.save()
@@ -776,7 +777,7 @@ def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, re
                 handed[item.id] = op
                 low, high = (start, top) if sign > 0 else (top, start)
                 assert low <= item.id <= high, f"{op} got {item.id}, outside what the counter gave ({start}..{top})"
-        strategies._state.reset()
+        reset_state()
 
     check()
 

@@ -14,7 +14,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import AttributeNullError
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, after_save, iam, strategies
+from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, after_save, iam
 from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ConfigurationError,
@@ -23,7 +23,7 @@ from pynamodb_autoinc.exceptions import (
     TransactionCanceledError,
 )
 from pynamodb_autoinc.periods import clock
-from pynamodb_autoinc.testing import reset_counters
+from pynamodb_autoinc.testing import reset_counters, reset_state
 
 
 class Boom(Exception):
@@ -40,7 +40,7 @@ def stored_ids(model: Any) -> List[Any]:
 
 def another_process() -> None:
     """Forget this process's blocks and remembered counter values, as a restart would."""
-    strategies._state.reset()
+    reset_state()
 
 
 # -- claims released on every exit --------------------------------------------------

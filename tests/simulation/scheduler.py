@@ -34,15 +34,15 @@ Only the granted thread runs; every other client is blocked in the hook or
 finished, so moto (which has no request locking) only ever sees one request at
 a time, and a run is a deterministic function of its choices.
 
-The library keeps per-process memory in ``pynamodb_autoinc.strategies._state``
-(the counter value a gapless process last wrote, the blocks it reserved). Each
-client stands for a separate process, so :func:`separate_process_state` swaps
-that object for a thread-local one of the same class for the duration of a
-run: every client thread then starts with an empty memory of its own, as a new
+The library keeps per-process memory in one object, ``pynamodb_autoinc._state.state``
+(the counter value a gapless process last wrote, the blocks it reserved, its
+places in queues). Each client stands for a separate process, so
+:func:`separate_process_state` swaps that object for a thread-local one of the
+same class for the duration of a run: every client thread then starts with an empty memory of its own, as a new
 process does, and forgets it when it dies. The library's code is unchanged; the
 alternative, one memory shared by all clients, would model one process with
 several threads and could not even be scheduled: a block reservation holds
-``_state.lock`` across its counter request, so a second client would block on
+its memory's lock across its counter request, so a second client would block on
 that lock rather than at a request boundary.
 
 Botocore's retry sleeps (``time.sleep`` in ``botocore.endpoint``) are skipped
@@ -65,7 +65,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
 from moto.core.models import botocore_stubber
 
-from pynamodb_autoinc import _contention, strategies
+from pynamodb_autoinc import _budget, _contention, _state
+from pynamodb_autoinc._state import ProcessState
 
 NONE = "none"
 CRASH = "crash"
@@ -350,33 +351,25 @@ def faults_for(operation: Optional[str], resend: bool) -> Sequence[str]:
 
 # -- per-client process state ---------------------------------------------------------
 
-class ClientProcessState(threading.local, strategies._ProcessState):
-    """``strategies._ProcessState``, one per thread: each simulated client is a process of its own."""
+class ClientProcessState(threading.local, ProcessState):
+    """The library's process state, one per thread: each simulated client is a process of its own."""
 
     def __init__(self) -> None:
-        strategies._ProcessState.__init__(self)
-
-
-class ClientContention(threading.local, _contention._Process):
-    """``_contention._Process`` (round trips, busy queues), one per thread, for the same reason."""
-
-    def __init__(self) -> None:
-        _contention._Process.__init__(self)
+        ProcessState.__init__(self)
 
 
 @contextlib.contextmanager
 def separate_process_state() -> Iterator[None]:
-    """Give every thread its own ``strategies._state`` for the duration (see the module docstring)."""
-    saved, saved_contention = strategies._state, _contention._process
-    strategies._state = ClientProcessState()
-    _contention._process = ClientContention()
+    """Give every thread its own process state for the duration (see the module docstring)."""
+    saved = _state.state
+    _state.state = ClientProcessState()
     try:
         yield
     finally:
-        strategies._state, _contention._process = saved, saved_contention
+        _state.state = saved
 
 
-class VirtualClock(_contention.Clock):
+class VirtualClock(_budget.Clock):
     """The library's clock in a simulation: a sleep moves simulated time on at once.
 
     Only the granted client runs, so simulated time is the sum of the sleeps
@@ -404,12 +397,12 @@ class VirtualClock(_contention.Clock):
 @contextlib.contextmanager
 def virtual_clock() -> Iterator[VirtualClock]:
     """Run the library on a :class:`VirtualClock` for the duration."""
-    saved = _contention.clock
-    clock = _contention.clock = VirtualClock()
+    saved = _budget.clock
+    clock = _budget.clock = VirtualClock()
     try:
         yield clock
     finally:
-        _contention.clock = saved
+        _budget.clock = saved
 
 
 class _InstantTime:
