@@ -15,7 +15,7 @@ from pynamodb.attributes import NumberAttribute
 from pynamodb.expressions.operand import Path
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from pynamodb_autoinc import _contention, _group
+from pynamodb_autoinc import _budget, _contention, _group
 from pynamodb_autoinc.exceptions import ConditionFailedError, ContentionError
 from pynamodb_autoinc.testing import reset_counters
 from tests.simulation.scheduler import VirtualClock
@@ -40,7 +40,7 @@ def queue_of(model: Any) -> Any:
 def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
     """The engine's clock, moved on by its own sleeps only."""
     clock = VirtualClock()
-    monkeypatch.setattr(_contention, "clock", clock)
+    monkeypatch.setattr(_budget, "clock", clock)
     return clock
 
 
