@@ -77,6 +77,7 @@ A time budget
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import uuid
 from decimal import Decimal
@@ -87,8 +88,11 @@ from pynamodb.constants import UPDATE_ITEM
 
 from . import _budget, _state
 from .counter import _pace_name
-from .exceptions import CONFLICT, AutoIncrementError, reasons_of
+from .exceptions import CONFLICT, AutoIncrementError, ContentionError, reasons_of
+from .signals import contention_failed, notify, race_lost
 from .strategies import _UNKNOWN, ChainId, Claim
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ._engine import Write
@@ -285,7 +289,7 @@ class Contest:
         self.write.requeue = self._keeps_place(held.behind)
         wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
         if wait > 0:
-            _budget.clock.sleep(min(wait, TURN))
+            self._sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
@@ -306,8 +310,13 @@ class Contest:
         """
         self.losses += 1
         self.check(exc)
+        claim = self.write.claims[0]
+        elapsed = _budget.clock.monotonic() - self.began
+        log.debug("%s lost race %d on counter %r after %.3f s; trying again", type(claim.instance).__name__,
+                  self.losses, claim.key, elapsed)
+        notify(race_lost, type(claim.instance), instance=claim.instance, attempts=self.losses, elapsed=elapsed)
         if self.chain is None:
-            _budget.clock.sleep(self.write.claims[0].opts.budget.wait(self.losses))
+            self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):
@@ -327,7 +336,7 @@ class Contest:
             self.blind += 1
             if self.blind >= BLIND_LIMIT:
                 return self._queue()
-            _budget.clock.sleep(max(_queue().round_trip, 0.001) * random.uniform(0.5, 1.0))
+            self._sleep(max(_queue().round_trip, 0.001) * random.uniform(0.5, 1.0))
             return {}
         self.write.by_standing = False
         mine = _number(item, self.write.standing or "")
@@ -347,7 +356,7 @@ class Contest:
             item = timed(self.write, UPDATE_ITEM, head.opts.counter.ticket_kwargs(
                 head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
-            _budget.clock.sleep(head.opts.budget.wait(self.losses))
+            self._sleep(head.opts.budget.wait(self.losses))
             return {}
         self.ticket = _number(item, "NextTicket")
         self.waited = None
@@ -380,7 +389,7 @@ class Contest:
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        _budget.clock.sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), TURN))
+        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -431,12 +440,27 @@ class Contest:
     def _head(self) -> Claim:
         return next(c for c in self.write.claims if c.chain == self.chain)
 
+    def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on the library's clock, saying so in the log."""
+        claim = self.write.claims[0] if self.write.claims else None
+        log.debug("%s waits %.4f s (races lost: %d, ticket: %s, counter %r)",
+                  claim and type(claim.instance).__name__, seconds, self.losses, self.ticket, claim and claim.key)
+        _budget.clock.sleep(seconds)
+
     def check(self, exc: Exception) -> None:
         """Raise the contention error if the retries or the time are used up."""
         opts = self.write.claims[0].opts if self.write.claims else None
         if opts is None or not self.write.retry or spent(opts, self.losses, self.began):
             self.give_back()
-            raise self.write.contention(exc, self.losses, _budget.clock.monotonic() - self.began) from exc
+            elapsed = _budget.clock.monotonic() - self.began
+            error = self.write.contention(exc, self.losses, elapsed)
+            claim = self.write.claims[0] if self.write.claims else None
+            if claim is not None and isinstance(error, ContentionError):
+                log.warning("%s gave up after losing %d races in %.2f s on counter %r", type(claim.instance).__name__,
+                            self.losses, elapsed, claim.key)
+                notify(contention_failed, type(claim.instance), instance=claim.instance, attempts=self.losses,
+                       elapsed=elapsed)
+            raise error from exc
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""

@@ -16,6 +16,7 @@ reading its answer are kept apart from sending it:
 
 from __future__ import annotations
 
+import logging
 import uuid
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -27,7 +28,7 @@ from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from . import _contention, strategies
+from . import _budget, _contention, strategies
 from ._options import options_for
 from .exceptions import (
     CONDITION_FAILED,
@@ -46,6 +47,11 @@ from .exceptions import (
 )
 from .regions import REPLICATED_WRITE_CONFLICT
 from .strategies import _UNKNOWN, ChainId, Claim
+
+log = logging.getLogger(__name__)
+
+#: A write that takes longer than this (seconds) to commit is logged as a WARNING.
+SLOW_SAVE = 1.0
 
 #: The most items one TransactWriteItems may hold.
 TRANSACTION_LIMIT = 100
@@ -411,6 +417,10 @@ def commit(write: Write) -> Dict[str, Any]:
             for _, _, last in write.chains():
                 strategies.remember(last.opts, last.key, last.value)
             contest.done()
+            waited = _budget.clock.monotonic() - contest.began
+            if waited > SLOW_SAVE and write.entries:
+                log.warning("%s took %.2f s to commit (%d races lost); the counter is busy", describe(
+                    write.entries[0].instance), waited, contest.losses)
     except BaseException:
         contest.give_back()
         raise

@@ -33,6 +33,7 @@ once, from the head's ``expected`` to the last value.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     error_code,
 )
+
+log = logging.getLogger(__name__)
 
 _UNKNOWN: Any = object()  # "the counter's value is not known here"
 
@@ -167,6 +170,11 @@ SET_BY_HAND.append(forget_counter)
 
 # -- taking values -----------------------------------------------------------
 
+def _log_claim(claim: Claim) -> None:
+    log.debug("%s claims %s=%r (%s, %r)", type(claim.instance).__name__, claim.opts.attribute, claim.value, claim.kind,
+              claim.key)
+
+
 def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh: bool = False) -> Claim:
     """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims.
 
@@ -184,6 +192,7 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     if kind == "counter":
         claim.assign(_from_block(opts, key) if opts.block > 1
                      else _conflicted(opts, key, lambda: opts.counter.nextval(key, opts.sequence)))
+        _log_claim(claim)
         return claim
     chain = [c for c in pending if c.chain == claim.chain]
     if len(chain) >= opts.sequence.size:
@@ -192,6 +201,7 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
         claim.assign(opts.sequence.following(key, chain[-1].value))
     else:
         _head(claim, _UNKNOWN if fresh else _remembered(claim))
+    _log_claim(claim)
     return claim
 
 
