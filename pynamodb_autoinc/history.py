@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextvars
 import json
-import time
 import uuid
 from decimal import Context, Decimal
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
@@ -41,6 +40,7 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
 from . import regions
+from ._budget import Budget
 from ._checked import CheckedModel
 from ._engine import exists_advice
 from ._options import options_for
@@ -66,6 +66,9 @@ else:
 #: How long a save keeps resending a transaction that DynamoDB cancelled for a concurrent transaction
 #: (``TransactionConflict``), or retrying merges, before giving up.
 RETRY_SECONDS = 30.0
+
+#: The budget of those retries: for RETRY_SECONDS, with a short backoff, on the library's clock.
+RETRIES = Budget(attempts=None, seconds=RETRY_SECONDS, backoff=0.005)
 
 Merge = Callable[[Any, Any], None]
 
@@ -216,12 +219,12 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
         config = _config(type(self))
         self._refuse_strong()
-        deadline = time.monotonic() + RETRY_SECONDS
+        tries = RETRIES.tries()
         while True:
             try:
                 return self._write(config, condition, deleted=False)
             except VersionConflictError as exc:
-                if merge is None or time.monotonic() > deadline:
+                if merge is None or not tries.lost():
                     raise
                 keys = self._key_values()
                 if keys[0] is None or (type(self)._range_keyname and keys[1] is None):
@@ -402,7 +405,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
             condition = first if condition is None else first & condition
         connection = type(self)._get_connection().connection
-        deadline = time.monotonic() + RETRY_SECONDS
+        tries = RETRIES.tries()
         while True:
             # one token per attempt: botocore's resends of this request are idempotent
             tx = TransactWrite(connection=connection, client_request_token=uuid.uuid4().hex)
@@ -419,8 +422,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             except TransactWriteError as exc:
                 reasons = exc.cancellation_reasons or []
                 codes = [r.code if r is not None else None for r in reasons]
-                if "TransactionConflict" in codes and time.monotonic() < deadline:
-                    time.sleep(0.005)
+                if "TransactionConflict" in codes and tries.lost():
                     continue  # a concurrent transaction held the item: not lost yet, send again
                 if auto_new and codes and codes[0] == "ConditionalCheckFailed" and reasons[0] is not None \
                         and reasons[0].raw_item is not None:

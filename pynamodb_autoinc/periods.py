@@ -18,6 +18,9 @@ from ._calendar import PERIODS, Clock, check_period, clock, label
 from .counter import Once, _Refused, _Resent, check_by
 from .exceptions import CounterError, error_code, error_responses
 
+#: How many times a count follows another process's reset of the period before it gives up.
+MOVES = 8
+
 __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
 
 
@@ -93,7 +96,7 @@ def increment_in_period(
     def _count(item: Dict[str, Any]) -> int:
         return int(Decimal(item[count.attr_name]["N"]))
 
-    while True:
+    for _ in range(MOVES):
         value = update([count.set(count + by)], hash_attr.exists() & (stored == current))
         if value is not None:
             return value
@@ -112,3 +115,5 @@ def increment_in_period(
                 f"than {current!r} (is this clock behind the one that wrote it?)"
             )
         # Another process reset it to the current period: count there.
+    raise CounterError(f"{model.__name__} {hash_key!r}: its period moved under {MOVES} requests in a row; the event "
+                       "was not counted, try again")
