@@ -432,10 +432,9 @@ class Contest:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``
         (None: no value yet); nothing if that lies outside the sequence."""
         assert self.chain is not None
-        opts = self._head().opts
-        last = opts.start - opts.step if value is None else value
-        expected = last + writers * opts.step
-        return {self.chain: expected} if opts.sequence.contains(expected) else {}
+        head = self._head()
+        expected = head.opts.sequence.after(head.key, value, writers)
+        return {} if expected is None else {self.chain: expected}
 
     def _head(self) -> Claim:
         return next(c for c in self.write.claims if c.chain == self.chain)

@@ -311,7 +311,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     region_list, home, home_host, single = regions.validate(model, opts, strategy)
     if region_list:
         try:
-            regions.region_sequence(sequence, len(region_list) - 1, len(region_list))
+            sequence.subsequence(len(region_list) - 1, len(region_list))
         except ConfigurationError as exc:
             raise _fail(model, f"Meta.autoinc_regions: {exc}") from None
 

@@ -194,16 +194,6 @@ def validate(model: Type[Model], opts: Dict[str, Any], strategy: str) -> Tuple[T
     return regions or (), home, host, single
 
 
-def region_sequence(sequence: SequenceOptions, index: int, count: int) -> SequenceOptions:
-    """The subsequence of region ``index`` of ``count``: start ``start + index*step``, step ``count*step``."""
-    start = sequence.start + index * sequence.step
-    if not sequence.contains(start):
-        raise ConfigurationError(
-            f"region {index} of {count} would start at {start}, outside the bounds "
-            f"{sequence.minimum}..{sequence.maximum}; widen the bounds or list fewer regions")
-    return SequenceOptions(start, sequence.step * count, sequence.minimum, sequence.maximum, False)
-
-
 def home_counter(counter: Type[NextId], region: str, host: Optional[str]) -> Type[NextId]:
     """``counter`` reached at the home ``region`` (through ``host``, or the region's public endpoint)."""
     return rebind(counter, {"region": region, "host": host})
@@ -246,7 +236,7 @@ def effective(opts: Any) -> Any:
         if region is not None:
             index = opts.regions.index(region)
             claimed = dataclasses.replace(opts, region=region,
-                                          sequence=region_sequence(opts.sequence, index, len(opts.regions)))
+                                          sequence=opts.sequence.subsequence(index, len(opts.regions)))
         verdict = (opts, claimed, mrsc)
         with _tables().lock:
             _tables().checked[opts.model] = verdict
@@ -311,7 +301,7 @@ def process_region(model: Type[Model]) -> str:
 
 def regions_of(opts: Any) -> List[Tuple[str, SequenceOptions]]:
     """Each region of ``Meta.autoinc_regions`` with its subsequence, in list order."""
-    return [(r, region_sequence(opts.sequence, i, len(opts.regions))) for i, r in enumerate(opts.regions)]
+    return [(r, opts.sequence.subsequence(i, len(opts.regions))) for i, r in enumerate(opts.regions)]
 
 
 def sequence_of(opts: Any, key: str) -> SequenceOptions:
@@ -415,14 +405,6 @@ def check_region_counter(opts: Any, key: str) -> None:
         _tables().ready.add(where)
 
 
-def first_beyond(sequence: SequenceOptions, bound: Optional[int]) -> int:
-    """The first value of ``sequence`` past ``bound`` in its direction (its start when None or not reached)."""
-    if bound is None:
-        return sequence.start
-    steps = max(0, (bound - sequence.start) // sequence.step + 1)
-    return sequence.start + steps * sequence.step
-
-
 def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:
     """Put every region's counter past every ID handed out anywhere, on the region's subsequence.
 
@@ -465,13 +447,13 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run:
         for region, sequence in layout:
             key = f"{base}@{region}"
             last, recorded = states[region]
-            following = first_beyond(sequence, bound)
+            following = sequence.first_beyond(bound)
             if dry_run:
                 report.append(_would(key, last, recorded, sequence, following))
             elif recorded == sequence:
                 moved = counter.raise_to(key, following - sequence.step, step=sequence.step)
                 report.append(f"{key}: {'raised' if moved else 'already past every ID'}; the next value is "
-                              f"{following if moved else first_beyond(sequence, last)}")
+                              f"{following if moved else sequence.first_beyond(last)}")
             else:
                 counter.restart(key, sequence, following)
                 report.append(f"{key}: restarted on {sequence.encode()}; the next value is {following}")
@@ -486,7 +468,7 @@ def _would(key: str, last: Optional[int], recorded: Optional[SequenceOptions], s
         behind = last is None or (last < new if sequence.step > 0 else last > new)
         if not behind:
             return f"{key}: would stay at {last} (already past every ID); the next value is " \
-                   f"{first_beyond(sequence, last)}"
+                   f"{sequence.first_beyond(last)}"
         return f"{key}: would be raised from {last} to {new} on {sequence.encode()}; the next value would be " \
                f"{following}"
     was = recorded.encode() if recorded is not None else "no options"
