@@ -9,28 +9,16 @@ likes without a secondary index.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from typing import ContextManager
 
 from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.exceptions import PutError
 from pynamodb.models import Model
 
+from pynamodb_autoinc import testing
+
 HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
 REGION = "us-east-1"
-os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
-
-
-def dynamodb() -> ContextManager[object]:
-    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
-    if HOST:
-        return contextlib.nullcontext()
-    from moto import mock_aws
-
-    return mock_aws()
 
 
 class Like(Model):
@@ -61,7 +49,7 @@ def like(article_id: str, user_id: str) -> bool:
 
 
 def main() -> None:
-    with dynamodb():
+    with testing.dynamodb(HOST, region=REGION):
         print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         if not Like.exists():
             Like.create_table(billing_mode="PAY_PER_REQUEST", wait=True)

@@ -5,30 +5,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from typing import ContextManager
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import HistoryMixin
+from pynamodb_autoinc import HistoryMixin, testing
 from pynamodb_autoinc.exceptions import VersionConflictError
 
 HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
 REGION = "us-east-1"
-os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
-
-
-def dynamodb() -> ContextManager[object]:
-    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
-    if HOST:
-        return contextlib.nullcontext()
-    from moto import mock_aws
-
-    return mock_aws()
 
 
 class ArticleVersion(Model):
@@ -60,7 +46,7 @@ class Article(HistoryMixin, Model):
 
 
 def main() -> None:
-    with dynamodb():
+    with testing.dynamodb(HOST, region=REGION):
         print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (Article, ArticleVersion):
             if not model.exists():

@@ -5,32 +5,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from datetime import datetime
-from typing import ContextManager
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc import AutoIncrementMixin, NextId, testing
 from pynamodb_autoinc.exceptions import ItemExistsError, SequenceExhaustedError
 from pynamodb_autoinc.periods import clock
 
 HOST = os.environ.get("DYNAMODB_HOST")  # an endpoint such as http://127.0.0.1:8000; None: moto, in-process
 REGION = "us-east-1"
-os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if HOST else "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if HOST else "testing")
-
-
-def dynamodb() -> ContextManager[object]:
-    """The DynamoDB the example runs on: DYNAMODB_HOST if set, else moto's in-process ``mock_aws()``."""
-    if HOST:
-        return contextlib.nullcontext()
-    from moto import mock_aws
-
-    return mock_aws()
 
 
 class Issue(AutoIncrementMixin, Model):
@@ -104,7 +90,7 @@ class Locker(AutoIncrementMixin, Model):
 
 
 def main() -> None:
-    with dynamodb():
+    with testing.dynamodb(HOST, region=REGION):
         print(f"DynamoDB: {HOST or 'moto (in-process)'}")
         for model in (NextId, Issue, Comment, Invoice, Seat, Locker):
             if not model.exists():

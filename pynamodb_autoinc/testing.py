@@ -14,13 +14,39 @@ come with the package (see :mod:`pynamodb_autoinc.pytest_plugin`).
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Type
+import contextlib
+import os
+from typing import Iterable, Iterator, Optional, Type
 
 from pynamodb.models import Model
 
 from ._options import options_for
 from .counter import NextId, bind_counter
 from .strategies import _state
+
+
+@contextlib.contextmanager
+def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterator[None]:
+    """Run the block against DynamoDB at ``host`` (DynamoDB Local, say), or on moto's in-process
+    ``mock_aws()`` when ``host`` is None (moto must be installed: ``pip install 'pynamodb-autoinc[demo]'``).
+
+    AWS credentials and a default region are set in the environment where none are, since neither moto nor
+    DynamoDB Local checks them::
+
+        with dynamodb(os.environ.get("DYNAMODB_HOST")):
+            create_counter_table()
+            ...
+    """
+    os.environ.setdefault("AWS_DEFAULT_REGION", region)
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if host else "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if host else "testing")
+    if host:
+        yield
+        return
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
 
 
 def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:

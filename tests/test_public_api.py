@@ -175,3 +175,22 @@ def test_nextval_without_a_sequence_follows_the_recorded_options(make_model):
     opts = Item.autoinc_options()
     assert opts.counter.nextval(opts.key) == 105
     assert opts.counter.reserve(opts.key, 2) == [110, 115]
+
+
+@pytest.mark.modes()
+@pytest.mark.backends("moto")
+def test_testing_dynamodb_runs_the_block_on_moto():
+    """``testing.dynamodb()`` with no host runs its block on a fresh in-process moto: a counter table made in
+    one block is not there in the next."""
+    from pynamodb_autoinc import NextId, testing
+
+    class Local(NextId):
+        class Meta:
+            table_name = "NextId"
+            region = "us-east-1"
+
+    with testing.dynamodb():
+        testing.create_counter_table(counter=Local)
+        assert Local.exists()
+    with testing.dynamodb():
+        assert not Local.exists()
