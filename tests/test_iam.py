@@ -133,6 +133,7 @@ class RegionRecorder:
             client.meta.events.unregister("before-parameter-build.dynamodb", handler)
 
 
+@pytest.mark.modes()
 @pytest.mark.parametrize("gapless", [False, True], ids=["fast", "gapless"])
 def test_a_home_region_models_requests_stay_within_its_regional_policy(make_model, backend, gapless):
     """With Meta.autoinc_home_region, every request, in whichever region it is sent, is granted by the policy
