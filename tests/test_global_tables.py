@@ -656,7 +656,8 @@ def test_set_without_the_model_refuses_a_value_off_the_recorded_subsequence(make
     table = backend.table_name("user")
     User = in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
     User().save()
-    code, _, err = run_cli(monkeypatch, capsys, User, "--region", "us-east-1", "set", "6", "--key",
+    host = ["--host", backend.meta["host"]] if backend.meta.get("host") else []  # DynamoDB Local's endpoint
+    code, _, err = run_cli(monkeypatch, capsys, User, "--region", "us-east-1", *host, "set", "6", "--key",
                            f"{table}@us-east-1")
     assert code == 1 and "off the subsequence of region 'us-east-1'" in err
     assert counter_of(User, f"{table}@us-east-1")[0] == 1
