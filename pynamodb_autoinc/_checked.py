@@ -31,6 +31,7 @@ class CheckedModel(MetaModel):
         super().__init__(name, bases, namespace, discriminator)
         if getattr(getattr(cls, "Meta", None), "table_name", None) is None:
             return
+        refuse_after_model(cls)
         for check in class_checks(cls):
             check(cls)
 
@@ -44,6 +45,19 @@ def class_checks(model: type) -> List[Callable[[type], None]]:
         if check is not None:
             checks.append(check.__func__)
     return checks
+
+
+def refuse_after_model(model: type) -> None:
+    """Raise when a library mixin comes after ``Model`` in ``model``'s MRO: ``Model``'s own methods would shadow
+    the mixin's, which would then never run (a base model class listed before the mixin does this)."""
+    mro = model.__mro__
+    late = [klass for klass in mro if "_autoinc_check_class" in klass.__dict__ and mro.index(klass) > mro.index(Model)]
+    if late:
+        first = next(k for k in mro if k is not model and issubclass(k, Model))
+        raise ConfigurationError(
+            f"{model.__name__}: {late[0].__name__} comes after {first.__name__} in the bases, so PynamoDB's own "
+            f"save() would run instead of {late[0].__name__}'s; list the library's mixins first, before any Model "
+            f"class, e.g. class {model.__name__}({late[0].__name__}, {first.__name__})")
 
 
 def overrides_after(model: type, mixin: type, method: str) -> List[type]:

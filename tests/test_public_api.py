@@ -194,3 +194,17 @@ def test_testing_dynamodb_runs_the_block_on_moto():
         assert Local.exists()
     with testing.dynamodb():
         assert not Local.exists()
+
+
+def test_mixin_listed_after_a_model_class_is_refused():
+    """AutoIncrementMixin after a Model subclass in the bases (where Model's save() would shadow it) is refused
+    when the class is made."""
+    class Base(Model):
+        pass
+
+    with pytest.raises(ConfigurationError, match=r"list the library's mixins first.*class Doc\(AutoIncrementMixin, "
+                                                 r"Base\)"):
+        class Doc(Base, AutoIncrementMixin):
+            class Meta:
+                table_name = "docs"
+            id = NumberAttribute(hash_key=True)
