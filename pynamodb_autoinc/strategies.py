@@ -138,6 +138,17 @@ class _Memory:
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
 
 
+#: The most counters (scope values and periods count apart) this process remembers a value or keeps a block
+#: of; past it the longest unused is forgotten (its next claim reads the counter, or reserves a new block).
+REMEMBERED = 1024
+
+
+def _bound(memory: Dict[Any, Any]) -> None:
+    """Forget the oldest entries of ``memory`` beyond :data:`REMEMBERED`."""
+    while len(memory) > REMEMBERED:
+        del memory[next(iter(memory))]
+
+
 def _memory() -> _Memory:
     """This process's memory of counters."""
     return _state.state.part("memory", _Memory)
@@ -154,7 +165,10 @@ def remember(opts: Options, key: str, value: Optional[int]) -> None:
         if value is None:
             _memory().seen.pop(counter_id(opts, key), None)
         else:
-            _memory().seen[counter_id(opts, key)] = value
+            seen = _memory().seen
+            seen.pop(counter_id(opts, key), None)  # the newest last, so the oldest goes first
+            seen[counter_id(opts, key)] = value
+            _bound(seen)
 
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:
@@ -343,6 +357,7 @@ def _from_block(opts: Options, key: str) -> int:
         if block is None:
             values = _reserve(opts, key, opts.block, partial=True)
             block = _memory().blocks[sequence] = [values[0], values[-1]]
+            _bound(_memory().blocks)
         value = block[0]
         if value == block[1]:
             del _memory().blocks[sequence]

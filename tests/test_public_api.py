@@ -208,3 +208,20 @@ def test_mixin_listed_after_a_model_class_is_refused():
             class Meta:
                 table_name = "docs"
             id = NumberAttribute(hash_key=True)
+
+
+@pytest.mark.modes("gapless")
+def test_memory_per_counter_key_is_bounded(make_model, monkeypatch):
+    """A process saving under many scope keys remembers at most REMEMBERED counters, and a forgotten one is
+    read again, so the sequence goes on."""
+    from pynamodb_autoinc import strategies
+
+    monkeypatch.setattr(strategies, "REMEMBERED", 3)
+    Line = make_model("Line", order=UnicodeAttribute(hash_key=True), n=NumberAttribute(range_key=True),
+                      autoinc_attribute="n", autoinc_scope="order")
+    for order in "abcdef":
+        Line(order=order).save()
+    assert len(strategies._memory().seen) == 3
+    again = Line(order="a")
+    again.save()
+    assert again.n == 2
