@@ -207,11 +207,6 @@ class _Process:
         """Whether this process's requests are slow enough that the queue must wait longer for its turns."""
         return self.pace > SLOW
 
-    def turn(self) -> float:
-        """About how long a busy queue takes to serve one ticket: a little over one transaction round
-        trip, with some jitter so that waiters do not wake in step."""
-        return self.round_trip * random.uniform(1.0, 1.3)
-
 
 def _queue() -> _Process:
     """This process's queue state (a part of :mod:`pynamodb_autoinc._state`)."""

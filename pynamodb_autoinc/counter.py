@@ -15,7 +15,6 @@ import contextlib
 import functools
 import secrets
 import threading
-import uuid
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, cast
@@ -820,7 +819,3 @@ def _pace_name(standing: str) -> str:
     pace: ``NextPace_<id>``."""
     return "NextPace_" + standing.split("_", 1)[1]
 
-
-def new_request_token() -> str:
-    """A fresh ClientRequestToken for one TransactWriteItems attempt."""
-    return uuid.uuid4().hex
