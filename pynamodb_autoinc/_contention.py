@@ -348,7 +348,7 @@ class Contest:
         self.blind = 0
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
-            item = timed(self.write, UPDATE_ITEM, head.opts.counter.ticket_kwargs(
+            item = timed(self.write, UPDATE_ITEM, head.opts.counter._ticket_kwargs(
                 head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
             self._sleep(head.opts.budget.wait(self.losses))
@@ -420,7 +420,7 @@ class Contest:
         recorded in ``owner``: a shorter one)."""
         head = self._head()
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
-            self.write.send(UPDATE_ITEM, head.opts.counter.skip_kwargs(head.key, served, owner))
+            self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
         self.waited = None
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
@@ -463,8 +463,8 @@ class Contest:
         ticket, self.ticket = self.ticket, None
         head = self._head()
         counter, standing = head.opts.counter, self.write.standing
-        kwargs = (counter.skip_kwargs(head.key, ticket - 1, standing) if ticket is not None
-                  else counter.give_back_kwargs(head.key, standing))  # type: ignore[arg-type]
+        kwargs = (counter._skip_kwargs(head.key, ticket - 1, standing) if ticket is not None
+                  else counter._give_back_kwargs(head.key, standing))  # type: ignore[arg-type]
         self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
             self.write.send(UPDATE_ITEM, kwargs)

@@ -132,7 +132,7 @@ class Write:
                 attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
-        swaps = [last.opts.counter.swap_kwargs(last.key, head.expected, last.value, queue=self.queue,
+        swaps = [last.opts.counter._swap_kwargs(last.key, head.expected, last.value, queue=self.queue,
                                                ticket=self.ticket, standing=self.standing,
                                                by_standing=self.by_standing, requeue=self.requeue,
                                                sequence=last.opts.sequence)

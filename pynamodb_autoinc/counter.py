@@ -175,10 +175,10 @@ class NextId(Model):
                 seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
                 count = min(count, seq.size)
                 if cls.compare_and_set(key, last, seq.restart_value + step * (count - 1), seq):
-                    return [seq.restart_value + step * i for i in range(count)]
+                    return seq.values(seq.restart_value, count)
                 continue
             top = cls._integer(key, data["Attributes"][attr.attr_name]["N"])
-            return [top - step * (count - 1 - i) for i in range(count)]
+            return seq.values(top - step * (count - 1), count)
         raise ContentionError(f"counter {key!r} in table {cls.Meta.table_name!r} moved under {_MOVES} requests "
                               "in a row while wrapping; nothing was spent, try again")
 
@@ -394,7 +394,7 @@ class NextId(Model):
             recorded=recorded)
 
     @classmethod
-    def swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
+    def _swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
                     ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
                     requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
         """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``.
@@ -429,7 +429,7 @@ class NextId(Model):
         return cls._update_kwargs(key, actions, condition)
 
     @classmethod
-    def ticket_kwargs(cls, key: str, standing: Optional[str] = None, pace: Optional[int] = None) -> Dict[str, Any]:
+    def _ticket_kwargs(cls, key: str, standing: Optional[str] = None, pace: Optional[int] = None) -> Dict[str, Any]:
         """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
         ticket if given; it answers with the whole item.
 
@@ -445,7 +445,7 @@ class NextId(Model):
         return cls._update_kwargs(key, actions, None, "ALL_NEW")
 
     @classmethod
-    def skip_kwargs(cls, key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
+    def _skip_kwargs(cls, key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
         """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting; with
         ``standing``, that ticket is the standing ticket recorded there, which goes too."""
         actions = [cls.served.set(served + 1)]
@@ -454,7 +454,7 @@ class NextId(Model):
         return cls._update_kwargs(key, actions, (cls.served == served) & (cls.ticket > served), "ALL_NEW")
 
     @classmethod
-    def give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
+    def _give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
         """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
         return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove(),
                                         Path(_pace_name(standing)).remove()],

@@ -71,7 +71,7 @@ def test_a_dead_writers_ticket_delays_a_save_by_about_a_turn(make_model, virtual
     counter = User.autoinc_options().counter
     counter.setval(User.autoinc_options().key, 5)
     key = User.autoinc_options().key
-    User._get_connection().connection.dispatch("UpdateItem", counter.ticket_kwargs(key))  # the dead writer's
+    User._get_connection().connection.dispatch("UpdateItem", counter._ticket_kwargs(key))  # the dead writer's
     user = User()
     user.save()
     assert user.id == 6
@@ -86,15 +86,15 @@ def test_a_writer_passed_over_queues_again(make_model, virtual_clock):
     connection = User._get_connection().connection
     counter.setval(User.autoinc_options().key, 1)
     key = User.autoinc_options().key
-    connection.dispatch("UpdateItem", counter.ticket_kwargs(key))  # ticket 1: a writer still waiting
+    connection.dispatch("UpdateItem", counter._ticket_kwargs(key))  # ticket 1: a writer still waiting
     served = {"done": False}
 
     def pass_over(_: Any, operation_name: str, **__: Any) -> None:
         # while our save waits with ticket 2, another writer passes over both tickets
         if operation_name == "TransactWriteItems" and not served["done"] and queue_of(User)[0] == 2:
             served["done"] = True
-            connection.dispatch("UpdateItem", counter.skip_kwargs(User.autoinc_options().key, 0))
-            connection.dispatch("UpdateItem", counter.skip_kwargs(User.autoinc_options().key, 1))
+            connection.dispatch("UpdateItem", counter._skip_kwargs(User.autoinc_options().key, 0))
+            connection.dispatch("UpdateItem", counter._skip_kwargs(User.autoinc_options().key, 1))
 
     with pre_dynamodb_send.connected_to(pass_over):
         user = User()
@@ -141,7 +141,7 @@ def serve_ghost(model: Any, ticket: int) -> None:
     """Another process's save: its swap serves ``ticket`` and stores the next value."""
     opts = model.autoinc_options()
     current = opts.counter.currval(opts.key)
-    model._get_connection().connection.dispatch("UpdateItem", opts.counter.swap_kwargs(
+    model._get_connection().connection.dispatch("UpdateItem", opts.counter._swap_kwargs(
         opts.key, current, current + 1, ticket=ticket))
 
 
@@ -154,7 +154,7 @@ def save_with_a_writer_behind(model: Any, rival: Any) -> Any:
         if operation_name == "TransactWriteItems":
             sent["swaps"] += 1
             if sent["swaps"] == 3:  # the first swap on the ticket
-                model._get_connection().connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(opts.key))
+                model._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))
 
     rival(model, times=3)
     with pre_dynamodb_send.connected_to(ghost):
@@ -200,7 +200,7 @@ def test_a_dead_processs_standing_ticket_is_passed_over_soon(make_model, virtual
     opts = User.autoinc_options()
     opts.counter.setval(opts.key, 5)
     connection = User._get_connection().connection
-    connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(opts.key))
+    connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))
     connection.dispatch("UpdateItem", opts.counter._update_kwargs(  # ticket 1 is the dead process's standing one
         opts.key, [Path(_contention.STANDING_PREFIX + "dead").set(0)], None))
     user = User()
@@ -235,7 +235,7 @@ def test_a_passed_over_standing_ticket_queues_again(make_model, rival, requests,
     save_with_a_writer_behind(User, rival)
     serve_ghost(User, 2)
     name, = standing_names(User)
-    User._get_connection().connection.dispatch("UpdateItem", opts.counter.skip_kwargs(opts.key, 2, name))
+    User._get_connection().connection.dispatch("UpdateItem", opts.counter._skip_kwargs(opts.key, 2, name))
     requests.clear()
     user = User()
     user.save()
@@ -329,7 +329,7 @@ def test_a_failing_item_of_a_group_fails_alone(make_model):
 def dead_ticket(model: Any, pace: Optional[int] = None) -> None:
     """A ticket taken by a writer that then died; with ``pace``, the writer had declared itself slow."""
     opts = model.autoinc_options()
-    model._get_connection().connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(
+    model._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(
         opts.key, _contention.STANDING_PREFIX + "dead", pace))
 
 

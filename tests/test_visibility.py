@@ -82,7 +82,7 @@ def test_debug_logs_queue_waits(make_model, monkeypatch, caplog):
     User = make_model("User")
     opts = User.autoinc_options()
     opts.counter.setval(opts.key, 5)
-    User._get_connection().connection.dispatch("UpdateItem", opts.counter.ticket_kwargs(opts.key))  # a dead writer
+    User._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))  # a dead writer
     with caplog.at_level(logging.DEBUG, logger="pynamodb_autoinc"):
         User().save()
     assert any(" waits " in r.getMessage() and "ticket: 2" in r.getMessage() for r in caplog.records)
