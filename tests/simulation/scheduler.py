@@ -351,18 +351,30 @@ def faults_for(operation: Optional[str], resend: bool) -> Sequence[str]:
 
 # -- per-client process state ---------------------------------------------------------
 
+#: Parts of the process state that all clients share: what was learned of the tables (DescribeTable), which
+#: never changes within a run. Describing them again in every client would multiply the schedules to explore
+#: without trying anything new.
+SHARED_PARTS = ("tables",)
+
+
 class ClientProcessState(threading.local, ProcessState):
     """The library's process state, one per thread: each simulated client is a process of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, common: ProcessState) -> None:
         ProcessState.__init__(self)
+        self.common = common
+
+    def part(self, name: str, make: Any) -> Any:
+        if name in SHARED_PARTS:
+            return self.common.part(name, make)
+        return ProcessState.part(self, name, make)
 
 
 @contextlib.contextmanager
 def separate_process_state() -> Iterator[None]:
     """Give every thread its own process state for the duration (see the module docstring)."""
     saved = _state.state
-    _state.state = ClientProcessState()
+    _state.state = ClientProcessState(saved)
     try:
         yield
     finally:
