@@ -517,9 +517,13 @@ def _returned(exc: BaseException) -> Optional[Dict[str, Any]]:
 
 
 def describe(instance: Model) -> str:
-    """``User with id=5``: how errors name an instance."""
-    attribute = options_for(type(instance)).attribute
-    return f"{type(instance).__name__} with {attribute}={getattr(instance, attribute)!r}"
+    """How errors name an instance: its key and its auto-increment attribute (``User with id=5``,
+    ``Member with pk='User#Alex', num=4``)."""
+    model = type(instance)
+    attribute = options_for(model).attribute
+    keys = [name for name in (model._hash_keyname, model._range_keyname) if name]
+    names = keys if attribute in keys else [*keys, attribute]
+    return f"{model.__name__} with " + ", ".join(f"{name}={getattr(instance, name)!r}" for name in names)
 
 
 def exists_advice(entry: Entry) -> str:

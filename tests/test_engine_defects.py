@@ -272,3 +272,13 @@ def test_landed_write_with_normalised_numbers_is_kept(local, lost_answers, then)
     reading.save()
     assert reading.id == 1
     assert [(r.id, r.value) for r in Reading.scan(consistent_read=True)] == [(1, 5)]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_a_collision_on_the_key_names_the_key(make_model):
+    """When the auto ID is outside the key, ItemExistsError names the key that collided, not only the ID."""
+    Member = make_model("Member", pk=UnicodeAttribute(hash_key=True), num=NumberAttribute(null=True),
+                        autoinc_attribute="num")
+    Member(pk="User#Alex").save()
+    with pytest.raises(ItemExistsError, match=r"Member with pk='User#Alex', num="):
+        Member(pk="User#Alex").save()
