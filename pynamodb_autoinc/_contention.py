@@ -210,7 +210,8 @@ class _Process:
 
 def _queue() -> _Process:
     """This process's queue state (a part of :mod:`pynamodb_autoinc._state`)."""
-    return _state.state.part("queue", _Process)
+    state = _state.state
+    return state.parts.get("queue") or state.part("queue", _Process)
 
 
 def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -46,7 +46,8 @@ class _Groups:
 
 
 def _groups() -> _Groups:
-    return _state.state.part("groups", _Groups)
+    state = _state.state
+    return state.parts.get("groups") or state.part("groups", _Groups)
 
 
 class _Member:

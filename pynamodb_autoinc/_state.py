@@ -22,22 +22,23 @@ class ProcessState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._parts: Dict[str, Any] = {}
+        self.parts: Dict[str, Any] = {}
+        """The parts made so far, by name: read ``parts.get(name) or part(name, make)`` on a hot path."""
 
     def part(self, name: str, make: Callable[[], _T]) -> _T:
         """The part called ``name``, made with ``make()`` if this process has none yet."""
         try:
-            return self._parts[name]
+            return self.parts[name]
         except KeyError:
             with self._lock:
-                if name not in self._parts:
-                    self._parts[name] = make()
-                return self._parts[name]
+                if name not in self.parts:
+                    self.parts[name] = make()
+                return self.parts[name]
 
     def reset(self) -> None:
         """Forget every part: the next use makes it afresh."""
         self._lock = threading.Lock()  # a fork may have copied it held
-        self._parts = {}
+        self.parts = {}
 
 
 state = ProcessState()

@@ -786,7 +786,8 @@ class _Writers(threading.local):
 def _this_writer() -> _Writer:
     """This thread's writer, made on its first count. A forked child's threads are new writers (the
     parent's keep counting under their ids): the writers are a part of :mod:`pynamodb_autoinc._state`."""
-    writers = _state.state.part("writers", _Writers)
+    state = _state.state
+    writers = state.parts.get("writers") or state.part("writers", _Writers)
     writer = writers.writer
     if writer is None:
         writer = writers.writer = _Writer()

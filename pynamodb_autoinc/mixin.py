@@ -108,7 +108,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         else:
             with strategies.held(claims):
                 put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
-                write = Write(regions.write_connection(type(self)), [put], [Entry(self, claims[0], 0)],
+                write = Write(regions.write_connection(type(self), opts), [put], [Entry(self, claims[0], 0)],
                               purpose="save")
             data = _group.commit(write)
             self.update_local_version_attribute()
@@ -244,7 +244,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         entries.append(Entry(item, claim, index))
                     puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
                             for e in entries]
-                    _engine.commit(Write(regions.write_connection(cls), puts, entries, purpose="bulk"))
+                    _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
                     saved.extend(chunk)
         except AutoIncrementError as exc:
             if isinstance(exc, BulkSaveError):
@@ -493,7 +493,7 @@ class _Hook:
         homed = [e.claim for e, _ in self.entries
                  if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
         # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint
-        connection = regions.write_connection(type(homed[0].instance)) if homed else tx._connection
+        connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
         write = Write(
             connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
             checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,

@@ -109,7 +109,8 @@ class _Known:
 
 def _tables() -> _Known:
     """What this process learned about tables (a part of :mod:`pynamodb_autoinc._state`)."""
-    return _state.state.part("tables", _Known)
+    state = _state.state
+    return state.parts.get("tables") or state.part("tables", _Known)
 
 
 def describe_table(connection: Connection, table: str) -> Dict[str, Any]:
@@ -199,9 +200,12 @@ def home_counter(counter: Type[NextId], region: str, host: Optional[str]) -> Typ
     return rebind(counter, {"region": region, "host": host})
 
 
-def write_connection(model: Type[Model]) -> Connection:
-    """The connection that stores ``model``'s new items: the home region's in gapless mode with a home region."""
-    opts = model.autoinc_options()  # type: ignore[attr-defined]
+def write_connection(model: Type[Model], opts: Any = None) -> Connection:
+    """The connection that stores ``model``'s new items: the home region's in gapless mode with a home region.
+
+    ``opts``: the model's options, when the caller has them (else they are read).
+    """
+    opts = model.autoinc_options() if opts is None else opts  # type: ignore[attr-defined]
     if opts.home_region is None or not opts.gapless:
         return model._get_connection().connection
     return home_table(model, opts.home_region, opts.home_host).connection

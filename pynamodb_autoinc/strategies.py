@@ -79,9 +79,9 @@ class Claim:
     state: str = field(default="held")
     """``"held"``, ``"committed"`` or ``"released"``."""
 
-    @property
+    @functools.cached_property
     def chain(self) -> ChainId:
-        """The counter (or partition) this claim's value comes from."""
+        """The counter (or partition) this claim's value comes from (its options and key never change)."""
         if self.kind == "query":
             meta = self.opts.model.Meta
             return "query", getattr(meta, "host", None), getattr(meta, "region", None), self.key
@@ -151,7 +151,8 @@ def _bound(memory: Dict[Any, Any]) -> None:
 
 def _memory() -> _Memory:
     """This process's memory of counters."""
-    return _state.state.part("memory", _Memory)
+    state = _state.state
+    return state.parts.get("memory") or state.part("memory", _Memory)
 
 
 def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
@@ -161,14 +162,12 @@ def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
 
 def remember(opts: Options, key: str, value: Optional[int]) -> None:
     """Record the counter's value as last written by this process (None: forget it)."""
-    with _memory().lock:
-        if value is None:
-            _memory().seen.pop(counter_id(opts, key), None)
-        else:
-            seen = _memory().seen
-            seen.pop(counter_id(opts, key), None)  # the newest last, so the oldest goes first
-            seen[counter_id(opts, key)] = value
-            _bound(seen)
+    ident, memory = counter_id(opts, key), _memory()
+    with memory.lock:
+        memory.seen.pop(ident, None)  # the newest last, so the oldest goes first
+        if value is not None:
+            memory.seen[ident] = value
+            _bound(memory.seen)
 
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:
