@@ -1,0 +1,634 @@
+"""Independent review checks of the 28 defects of issue 21, through the public API, with neighbouring cases
+(other modes, str IDs, ranges, transactions, save_all)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, List
+
+import pytest
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.models import BatchWrite, Model
+
+from pynamodb_autoinc import AutoIncrementMixin, HistoryMixin, NextId, SequenceOptions, TransactWrite
+from pynamodb_autoinc.exceptions import (
+    AutoIncrementError,
+    BulkSaveError,
+    ConditionFailedError,
+    ConfigurationError,
+    CounterValueError,
+    HistoryWriteError,
+    InvalidIdError,
+    ItemExistsError,
+    SequenceExhaustedError,
+    VersionConflictError,
+)
+
+
+def ids(model: Any) -> List[Any]:
+    """The stored items' auto IDs, sorted."""
+    name = model.autoinc_options().attribute
+    return sorted(getattr(i, name) for i in model.scan(consistent_read=True))
+
+
+def currval(model: Any) -> Any:
+    opts = model.autoinc_options()
+    return opts.counter.currval(opts.key)
+
+
+def history_of(backend: Any, stem: str = "hist") -> Any:
+    """A plain PynamoDB history model on ``backend``, its table created."""
+    meta = type("Meta", (), {"table_name": backend.table_name(stem), **backend.meta})
+    model = type("Hist", (Model,), {
+        "Meta": meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(model)
+    return model
+
+
+# -- 2: save_all with explicit and new items ------------------------------------------------------
+
+
+@pytest.mark.modes("block")
+def test_block_save_all_explicit_equal_to_new_is_refused(make_model):
+    """Block mode: save_all([Item(id=1), Item()]) on a fresh counter is refused, nothing stored."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert new.id is None and ids(Item) == []
+
+
+@pytest.mark.modes("query")
+def test_query_save_all_explicit_first_then_new_stores_both(make_model):
+    """Query strategy: save_all([Item(id=1), Item()]) stores the explicit 1 and numbers the new item 2."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    Item.save_all([explicit, new])
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(1, "explicit"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_explicit_after_new_is_refused(make_model):
+    """save_all([Item(), Item(id=1)]) on a fresh counter: the explicit put does not overwrite the new item."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    new, explicit = Item(name="new"), Item(id=1, name="explicit")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([new, explicit])
+    stored = sorted((i.id, i.name) for i in Item.scan(consistent_read=True))
+    assert (1, "explicit") not in stored
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_explicit_with_track_explicit_goes_past_it(make_model):
+    """With autoinc_track_explicit, save_all([Item(id=1), Item()]) stores both, the new one past 1."""
+    Item = make_model("Item", autoinc_track_explicit=True, name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    Item.save_all([explicit, new])
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(1, "explicit"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_range_key_explicit_equal_to_new_is_refused(make_model):
+    """ID as range key: an explicit (p, 1) and a new item in partition p do not overwrite each other."""
+    Item = make_model("Item", part=UnicodeAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                      name=UnicodeAttribute(null=True), autoinc_attribute="num")
+    explicit, new = Item("p", 1, name="explicit"), Item("p", name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert [(i.num, i.name) for i in Item.scan(consistent_read=True)] == []
+
+
+# -- 8: explicit IDs in save_all ----------------------------------------------------------------
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("bad", [2.5, True])
+def test_save_all_refuses_what_save_refuses(make_model, bad):
+    """save_all() refuses an explicit ID that is not an int (a float, a bool) with InvalidIdError, storing none."""
+    Item = make_model("Item")
+    with pytest.raises(InvalidIdError):
+        Item.save_all([Item(), Item(id=bad)])
+    assert ids(Item) == []
+
+
+@pytest.mark.modes("query")
+def test_query_save_all_refuses_a_float_id(make_model):
+    """Query strategy: save_all() refuses an explicit 2.5 as save() does."""
+    Item = make_model("Item")
+    with pytest.raises(InvalidIdError):
+        Item("p", 2.5).save()
+    with pytest.raises(InvalidIdError):
+        Item.save_all([Item(), Item("p", 2.5)])
+    assert Item.count("p", consistent_read=True) == 0
+
+
+# -- 9: a save() override after the mixin -------------------------------------------------------
+
+
+def test_mixin_overriding_save_after_auto_increment_is_run_or_refused():
+    """class M(AutoIncrementMixin, Stamped, Model): refused at class creation (it would be skipped)."""
+
+    class Stamped:
+        def save(self, *args: Any, **kwargs: Any) -> Any:
+            self.stamped = True
+            return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    meta = type("Meta", (), {"table_name": "m"})
+    with pytest.raises(ConfigurationError):
+        type("M", (AutoIncrementMixin, Stamped, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+
+
+@pytest.mark.modes("fast")
+def test_mixin_overriding_save_before_auto_increment_runs_for_new_items(backend):
+    """class M(Stamped, AutoIncrementMixin, Model) runs Stamped.save for a new item."""
+    calls = []
+
+    class Stamped:
+        def save(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append(self)
+            return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    meta = type("Meta", (), {"table_name": backend.table_name("m"), "autoinc_gapless": False, **backend.meta})
+    M: Any = type("M", (Stamped, AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+    backend.counter(model=M)
+    backend.create(M)
+    m = M()
+    m.save()
+    assert calls == [m] and m.id == 1
+
+
+# -- 10: a scope on a model whose ID is the only key -----------------------------------------------
+
+
+@pytest.mark.parametrize("mode_options", [{"autoinc_gapless": False}, {"autoinc_gapless": True},
+                                          {"autoinc_block": 5}])
+def test_scope_on_the_only_key_is_refused(mode_options):
+    """autoinc_scope when the ID is the only key is refused when the class is created, in every counter mode."""
+    meta = type("Meta", (), {"table_name": "m", "autoinc_scope": "tenant", **mode_options})
+    with pytest.raises(ConfigurationError):
+        type("M", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                                 "tenant": UnicodeAttribute()})
+
+
+def test_scope_on_a_hash_key_id_with_a_range_key_is_refused():
+    """ID as hash key and a range key scoped: every scope would still collide on the hash key alone? The
+    scope is the range key, so each scope's 1 is a distinct key: accepted."""
+    meta = type("Meta", (), {"table_name": "m", "autoinc_scope": "tenant", "autoinc_gapless": False})
+    type("M", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                             "tenant": UnicodeAttribute(range_key=True)})
+
+
+# -- 11: save_all larger than what is left ---------------------------------------------------------
+
+
+@pytest.mark.modes("block")
+def test_block_save_all_past_the_bound_says_how_many_are_left(make_model):
+    """Block mode: save_all() of five with three left says how many are left and asked."""
+    Item = make_model("Item", autoinc_max=10, autoinc_block=3)
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 7)
+    items = [Item() for _ in range(5)]
+    with pytest.raises(SequenceExhaustedError, match=r"5.*3|3.*5"):
+        Item.save_all(items)
+    assert [i.id for i in items] == [None] * 5
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_exactly_what_is_left_is_saved(make_model):
+    """save_all() of three with three left saves all three."""
+    Item = make_model("Item", autoinc_max=10)
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 7)
+    items = [Item() for _ in range(3)]
+    Item.save_all(items)
+    assert sorted(i.id for i in items) == [8, 9, 10] and ids(Item) == [8, 9, 10]
+
+
+# -- 12: a versioned copy ------------------------------------------------------------------------
+
+
+@pytest.mark.modes("fast", "gapless", "block")
+def test_versioned_copy_does_not_spend_values(make_model):
+    """A versioned copy saved as new takes exactly one value (the next), in every counter mode."""
+    Doc = make_model("Doc", version=VersionAttribute(null=True))
+    Doc().save()
+    Doc.get(1).save()
+    Doc.get(1).save()
+    clone = copy.copy(Doc.get(1))
+    clone.id = None
+    clone.save()
+    assert (clone.id, clone.version) == (2, 1)
+    nxt = Doc()
+    nxt.save()
+    assert nxt.id == 3
+
+
+@pytest.mark.modes("query")
+def test_query_versioned_copy_is_saved_as_new(make_model):
+    """Query strategy: a versioned copy with its ID cleared is stored as a new item, version 1."""
+    Doc = make_model("Doc", version=VersionAttribute(null=True))
+    Doc().save()
+    Doc.get("p", 1).save()
+    clone = copy.copy(Doc.get("p", 1))
+    clone.id = None
+    clone.save()
+    assert (clone.id, clone.version) == (2, 1)
+
+
+@pytest.mark.modes("fast")
+def test_versioned_stale_copy_with_condition_names_the_version(make_model):
+    """A stale versioned instance (not new) failing PynamoDB's version condition is not blamed on a caller
+    condition it never passed."""
+    Doc = make_model("Doc", version=VersionAttribute(null=True))
+    Doc().save()
+    a, b = Doc.get(1), Doc.get(1)
+    a.save()
+    with pytest.raises(Exception) as info:
+        b.save()
+    assert "the condition passed to save() did not hold" not in str(info.value)
+
+
+# -- 13: query strategy below min ----------------------------------------------------------------
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_keys_below_min_in_save_all(make_model):
+    """Query strategy, keys below autoinc_min: save_all() numbers from autoinc_start."""
+    Item = make_model("Item", autoinc_min=100, autoinc_start=100)
+    Item("p", 3).save()
+    items = [Item(), Item()]
+    Item.save_all(items)
+    assert [i.id for i in items] == [100, 101]
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_keys_above_max_are_not_the_sequences(make_model):
+    """Query strategy, a key stored above autoinc_max: the next new item is still numbered within bounds."""
+    Item = make_model("Item", autoinc_max=50)
+    Item("p", 1).save()
+    Item("p", 1000).save()
+    item = Item()
+    item.save()
+    assert item.id == 2
+
+
+# -- 15-19: history ------------------------------------------------------------------------------
+
+
+def test_history_after_counter_mixin_order_refused_or_recorded():
+    """class Doc(AutoIncrementMixin, HistoryMixin, Model) with a str key is refused too."""
+    meta = type("Meta", (), {"table_name": "doc"})
+    with pytest.raises(ConfigurationError):
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
+
+
+def _auto_doc(backend: Any, **meta: Any) -> Any:
+    history = history_of(backend)
+    m = type("Meta", (), {"table_name": backend.table_name("doc"), "history_model": history, **backend.meta,
+                          **meta})
+    Doc: Any = type("Doc", (HistoryMixin, AutoIncrementMixin, Model), {
+        "Meta": m, "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.counter(model=Doc)
+    backend.create(Doc)
+    return Doc, history
+
+
+@pytest.mark.parametrize("block", [None, 3])
+def test_history_auto_save_all_records_version_one(backend, block):
+    """HistoryMixin first, save_all of new items (fast mode, blocks): each gets version 1 in the history."""
+    Doc, history = _auto_doc(backend, autoinc_gapless=False, **({"autoinc_block": block} if block else {}))
+    docs = [Doc(title="a"), Doc(title="b")]
+    try:
+        Doc.save_all(docs)
+    except AutoIncrementError:
+        return  # refused outright: nothing written without history
+    assert sorted((h.item, h.version) for h in history.scan(consistent_read=True)) == [("1", 1), ("2", 1)]
+
+
+def test_pynamodb_batch_write_on_auto_history_model_is_refused(backend):
+    """PynamoDB's BatchWrite(Doc) of an auto-ID history model cannot overwrite without a version."""
+    Doc, history = _auto_doc(backend, autoinc_gapless=False)
+    d = Doc(title="one")
+    d.save()
+    d.title = "two"
+    with pytest.raises((HistoryWriteError, AutoIncrementError)), BatchWrite(Doc) as batch:
+        batch.save(d)
+    assert Doc.get(1, consistent_read=True).title == "one"
+
+
+def test_history_new_instance_with_explicit_id_over_unversioned_item(backend):
+    """A new explicit-ID instance of an auto-ID history model over an item stored without version is refused."""
+    Doc, history = _auto_doc(backend, autoinc_gapless=False)
+    plain: Any = type("Plain", (Model,), {"Meta": Doc.Meta, "id": NumberAttribute(hash_key=True),
+                                          "title": UnicodeAttribute(null=True)})
+    plain(id=5, title="before").save()
+    with pytest.raises((VersionConflictError, ItemExistsError)):
+        Doc(id=5, title="new").save()
+    assert Doc.get(5, consistent_read=True).title == "before"
+
+
+def test_history_float_and_int_number_keys_share_history(backend):
+    """A numeric-key history model: id=7.0 then the item read back as 7: one history under one key."""
+    history = history_of(backend)
+    m = type("Meta", (), {"table_name": backend.table_name("acct"), "history_model": history, **backend.meta})
+    Acct: Any = type("Acct", (HistoryMixin, Model), {
+        "Meta": m, "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(Acct)
+    Acct(id=7.0, title="a").save()
+    a = Acct.get(7, consistent_read=True)
+    a.title = "b"
+    a.save()
+    Acct(id=8.50, title="x").save()
+    b = Acct.get(8.5, consistent_read=True)
+    b.save()
+    assert sorted({h.item for h in history.scan(consistent_read=True)}) == ["7", "8.5"]
+
+
+def test_history_auto_id_collision_is_item_exists(backend):
+    """History + auto ID, the counter behind stored items: ItemExistsError, not a version conflict."""
+    Doc, _ = _auto_doc(backend, autoinc_gapless=False)
+    Doc(id=1, title="explicit").save()
+    Doc(id=2, title="explicit").save()
+    with pytest.raises(ItemExistsError):
+        Doc(title="new").save()
+    with pytest.raises(ItemExistsError):
+        Doc(title="new").save(merge=lambda mine, theirs: None)
+    assert Doc.get(1, consistent_read=True).title == "explicit"
+
+
+# -- 21: increment by a non-integer ------------------------------------------------------------
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("by", [1.5, 2.0, True, "1"])
+def test_next_id_increment_refuses_every_non_int(backend, by):
+    """NextId.increment(by=...) refuses floats (even 2.0), bools and strings, writing nothing."""
+    counter = backend.counter()
+    with pytest.raises(CounterValueError):
+        counter.increment("hits", by=by)
+    assert counter.increment("hits") == 1
+
+
+# -- 22: setval drops the block of a model with Meta.region ----------------------------------------
+
+
+@pytest.mark.modes("block")
+def test_restart_drops_the_block_of_a_model_with_a_region(make_model):
+    """Block mode with Meta.region: restart() through the model's counter drops this process's block."""
+    Item = make_model("Item", autoinc_block=10, region="us-east-1")
+    Item().save()
+    opts = Item.autoinc_options()
+    opts.counter.restart(opts.key, opts.sequence, 50)
+    item = Item()
+    item.save()
+    assert item.id == 50
+
+
+@pytest.mark.modes("block")
+def test_plain_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model):
+    """Block mode with Meta.region: plain NextId.setval drops the model's block."""
+    Item = make_model("Item", autoinc_block=10, region="us-east-1")
+    Item().save()
+    NextId.setval(Item.autoinc_options().key, 40)
+    item = Item()
+    item.save()
+    assert item.id == 41
+
+
+# -- str IDs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_str_id_save_all_explicit_equal_to_new_is_refused(make_model):
+    """A str ID (autoinc_format): an explicit ID equal to the one a new item gets is refused in save_all."""
+    Item = make_model("Item", sku=UnicodeAttribute(hash_key=True), autoinc_attribute="sku",
+                      autoinc_format="S-{value:04d}", name=UnicodeAttribute(null=True))
+    explicit, new = Item("S-0001", name="explicit"), Item(name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert [i.sku for i in Item.scan(consistent_read=True)] == []
+
+
+@pytest.mark.modes("fast")
+def test_transaction_explicit_equal_to_new_is_refused(make_model):
+    """In a TransactWrite, an explicit id=1 and a new item on a fresh counter do not overwrite each other."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    with pytest.raises(AutoIncrementError), TransactWrite(connection=Item._get_connection().connection) as tx:
+        tx.save(new)
+        tx.save(explicit)
+    stored = sorted((i.id, i.name) for i in Item.scan(consistent_read=True))
+    assert stored in ([], [(1, "new")], [(1, "explicit")])
+    assert len(stored) <= 1
+
+
+_ = (BulkSaveError, ConditionFailedError, SequenceOptions)
+
+
+def _plain_threads(saves: List[Any]) -> dict:
+    """Run ``saves`` in threads at once; their errors by index."""
+    import threading
+
+    errors: dict = {}
+
+    def run(i: int) -> None:
+        try:
+            saves[i]()
+        except BaseException as exc:  # noqa: BLE001 - checked by the test
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(saves))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return errors
+
+
+# -- 1, 4, 14: group commit (threads of one process) -------------------------------------------------
+
+
+def _in_threads(saves: List[Any], waiting: int) -> dict:
+    from tests.test_engine_defects import in_threads
+    from tests.test_fairness import HoldFirstTransaction
+
+    return in_threads(HoldFirstTransaction(waiting), saves)
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_at_the_bound_with_cycle_wraps(make_model):
+    """Gapless with autoinc_cycle, max 10, counter at 8, three threads: IDs 9, 10 and the minimum 1, all stored."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=10, autoinc_cycle=True,
+                      name=UnicodeAttribute())
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 8)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = _in_threads([i.save for i in items], 2)
+    assert errors == {}
+    assert sorted(i.id for i in items) == [1, 9, 10]
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == sorted((i.id, i.name) for i in items)
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_at_the_bound_all_exhausted_keep_no_id(make_model):
+    """Gapless, counter at the maximum, three threads: each gets SequenceExhaustedError, none keeps an ID."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=10, name=UnicodeAttribute())
+    Item(id=10, name="last").save()
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 10)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = _plain_threads([i.save for i in items])
+    assert sorted(errors) == [0, 1, 2]
+    assert all(isinstance(e, SequenceExhaustedError) for e in errors.values())
+    assert [i.id for i in items] == [None] * 3
+    assert [(i.id, i.name) for i in Item.scan(consistent_read=True)] == [(10, "last")]
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_item_too_large_in_the_leader_fails_alone(make_model):
+    """The held leader's item too large: it fails alone, the queued threads' items are stored."""
+    from pynamodb_autoinc.exceptions import ItemWriteError
+
+    Item = make_model("Item", autoinc_gapless=True, body=UnicodeAttribute(null=True))
+    items = [Item(body="x" * 410_000), Item(body="a"), Item(body="b")]
+    errors = _in_threads([i.save for i in items], 2)
+    assert list(errors) == [0] and isinstance(errors[0], ItemWriteError)
+    assert items[0].id is None
+    assert sorted(i.id for i in items[1:]) == [1, 2] and ids(Item) == [1, 2]
+
+
+# -- 7: reset_counters with a standing ticket ------------------------------------------------------
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("timeout", [3, None])
+def test_gapless_save_after_reset_counters_with_threads(make_model, timeout):
+    """After gapless saves from threads (places in the queue) and testing.reset_counters(), a save gets 1."""
+    import threading
+
+    from pynamodb_autoinc.testing import reset_counters
+
+    Item = make_model("Item", autoinc_gapless=True, autoinc_timeout=timeout)
+
+    def work() -> None:
+        for _ in range(3):
+            Item().save()
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert ids(Item) == list(range(1, 13))
+    for item in Item.scan():
+        item.delete()
+    reset_counters(Item)
+    item = Item()
+    done = threading.Event()
+    errors: List[BaseException] = []
+
+    def save() -> None:
+        try:
+            item.save()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            errors.append(exc)
+        done.set()
+
+    threading.Thread(target=save, daemon=True).start()
+    assert done.wait(20), "the save after reset_counters() did not finish"
+    assert errors == [] and item.id == 1
+
+
+@pytest.mark.modes("gapless")
+def test_gapless_save_after_the_counter_item_vanished(make_model):
+    """After threads' gapless saves, the counter item deleted by another process (no reset in this one): the
+    next save finishes (an ID past the stored ones, or a clear error), it does not spin to a ContentionError."""
+    import threading
+
+    from pynamodb_autoinc.exceptions import ContentionError
+
+    Item = make_model("Item", autoinc_gapless=True, autoinc_timeout=5)
+
+    def work() -> None:
+        for _ in range(3):
+            Item().save()
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    opts = Item.autoinc_options()
+    hash_key, range_key = opts.counter._item_key(opts.key)
+    opts.counter._get_connection().delete_item(hash_key, range_key=range_key)
+    for item in Item.scan():
+        item.delete()
+    item = Item()
+    try:
+        item.save()
+    except ContentionError as exc:
+        pytest.fail(f"spun until the timeout: {exc}")
+    except AutoIncrementError:
+        return
+    assert item.id == 1
+
+
+# -- 26: HistoryMixin on an MRSC global table ---------------------------------------------------------
+
+MRSC = {"TableStatus": "ACTIVE", "GlobalTableVersion": "2019.11.21", "MultiRegionConsistency": "STRONG",
+        "Replicas": [{"RegionName": "us-east-2", "ReplicaStatus": "ACTIVE"},
+                     {"RegionName": "us-west-2", "ReplicaStatus": "ACTIVE"}]}
+
+
+def test_history_explicit_id_on_strong_consistency_is_refused(backend, monkeypatch):
+    """An auto-ID history model on MRSC: an explicit-ID save (still a transaction) is refused too."""
+    from pynamodb_autoinc import regions
+    from pynamodb_autoinc.exceptions import GlobalTableError
+
+    Doc, _ = _auto_doc(backend, autoinc_gapless=False)
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(MRSC, TableName=table))
+    with pytest.raises(GlobalTableError):
+        Doc(id=5).save()
+    assert Doc.count() == 0
+
+
+# -- 17, 18 with a range key ------------------------------------------------------------------------
+
+
+def _ranged_page(backend: Any, range_attr: Any) -> Any:
+    history = history_of(backend)
+    m = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history, **backend.meta})
+    Page: Any = type("Page", (HistoryMixin, Model), {
+        "Meta": m, "site": UnicodeAttribute(hash_key=True), "n": range_attr,
+        "title": UnicodeAttribute(null=True), "revision": VersionAttribute()})
+    backend.create(Page)
+    return Page, history
+
+
+def test_history_new_instance_does_not_overwrite_an_unversioned_ranged_item(backend):
+    """With a range key, a new instance over an item stored without a version is refused; the item stays."""
+    Page, _ = _ranged_page(backend, NumberAttribute(range_key=True))
+    plain: Any = type("Plain", (Model,), {"Meta": Page.Meta, "site": UnicodeAttribute(hash_key=True),
+                                          "n": NumberAttribute(range_key=True), "title": UnicodeAttribute(null=True)})
+    plain("s", 1, title="before").save()
+    plain("s", 2, title="other").save()
+    with pytest.raises((VersionConflictError, ItemExistsError)):
+        Page("s", 1, title="new").save()
+    assert Page.get("s", 1, consistent_read=True).title == "before"
+    Page("s", 3, title="fresh").save()  # a key not stored is saved
+    assert Page.get("s", 3, consistent_read=True).revision == 1
+
+
+def test_history_float_and_int_range_keys_share_history(backend):
+    """A numeric range key: (s, 7.0) then the item read back as (s, 7): one history key."""
+    Page, history = _ranged_page(backend, NumberAttribute(range_key=True))
+    Page("s", 7.0, title="a").save()
+    p = Page.get("s", 7, consistent_read=True)
+    p.title = "b"
+    p.save()
+    assert len({h.item for h in history.scan(consistent_read=True)}) == 1
