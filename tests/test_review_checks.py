@@ -632,3 +632,97 @@ def test_history_float_and_int_range_keys_share_history(backend):
     p.title = "b"
     p.save()
     assert len({h.item for h in history.scan(consistent_read=True)}) == 1
+
+
+# -- 23-25: region-homed counters ------------------------------------------------------------------
+
+REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
+
+
+def _in_region(make_model: Any, backend: Any, region: str, table: str, **options: Any) -> Any:
+    model = make_model("User", create=False, region=region, table_name=table, **options)
+    backend.counter(model=model)
+    backend.create(model)
+    return model
+
+
+@pytest.mark.modes("fast")
+def test_api_setval_refuses_a_value_off_the_region_subsequence(make_model, backend):
+    """NextId.setval/restart of a region counter to another region's value is refused (the API, not only the
+    CLI), naming a value on the subsequence; a value on it is taken."""
+    from pynamodb_autoinc.exceptions import OutOfBoundsError
+
+    table = backend.table_name("user")
+    User = _in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()  # 1
+    counter, key = User.autoinc_options().counter, f"{table}@us-east-1"
+    with pytest.raises(OutOfBoundsError, match="off the subsequence of region 'us-east-1'.*such as 7 \\(or 5\\)"):
+        counter.setval(key, 6)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence"):
+        counter.setval(key, 4, is_called=False)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence"):
+        counter.restart(key, counter.stored_options(key), 8)
+    assert counter.currval(key) == 1
+    counter.setval(key, 5)
+    user = User()
+    user.save()
+    assert user.id == 7
+
+
+@pytest.mark.modes("fast")
+def test_cli_set_refuses_off_subsequence_with_a_custom_start_and_step(make_model, backend, monkeypatch, capsys):
+    """start 100, step 5, two regions: us-east-1 numbers 100, 110, ...; set 105 (eu-west-1's) is refused."""
+    from tests.test_global_tables import counter_of, run_cli
+
+    table = backend.table_name("user")
+    User = _in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2], autoinc_start=100,
+                      autoinc_min=100, autoinc_step=5)
+    user = User()
+    user.save()
+    assert user.id == 100
+    code, _, err = run_cli(monkeypatch, capsys, User, "set", "105", "--model", "MODEL", "--key", f"{table}@us-east-1")
+    assert code == 1, err
+    assert counter_of(User, f"{table}@us-east-1")[0] == 100
+    code, _, err = run_cli(monkeypatch, capsys, User, "set", "120", "--model", "MODEL", "--key", f"{table}@us-east-1")
+    assert code == 0, err
+
+
+@pytest.mark.modes("gapless")
+def test_cli_check_healthy_region_table_with_custom_start_and_step(make_model, backend, monkeypatch, capsys):
+    """check of a healthy table, start 100 step 5, two regions: no holes, exit 0."""
+    import json
+
+    from tests.test_global_tables import run_cli
+
+    table = backend.table_name("user")
+    User = _in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2], autoinc_start=100,
+                      autoinc_min=100, autoinc_step=5)
+    for _ in range(3):
+        User().save()  # 100, 110, 120
+    for i in (105, 115):
+        User(id=i).save()  # eu-west-1's
+    code, out, err = run_cli(monkeypatch, capsys, User, "check", "--model", "MODEL", "--json")
+    assert code == 0, err
+    rows = {r["key"]: (r["items"], r["holes"], r["off_sequence"]) for r in json.loads(out)}
+    assert rows == {f"{table}@us-east-1": (3, 0, 0), f"{table}@eu-west-1": (2, 0, 0)}
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_an_appended_region_is_refused_in_a_transaction(make_model, backend, monkeypatch, mode):
+    """TransactWrite.save() of a new item in a region appended before seed: SequenceMismatchError, nothing spent."""
+    from pynamodb_autoinc import regions
+    from pynamodb_autoinc.exceptions import SequenceMismatchError
+    from tests.test_global_tables import SINGLE, counter_of, replicate_counters
+
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(SINGLE, TableName=table))
+    table = backend.table_name("user")
+    Two = _in_region(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()
+    Three = _in_region(make_model, backend, "ap-south-1", table, autoinc_regions=REGIONS)
+    replicate_counters(Two, Three)
+    user = Three()
+    with pytest.raises(SequenceMismatchError), TransactWrite(connection=Three._get_connection().connection) as tx:
+        tx.save(user)
+    assert user.id is None
+    assert counter_of(Three, f"{table}@ap-south-1") == (None, None)
