@@ -39,6 +39,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
+from ._checked import CheckedModel
 from .exceptions import ConfigurationError, CounterValueError
 from .mixin import AutoIncrementMixin, _claim
 from .signals import send_after_save
@@ -92,14 +93,6 @@ class CounterAttribute(_IntegerAttribute):
                 f"a plain Model.save() would overwrite the counter; declare "
                 f"class {owner.__name__}(CounterMixin, ..., Model)"
             )
-        if isinstance(owner, type) and issubclass(owner, CounterMixin):
-            mro = owner.__mro__
-            if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
-                raise ConfigurationError(
-                    f"{owner.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
-                    f"class {owner.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
-                    "start at their start value"
-                )
 
     def serialize(self, value: Any) -> Any:
         """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction
@@ -129,12 +122,24 @@ def _named(actions: Iterable[Action]) -> List[str]:
     return names
 
 
-class CounterMixin(_Base):
+class CounterMixin(_Base, metaclass=CheckedModel):
     """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``.
 
     Put it first in the bases: ``class Page(CounterMixin, Model)`` or
     ``class Order(CounterMixin, AutoIncrementMixin, Model)``.
     """
+
+    @classmethod
+    def _autoinc_check_class(cls) -> None:
+        """Refuse CounterMixin after AutoIncrementMixin, when the class is created (a ConfigurationError, which
+        ``CounterAttribute.__set_name__`` could not raise as itself before Python 3.12)."""
+        mro = cls.__mro__
+        if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
+            raise ConfigurationError(
+                f"{cls.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
+                f"class {cls.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
+                "start at their start value"
+            )
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:

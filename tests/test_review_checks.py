@@ -726,3 +726,17 @@ def test_an_appended_region_is_refused_in_a_transaction(make_model, backend, mon
         tx.save(user)
     assert user.id is None
     assert counter_of(Three, f"{table}@ap-south-1") == (None, None)
+
+
+# -- configuration errors at class creation ------------------------------------------------------------
+
+
+def test_counter_mixin_after_auto_increment_raises_configuration_error_itself():
+    """CounterMixin after AutoIncrementMixin raises ConfigurationError when the class is created (not a
+    RuntimeError wrapping it, as an error from __set_name__ is before Python 3.12)."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "t"})
+    with pytest.raises(ConfigurationError, match="put CounterMixin before AutoIncrementMixin"):
+        type("Bad", (AutoIncrementMixin, CounterMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "n": CounterAttribute()})
