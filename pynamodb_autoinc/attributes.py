@@ -39,7 +39,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
-from ._checked import CheckedModel
+from ._checked import CheckedModel, refuse_order
 from .exceptions import ConfigurationError, CounterValueError
 from .mixin import AutoIncrementMixin, _claim
 from .signals import send_after_save
@@ -140,6 +140,9 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                 f"class {cls.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
                 "start at their start value"
             )
+        refuse_order(cls, CounterMixin, "save",
+                     "it would be skipped: CounterMixin writes the item itself, with an UpdateItem that raises its "
+                     "counters")
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:

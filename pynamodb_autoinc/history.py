@@ -41,7 +41,7 @@ from pynamodb.pagination import ResultIterator
 
 from . import regions
 from ._budget import Budget
-from ._checked import CheckedModel
+from ._checked import CheckedModel, refuse_order
 from ._engine import exists_advice
 from ._options import options_for
 from .attributes import CounterMixin
@@ -201,6 +201,9 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     def _autoinc_check_class(cls) -> None:
         """Refuse bases that would skip the history, and a ``Meta.history_model`` or version that cannot hold it."""
         check_model(cls)
+        for method in ("save", "delete"):
+            refuse_order(cls, HistoryMixin, method,
+                         "it would never run: HistoryMixin writes the item and its version in its own transaction")
         _Config(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,

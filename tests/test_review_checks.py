@@ -740,3 +740,50 @@ def test_counter_mixin_after_auto_increment_raises_configuration_error_itself():
     with pytest.raises(ConfigurationError, match="put CounterMixin before AutoIncrementMixin"):
         type("Bad", (AutoIncrementMixin, CounterMixin, Model), {
             "Meta": meta, "id": NumberAttribute(hash_key=True), "n": CounterAttribute()})
+
+
+class _Stamped:
+    """A user's mixin overriding save() (and delete())."""
+
+    def save(self, *args: Any, **kwargs: Any) -> Any:
+        return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        return super().delete(*args, **kwargs)  # type: ignore[misc]
+
+
+def test_mixin_overriding_save_after_history_is_refused():
+    """class Doc(HistoryMixin, Stamped, Model): Stamped.save would never run (HistoryMixin writes its own
+    transaction), so the class is refused when it is created, naming the order that works."""
+    hist_meta = type("Meta", (), {"table_name": "hist"})
+    history = type("Hist", (Model,), {"Meta": hist_meta, "item": UnicodeAttribute(hash_key=True),
+                                      "version": NumberAttribute(range_key=True),
+                                      "deleted": BooleanAttribute(default=False)})
+    meta = type("Meta", (), {"table_name": "doc", "history_model": history})
+    with pytest.raises(ConfigurationError, match=r"class Doc\(_Stamped, HistoryMixin, Model\)"):
+        type("Doc", (HistoryMixin, _Stamped, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                      "revision": VersionAttribute()})
+    type("Doc", (_Stamped, HistoryMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                  "revision": VersionAttribute()})
+
+
+def test_mixin_overriding_save_after_counter_mixin_is_refused():
+    """class Page(CounterMixin, Stamped, Model): Stamped.save would be skipped (CounterMixin writes an
+    UpdateItem itself), so the class is refused when it is created."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "page"})
+    with pytest.raises(ConfigurationError, match=r"class Page\(_Stamped, CounterMixin, Model\)"):
+        type("Page", (CounterMixin, _Stamped, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                       "n": CounterAttribute()})
+    type("Page", (_Stamped, CounterMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                   "n": CounterAttribute()})
+
+
+def test_counter_mixin_before_auto_increment_is_still_accepted():
+    """class Order(CounterMixin, AutoIncrementMixin, Model), the documented order, is accepted."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "orders"})
+    type("Order", (CounterMixin, AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                                              "n": CounterAttribute()})
