@@ -40,8 +40,9 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from ._checked import CheckedModel, refuse_order
-from .exceptions import ConfigurationError, CounterValueError
-from .mixin import AutoIncrementMixin, _claim
+from ._engine import describe as _describe
+from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key
 from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
@@ -198,15 +199,35 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if not issubclass(cls, AutoIncrementMixin):
             raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
         items = list(instances)
-        attribute = cls.autoinc_options().attribute
+        opts = cls.autoinc_options()
+        attribute = opts.attribute
         fresh = [item for item in items if getattr(item, attribute) is None]
+        explicit = [item for item in items if getattr(item, attribute) is not None]
+        keys: Dict[Any, Model] = {}
+        for item in explicit:  # checked as AutoIncrementMixin.save_all checks them, before anything is sent
+            if isinstance(item, cls):
+                _check_explicit(item, opts)
+            key = _key(item)
+            other = keys.setdefault(key, item) if key is not None else item
+            if other is not item:
+                raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; "
+                                  f"{_describe(other)} and {_describe(item)} have the same key and one would "
+                                  "overwrite the other; save each key once. Nothing was sent", items)
         for item in fresh:
             for name, attr in counters(type(item)).items():
                 setattr(item, name, attr.start)
         super().save_all(fresh)  # type: ignore[misc]
-        for item in items:
-            if not any(item is f for f in fresh):
-                item.save()
+        for item in fresh:  # an explicit item's UpdateItem would write over a new item of this call
+            taken = keys.get(_key(item))
+            if taken is not None:
+                raise _bulk_error(
+                    BulkItemExistsError, f"{cls.__name__}.save_all(): {len(fresh)} of {len(items)} saved; the "
+                    f"explicit {_describe(taken)} has the key that a new instance of the same call was given, and "
+                    "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
+                    f"Save it on its own, raise the counter past it first ({opts.counter.__name__}.setval), or set "
+                    "Meta.autoinc_track_explicit", items, fresh)
+        for item in explicit:
+            item.save()
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = set(_named(actions))

@@ -787,3 +787,98 @@ def test_counter_mixin_before_auto_increment_is_still_accepted():
     meta = type("Meta", (), {"table_name": "orders"})
     type("Order", (CounterMixin, AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
                                                               "n": CounterAttribute()})
+
+
+@pytest.mark.modes("fast", "block")
+def test_threads_at_the_bound_take_what_is_left_and_overwrite_nothing(make_model, mode):
+    """Fast and block modes, max 10, counter at 8, three threads: 9 and 10 are stored, the third gets
+    SequenceExhaustedError and keeps no ID; saving it again is refused too."""
+    Item = make_model("Item", autoinc_max=10, name=UnicodeAttribute())
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 8)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = _plain_threads([i.save for i in items])
+    assert [type(e) for e in errors.values()] == [SequenceExhaustedError]
+    failed, = errors
+    assert items[failed].id is None
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == \
+        sorted((i.id, i.name) for i in items if i.id is not None)
+    assert ids(Item) == [9, 10]
+    with pytest.raises(SequenceExhaustedError):
+        items[failed].save()
+    assert ids(Item) == [9, 10]
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_counting_down_ignores_keys_outside_its_bounds(make_model):
+    """Query strategy counting down from 100 (min 10): keys stored above the maximum or below the minimum are
+    not the sequence's; new items get 100, then 99."""
+    Item = make_model("Item", autoinc_step=-1, autoinc_start=100, autoinc_max=100, autoinc_min=10)
+    Item("p", 500).save()
+    Item("p", 3).save()
+    first, second = Item(), Item()
+    first.save()
+    second.save()
+    assert (first.id, second.id) == (100, 99)
+
+
+@pytest.mark.modes("gapless")
+def test_gapless_save_all_across_transactions_past_the_bound_says_how_many(make_model):
+    """Gapless save_all() of 150 with 120 left: the first transaction (99) lands, the rest is refused naming how
+    many were asked and how many are left; every saved instance holds a stored ID, the others none."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=120)
+    items = [Item() for _ in range(150)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 51 .*only 21 are left") as info:
+        Item.save_all(items)
+    assert isinstance(info.value, BulkSaveError)
+    saved = sorted(getattr(i, "id") for i in info.value.saved)  # noqa: B009 - typed as a plain Model
+    assert saved == ids(Item) == list(range(1, 100))
+    assert all(getattr(i, "id") is None for i in info.value.unsaved)  # noqa: B009 - typed as a plain Model
+    assert len(info.value.unsaved) == 51
+
+
+# -- 2, 8 through CounterMixin.save_all ------------------------------------------------------------------
+
+
+def _order_model(make_model: Any) -> Any:
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    return make_model("Order", bases=(CounterMixin,), name=UnicodeAttribute(null=True), n=CounterAttribute())
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_explicit_equal_to_new_overwrites_nothing(make_model):
+    """CounterMixin: save_all([Order(id=1), Order()]) on a fresh counter does not let the explicit item's write
+    replace the new item: ItemExistsError naming the explicit one, the new item stored as it was given."""
+    Order = _order_model(make_model)
+    explicit, new = Order(id=1, name="explicit"), Order(name="new")
+    with pytest.raises(ItemExistsError, match="explicit Order with id=1") as info:
+        Order.save_all([explicit, new])
+    assert isinstance(info.value, BulkSaveError) and info.value.saved == [new]
+    assert [(o.id, o.name) for o in Order.scan(consistent_read=True)] == [(1, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_refuses_two_explicit_items_with_one_key(make_model):
+    """CounterMixin: two explicit items with one key in a save_all() are refused before anything is sent."""
+    Order = _order_model(make_model)
+    with pytest.raises(ItemExistsError, match="have the same key"):
+        Order.save_all([Order(id=5, name="a"), Order(name="new"), Order(id=5, name="b")])
+    assert ids(Order) == [] and currval(Order) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_refuses_a_float_id_before_anything_is_sent(make_model):
+    """CounterMixin: save_all() with an explicit 2.5 raises InvalidIdError before any item is saved."""
+    Order = _order_model(make_model)
+    with pytest.raises(InvalidIdError):
+        Order.save_all([Order(name="new"), Order(id=2.5)])
+    assert ids(Order) == [] and currval(Order) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
+    """CounterMixin: save_all() of a new item and an explicit ID apart from it saves both; counters start."""
+    Order = _order_model(make_model)
+    Order.save_all([Order(id=7, name="explicit"), Order(name="new")])
+    assert sorted((o.id, o.name, o.n) for o in Order.scan(consistent_read=True)) == [(1, "new", 0),
+                                                                                    (7, "explicit", 0)]
