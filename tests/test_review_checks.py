@@ -882,3 +882,32 @@ def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
     Order.save_all([Order(id=7, name="explicit"), Order(name="new")])
     assert sorted((o.id, o.name, o.n) for o in Order.scan(consistent_read=True)) == [(1, "new", 0),
                                                                                     (7, "explicit", 0)]
+
+
+# -- HistoryMixin.save_all with explicit and new items --------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["explicit-first", "new-first"])
+def test_history_save_all_explicit_and_new_with_one_key_overwrite_nothing(backend, order):
+    """HistoryMixin + auto IDs: save_all() of an explicit id=1 and a new item on a fresh counter stores one item
+    under 1 with one version 1; the other is refused (ItemExistsError for the new one, VersionConflictError for
+    the explicit new instance over the stored item), as a BulkSaveError."""
+    Doc, history = _auto_doc(backend, autoinc_gapless=False)
+    explicit, new = Doc(id=1, title="explicit"), Doc(title="new")
+    items = [explicit, new] if order == "explicit-first" else [new, explicit]
+    with pytest.raises(BulkSaveError) as info:
+        Doc.save_all(items)
+    if order == "explicit-first":
+        assert isinstance(info.value, ItemExistsError)
+    assert info.value.saved == items[:1] and info.value.unsaved == items[1:]
+    stored = [(d.id, d.title, d.revision) for d in Doc.scan(consistent_read=True)]
+    assert stored == [(1, items[0].title, 1)]
+    assert [(h.item, h.version, h.title) for h in history.scan(consistent_read=True)] == [("1", 1, items[0].title)]
+
+
+def test_history_save_all_refuses_a_float_id_before_anything_is_saved(backend):
+    """HistoryMixin + auto IDs: save_all() with an explicit 2.5 raises InvalidIdError before any item is saved."""
+    Doc, history = _auto_doc(backend, autoinc_gapless=False)
+    with pytest.raises(InvalidIdError):
+        Doc.save_all([Doc(title="new"), Doc(id=2.5)])
+    assert ids(Doc) == [] and currval(Doc) is None
