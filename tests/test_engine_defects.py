@@ -142,7 +142,7 @@ def test_query_save_all_refuses_an_explicit_key_a_new_item_took(make_model):
     is refused, the new item is not overwritten."""
     Item = make_model("Item", name=UnicodeAttribute())
     new, explicit = Item(name="new"), Item(id=1, name="explicit")
-    with pytest.raises(ItemExistsError, match="explicit Item with id=1"):
+    with pytest.raises(ItemExistsError, match="explicit Item with part='p', id=1"):
         Item.save_all([new, explicit])
     assert [(i.id, i.name) for i in Item.scan()] == []
 
