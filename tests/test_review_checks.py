@@ -911,3 +911,36 @@ def test_history_save_all_refuses_a_float_id_before_anything_is_saved(backend):
     with pytest.raises(InvalidIdError):
         Doc.save_all([Doc(title="new"), Doc(id=2.5)])
     assert ids(Doc) == [] and currval(Doc) is None
+
+
+# -- 6, 7: shared gapless counters, reset ----------------------------------------------------------
+
+
+@pytest.mark.modes("gapless")
+def test_two_models_sharing_a_gapless_counter_from_threads_number_once(make_model):
+    """Two gapless models with one counter key, saved from threads of one process: every value once, no gap."""
+    A = make_model("A", autoinc_gapless=True, autoinc_key="shared")
+    B = make_model("B", autoinc_gapless=True, autoinc_key="shared")
+
+    def work(model: Any) -> Any:
+        return lambda: [model().save() for _ in range(3)]
+
+    errors = _plain_threads([work(A), work(B), work(A), work(B)])
+    assert errors == {}
+    assert sorted(ids(A) + ids(B)) == list(range(1, 13))
+
+
+@pytest.mark.modes("fast", "block")
+def test_save_after_reset_counters_starts_again(make_model):
+    """After testing.reset_counters(model), fast and block modes start again at 1 (no block kept)."""
+    from pynamodb_autoinc.testing import reset_counters
+
+    Item = make_model("Item")
+    for _ in range(2):
+        Item().save()
+    for item in Item.scan():
+        item.delete()
+    assert reset_counters(Item) == 1
+    item = Item()
+    item.save()
+    assert item.id == 1
