@@ -64,14 +64,16 @@ def overrides_after(model: type, mixin: type, method: str) -> List[type]:
     """The classes after ``mixin`` (and before ``Model``) in ``model``'s MRO that define ``method``.
 
     Their ``method`` never runs for what ``mixin`` handles itself, so such an
-    order is refused.
+    order is refused. The library's own mixins are left out: each handles the
+    others (and refuses an order that does not work) itself.
     """
     mro = model.__mro__
     if mixin not in mro:
         return []
     after = mro[mro.index(mixin) + 1:]
     stop = after.index(Model) if Model in after else len(after)
-    return [klass for klass in after[:stop] if method in klass.__dict__]
+    return [klass for klass in after[:stop] if method in klass.__dict__
+            and "_autoinc_check_class" not in klass.__dict__]
 
 
 def refuse_order(model: type, mixin: type, method: str, why: str) -> None:

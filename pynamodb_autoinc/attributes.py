@@ -39,8 +39,10 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
-from .exceptions import ConfigurationError, CounterValueError
-from .mixin import AutoIncrementMixin, _claim
+from ._checked import CheckedModel, refuse_order
+from ._engine import describe as _describe
+from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key
 from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
@@ -92,14 +94,6 @@ class CounterAttribute(_IntegerAttribute):
                 f"a plain Model.save() would overwrite the counter; declare "
                 f"class {owner.__name__}(CounterMixin, ..., Model)"
             )
-        if isinstance(owner, type) and issubclass(owner, CounterMixin):
-            mro = owner.__mro__
-            if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
-                raise ConfigurationError(
-                    f"{owner.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
-                    f"class {owner.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
-                    "start at their start value"
-                )
 
     def serialize(self, value: Any) -> Any:
         """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction
@@ -129,12 +123,27 @@ def _named(actions: Iterable[Action]) -> List[str]:
     return names
 
 
-class CounterMixin(_Base):
+class CounterMixin(_Base, metaclass=CheckedModel):
     """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``.
 
     Put it first in the bases: ``class Page(CounterMixin, Model)`` or
     ``class Order(CounterMixin, AutoIncrementMixin, Model)``.
     """
+
+    @classmethod
+    def _autoinc_check_class(cls) -> None:
+        """Refuse CounterMixin after AutoIncrementMixin, when the class is created (a ConfigurationError, which
+        ``CounterAttribute.__set_name__`` could not raise as itself before Python 3.12)."""
+        mro = cls.__mro__
+        if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
+            raise ConfigurationError(
+                f"{cls.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
+                f"class {cls.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
+                "start at their start value"
+            )
+        refuse_order(cls, CounterMixin, "save",
+                     "it would be skipped: CounterMixin writes the item itself, with an UpdateItem that raises its "
+                     "counters")
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
@@ -190,15 +199,35 @@ class CounterMixin(_Base):
         if not issubclass(cls, AutoIncrementMixin):
             raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
         items = list(instances)
-        attribute = cls.autoinc_options().attribute
+        opts = cls.autoinc_options()
+        attribute = opts.attribute
         fresh = [item for item in items if getattr(item, attribute) is None]
+        explicit = [item for item in items if getattr(item, attribute) is not None]
+        keys: Dict[Any, Model] = {}
+        for item in explicit:  # checked as AutoIncrementMixin.save_all checks them, before anything is sent
+            if isinstance(item, cls):
+                _check_explicit(item, opts)
+            key = _key(item)
+            other = keys.setdefault(key, item) if key is not None else item
+            if other is not item:
+                raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; "
+                                  f"{_describe(other)} and {_describe(item)} have the same key and one would "
+                                  "overwrite the other; save each key once. Nothing was sent", items)
         for item in fresh:
             for name, attr in counters(type(item)).items():
                 setattr(item, name, attr.start)
         super().save_all(fresh)  # type: ignore[misc]
-        for item in items:
-            if not any(item is f for f in fresh):
-                item.save()
+        for item in fresh:  # an explicit item's UpdateItem would write over a new item of this call
+            taken = keys.get(_key(item))
+            if taken is not None:
+                raise _bulk_error(
+                    BulkItemExistsError, f"{cls.__name__}.save_all(): {len(fresh)} of {len(items)} saved; the "
+                    f"explicit {_describe(taken)} has the key that a new instance of the same call was given, and "
+                    "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
+                    f"Save it on its own, raise the counter past it first ({opts.counter.__name__}.setval), or set "
+                    "Meta.autoinc_track_explicit", items, fresh)
+        for item in explicit:
+            item.save()
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = set(_named(actions))

@@ -233,9 +233,11 @@ class NextId(Model):
         is given, of the options the counter records; ``sequence`` must agree
         with those (change them with :meth:`alter`). This process's reserved
         block of the counter is dropped, as PostgreSQL drops the session's
-        cached values; other processes use theirs up first.
+        cached values; other processes use theirs up first. A region counter
+        (``base@region``, with ``Meta.autoinc_regions``) takes only values of
+        its region's subsequence.
 
-        :raises OutOfBoundsError: ``value`` lies outside the bounds
+        :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
         if not _is_int(value):
@@ -251,6 +253,7 @@ class NextId(Model):
                 "with --model package.module:Model)")
         if seq is not None:
             seq.check(key, value)
+            _check_region_value(key, seq, value, last=is_called)
             value = value if is_called else value - seq.step
         cls._set(key, value, seq, recorded)
 
@@ -264,6 +267,7 @@ class NextId(Model):
         if not _is_int(restart):
             raise OutOfBoundsError(f"restart({key!r}, ..., {value!r}): the value must be an int")
         sequence.check(key, restart)
+        _check_region_value(key, sequence, restart, last=False)
         cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
 
     @classmethod
@@ -709,6 +713,16 @@ class _Writer:
             while len(self.idle) >= 8:  # a few counters at a time is plenty
                 self.idle.pop(next(iter(self.idle)))
             self.idle[where] = idle
+
+
+def _check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
+    """Refuse, for a region counter (``base@region``, numbering a subsequence with a step past 1), a value of
+    another region's: the counter would hand out that region's IDs, which replication then overwrites.
+
+    :raises OutOfBoundsError: naming the subsequence and the nearest values on it
+    """
+    if "@" in key and abs(sequence.step) > 1:
+        sequence.check_member(key, value, last=last)
 
 
 def check_by(call: str, by: Any) -> None:

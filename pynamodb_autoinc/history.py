@@ -41,20 +41,23 @@ from pynamodb.pagination import ResultIterator
 
 from . import regions
 from ._budget import Budget
-from ._checked import CheckedModel
+from ._checked import CheckedModel, refuse_order
 from ._engine import exists_advice
 from ._options import options_for
 from .attributes import CounterMixin
 from .exceptions import (
     AutoIncrementError,
+    BulkItemExistsError,
     BulkSaveError,
+    BulkSequenceExhaustedError,
     ConfigurationError,
     GlobalTableError,
     HistoryWriteError,
     ItemExistsError,
+    SequenceExhaustedError,
     VersionConflictError,
 )
-from .mixin import AutoIncrementMixin, TransactWrite
+from .mixin import AutoIncrementMixin, TransactWrite, _bulk_error, _check_explicit
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -201,6 +204,9 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     def _autoinc_check_class(cls) -> None:
         """Refuse bases that would skip the history, and a ``Meta.history_model`` or version that cannot hold it."""
         check_model(cls)
+        for method in ("save", "delete"):
+            refuse_order(cls, HistoryMixin, method,
+                         "it would never run: HistoryMixin writes the item and its version in its own transaction")
         _Config(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True,
@@ -303,15 +309,22 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         if items:
             _config(cls)
             cls._refuse_strong()  # before the first item is saved
+        if issubclass(cls, AutoIncrementMixin):
+            opts = options_for(cls)
+            for item in items:  # explicit IDs checked as save() checks them, before the first item is saved
+                if getattr(item, opts.attribute) is not None:
+                    _check_explicit(item, opts)
         saved: List[Model] = []
         for item in items:
             try:
                 item.save()
             except AutoIncrementError as exc:
-                error = BulkSaveError(f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
-                                      exc.cause, cancellation_reasons=exc.cancellation_reasons)
-                error.saved, error.unsaved = saved, items[len(saved):]
-                raise error from exc
+                if isinstance(exc, BulkSaveError):
+                    raise
+                kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
+                        else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
+                raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
+                                  items, saved, exc) from exc
             saved.append(item)
 
     @classmethod

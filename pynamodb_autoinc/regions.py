@@ -44,7 +44,6 @@ from .exceptions import (
     ConfigurationError,
     CounterError,
     GlobalTableError,
-    OutOfBoundsError,
     SequenceMismatchError,
     error_code,
 )
@@ -333,23 +332,7 @@ def check_on_subsequence(sequence: SequenceOptions, key: str, value: int, *, las
 
     :raises OutOfBoundsError: naming the subsequence and the nearest values on it
     """
-    start, step = sequence.start, sequence.step
-    position, rest = divmod(value - start, step)
-    lowest = -1 if last else 0
-    if not rest and position >= lowest:
-        return
-    region = key.rpartition("@")[2]
-    if position < lowest:
-        nearby = f"{start + lowest * step}, the {'value before its start' if last else 'start'}"
-    else:
-        nearby = f"{start + (position + 1) * step} (or {start + position * step})"
-    what = "the last value handed out" if last else "the next value"
-    raise OutOfBoundsError(
-        f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "
-        f"region {region!r} hands out only {start}, {start + step}, {start + 2 * step}, ... (start {start}, step "
-        f"{step}); the values between belong to the other regions, so a counter set off it would hand out their "
-        f"IDs, which replication then overwrites. Nothing was changed; give as {what} a value on the subsequence, "
-        f"such as {nearby}")
+    sequence.check_member(key, value, last=last)
 
 
 def check_region_counter(opts: Any, key: str) -> None:

@@ -212,6 +212,28 @@ class SequenceOptions:
                 f"value {value} is out of bounds for sequence {key!r} ({self.minimum}..{self.maximum}); "
                 "choose a value within them, or move the bounds first")
 
+    def check_member(self, key: str, value: int, *, last: bool) -> None:
+        """Raise :class:`OutOfBoundsError` if ``value`` is off this sequence, region counter ``key``'s
+        subsequence (``start + k*step``); ``last``: ``value`` is the last value handed out (``start - step``:
+        none yet), else the next. See :func:`pynamodb_autoinc.regions.check_on_subsequence`."""
+        start, step = self.start, self.step
+        position, rest = divmod(value - start, step)
+        lowest = -1 if last else 0
+        if not rest and position >= lowest:
+            return
+        region = key.rpartition("@")[2]
+        if position < lowest:
+            nearby = f"{start + lowest * step}, the {'value before its start' if last else 'start'}"
+        else:
+            nearby = f"{start + (position + 1) * step} (or {start + position * step})"
+        what = "the last value handed out" if last else "the next value"
+        raise OutOfBoundsError(
+            f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "
+            f"region {region!r} hands out only {start}, {start + step}, {start + 2 * step}, ... (start {start}, step "
+            f"{step}); the values between belong to the other regions, so a counter set off it would hand out their "
+            f"IDs, which replication then overwrites. Nothing was changed; give as {what} a value on the subsequence, "
+            f"such as {nearby}")
+
     # -- recording on the counter item -----------------------------------------
 
     def encode(self) -> str:
