@@ -475,6 +475,7 @@ def test_group_commit_at_the_bound_with_cycle_wraps(make_model):
     assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == sorted((i.id, i.name) for i in items)
 
 
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
 @pytest.mark.modes("gapless")
 def test_group_commit_at_the_bound_all_exhausted_keep_no_id(make_model):
     """Gapless, counter at the maximum, three threads: each gets SequenceExhaustedError, none keeps an ID."""
@@ -789,6 +790,7 @@ def test_counter_mixin_before_auto_increment_is_still_accepted():
                                                               "n": CounterAttribute()})
 
 
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
 @pytest.mark.modes("fast", "block")
 def test_threads_at_the_bound_take_what_is_left_and_overwrite_nothing(make_model, mode):
     """Fast and block modes, max 10, counter at 8, three threads: 9 and 10 are stored, the third gets
@@ -916,6 +918,7 @@ def test_history_save_all_refuses_a_float_id_before_anything_is_saved(backend):
 # -- 6, 7: shared gapless counters, reset ----------------------------------------------------------
 
 
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
 @pytest.mark.modes("gapless")
 def test_two_models_sharing_a_gapless_counter_from_threads_number_once(make_model):
     """Two gapless models with one counter key, saved from threads of one process: every value once, no gap."""
