@@ -406,7 +406,9 @@ def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> T
     for setting in ("host", "region"):
         if getattr(args, setting):
             meta[setting] = getattr(args, setting)
-    counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__})
+    # its own connection: NextId may have cached one for another endpoint, which a subclass would inherit
+    counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__,
+                                         "_connection": None})
     return bind_counter(counter, model) if model is not None else counter
 
 

@@ -669,6 +669,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         "Meta": meta,
         "__module__": model.__module__,
         "_autoinc_bound": True,
+        "_connection": None,  # not a connection NextId cached for another endpoint
         "_autoinc_prefix": RESERVED_PREFIX,
         "_item_key": classmethod(_item_key),
         **attrs,
