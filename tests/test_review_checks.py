@@ -392,6 +392,7 @@ def test_restart_drops_the_block_of_a_model_with_a_region(make_model):
 
 
 @pytest.mark.modes("block")
+@pytest.mark.backends("moto")  # the plain NextId reaches the default endpoint, which only moto serves here
 def test_plain_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model):
     """Block mode with Meta.region: plain NextId.setval drops the model's block."""
     Item = make_model("Item", autoinc_block=10, region="us-east-1")
