@@ -136,9 +136,12 @@ def _answers_checked() -> Iterator[None]:
         headers = response_dict.get("headers") or {}
         content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
         status = int(response_dict.get("status_code") or 0)
+        body = response_dict.get("body") or b""
+        # some servers label DynamoDB's JSON text/html (older moto servers do): the body decides then
+        looks_json = (body if isinstance(body, bytes) else str(body).encode()).lstrip()[:1] in (b"{", b"[")
         # 500, 502, 503 and 504 are retried by botocore (a proxy in front of DynamoDB may answer them in HTML);
         # if every retry gets one, _html_answer() recognises the error
-        if "json" not in content_type.lower() and status not in _RETRIED:
+        if "json" not in content_type.lower() and not looks_json and status not in _RETRIED:
             raise NotDynamoDBError(status, content_type)
 
     original = base.get_session
