@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import string
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 from weakref import WeakKeyDictionary
 
@@ -17,7 +16,7 @@ from . import regions
 from ._budget import Budget
 from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
-from .sequence import SequenceOptions
+from .sequence import SequenceOptions, number_text
 
 #: Every option a model's ``Meta`` may set, with its default.
 DEFAULTS: Dict[str, Any] = {
@@ -148,12 +147,8 @@ Options = ModelOptions
 
 
 def _scope_part(value: Any) -> str:
-    """A scope value as it appears in a counter key: numbers in one canonical form (1, 1.0 and 1.00 agree)."""
-    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
-        number = Decimal(str(value))
-        if number.is_finite():
-            return format(number.normalize(), "f") if number != 0 else "0"
-    return str(value)
+    """A scope value as it appears in a counter key: numbers as DynamoDB stores them (1, 1.0 and 1.00 agree)."""
+    return number_text(value) or str(value)
 
 
 def options_for(model: Type[Model]) -> Options:

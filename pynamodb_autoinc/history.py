@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextvars
 import json
 import uuid
-from decimal import Context, Decimal
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
 from weakref import WeakKeyDictionary
 
@@ -58,6 +57,7 @@ from .exceptions import (
     VersionConflictError,
 )
 from .mixin import AutoIncrementMixin, TransactWrite, _bulk_error, _check_explicit
+from .sequence import number_text
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -168,21 +168,8 @@ def item_key(hash_key: Any, range_key: Any = None) -> str:
     however its key was typed.
     """
     if range_key is None:
-        return _number(hash_key) or str(hash_key)
-    return "[" + ", ".join(_number(part) or json.dumps(part, default=str) for part in (hash_key, range_key)) + "]"
-
-
-def _number(value: Any) -> Optional[str]:
-    """A finite number in DynamoDB's normal form, or None for anything else."""
-    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
-        number = Decimal(str(value))
-        if number.is_finite():
-            return "0" if number == 0 else format(number.normalize(_EXACT), "f")
-    return None
-
-
-# DynamoDB keeps 38 significant digits; the default context's 28 would round two keys into one
-_EXACT = Context(prec=100)
+        return number_text(hash_key) or str(hash_key)
+    return "[" + ", ".join(number_text(part) or json.dumps(part, default=str) for part in (hash_key, range_key)) + "]"
 
 
 class HistoryMixin(_Base, metaclass=CheckedModel):

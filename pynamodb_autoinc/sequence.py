@@ -9,6 +9,7 @@ about a sequence are refused instead of mixing two sequences in one counter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Context, Decimal
 from typing import Any, Dict, List, Optional
 
 from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedError
@@ -19,6 +20,21 @@ BIGINT_MAX = 2**63 - 1
 
 #: Integers up to 38 digits are stored exactly by DynamoDB.
 NUMBER_LIMIT = 10**38
+
+
+# DynamoDB keeps 38 significant digits; the default context's 28 would round two numbers into one
+_EXACT = Context(prec=100)
+
+
+def number_text(value: Any) -> Optional[str]:
+    """A finite number as DynamoDB stores it, as text (``7.0`` and ``7`` are ``"7"``, ``1e20`` is
+    ``"100000000000000000000"``, ``2.50`` is ``"2.5"``, ``-0`` is ``"0"``); None for anything else, bools
+    included."""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        number = Decimal(str(value))
+        if number.is_finite():
+            return "0" if number == 0 else format(number.normalize(_EXACT), "f")
+    return None
 
 
 def _is_int(value: Any) -> bool:

@@ -54,6 +54,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     error_code,
 )
+from .sequence import number_text
 
 log = logging.getLogger(__name__)
 
@@ -405,7 +406,7 @@ def partition_key(instance: Model, opts: Options) -> str:
         )
     attribute = model.get_attributes()[str(model._hash_keyname)]
     if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
-        hash_value = format(Decimal(attribute.serialize(hash_value)).normalize(), "f")
+        hash_value = number_text(Decimal(attribute.serialize(hash_value)))
     return f"{model.Meta.table_name}#{hash_value}"
 
 
