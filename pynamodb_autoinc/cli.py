@@ -38,7 +38,7 @@ from pynamodb.models import Model
 
 from . import regions
 from ._options import Options, options_for
-from .counter import NextId, bind_counter
+from .counter import NextId, bind_counter, check_region_value
 from .exceptions import (
     ConfigurationError,
     CounterTableMissingError,
@@ -561,13 +561,13 @@ def _set(args: argparse.Namespace) -> int:
     if model is not None and sequence is not None:
         sequence.check(key, args.value)
         if options_for(model).regions:
-            regions.check_on_subsequence(sequence, key, args.value, last=args.is_called)
+            sequence.check_member(key, args.value, last=args.is_called)
     elif "@" in key:
         # a region counter named without its model: the options it records give the region's subsequence
         with _counter_errors(counter, key):
             recorded = counter.stored_options(key)
-        if recorded is not None and abs(recorded.step) > 1:
-            regions.check_on_subsequence(recorded, key, args.value, last=args.is_called)
+        if recorded is not None:
+            check_region_value(key, recorded, args.value, last=args.is_called)
     if model is not None and not args.force:
         opts = options_for(model)
         assert sequence is not None
@@ -612,7 +612,7 @@ def _restart(args: argparse.Namespace) -> int:
     value = sequence.start if args.value is None else args.value
     sequence.check(key, value)
     if opts.regions:
-        regions.check_on_subsequence(sequence, key, value, last=False)
+        sequence.check_member(key, value, last=False)
     if not args.force:
         furthest = _stored_ahead(model, key, value - sequence.step, f"restart cannot compare {value}")
         if furthest is not None:

@@ -253,7 +253,7 @@ class NextId(Model):
                 "with --model package.module:Model)")
         if seq is not None:
             seq.check(key, value)
-            _check_region_value(key, seq, value, last=is_called)
+            check_region_value(key, seq, value, last=is_called)
             value = value if is_called else value - seq.step
         cls._set(key, value, seq, recorded)
 
@@ -267,7 +267,7 @@ class NextId(Model):
         if not _is_int(restart):
             raise OutOfBoundsError(f"restart({key!r}, ..., {value!r}): the value must be an int")
         sequence.check(key, restart)
-        _check_region_value(key, sequence, restart, last=False)
+        check_region_value(key, sequence, restart, last=False)
         cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
 
     @classmethod
@@ -716,7 +716,7 @@ class _Writer:
             self.idle[where] = idle
 
 
-def _check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
+def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
     """Refuse, for a region counter (``base@region``, numbering a subsequence with a step past 1), a value of
     another region's: the counter would hand out that region's IDs, which replication then overwrites.
 

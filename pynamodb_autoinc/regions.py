@@ -321,20 +321,6 @@ def sequence_of(opts: Any, key: str) -> SequenceOptions:
     return layout[region]
 
 
-def check_on_subsequence(sequence: SequenceOptions, key: str, value: int, *, last: bool) -> None:
-    """Refuse a value for region counter ``key`` that is off the region's subsequence ``sequence``.
-
-    ``last``: ``value`` is the counter's value, the last one handed out (its
-    next is ``value + step``, so ``start - step`` means none yet); otherwise
-    it is the next value handed out. A region counter off its subsequence
-    would hand out another region's values, which replication then
-    overwrites.
-
-    :raises OutOfBoundsError: naming the subsequence and the nearest values on it
-    """
-    sequence.check_member(key, value, last=last)
-
-
 def check_region_counter(opts: Any, key: str) -> None:
     """Refuse the first claim on a region counter of a region appended to Meta.autoinc_regions before `seed`.
 
@@ -359,15 +345,13 @@ def check_region_counter(opts: Any, key: str) -> None:
     last, recorded = counter.read(key)
     if last is None and recorded is None:
         base = key.rpartition("@")[0]
-        count, here = len(opts.regions), opts.regions.index(opts.region)
-        step = opts.sequence.step // count
+        declared = opts.model.autoinc_options().sequence  # the sequence the regions share
         current = stale = None
         for index, region in enumerate(opts.regions):
             if region == opts.region:
                 continue
             other_last, other_recorded = counter.read(f"{base}@{region}")
-            expected = dataclasses.replace(opts.sequence, start=opts.sequence.start + (index - here) * step)
-            if other_recorded == expected:
+            if other_recorded == declared.subsequence(index, len(opts.regions)):
                 current = region
             elif other_last is not None or other_recorded is not None:
                 stale = stale or (region, other_recorded)

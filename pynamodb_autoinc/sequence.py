@@ -231,7 +231,7 @@ class SequenceOptions:
     def check_member(self, key: str, value: int, *, last: bool) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` is off this sequence, region counter ``key``'s
         subsequence (``start + k*step``); ``last``: ``value`` is the last value handed out (``start - step``:
-        none yet), else the next. See :func:`pynamodb_autoinc.regions.check_on_subsequence`."""
+        none yet), else the next."""
         start, step = self.start, self.step
         position, rest = divmod(value - start, step)
         lowest = -1 if last else 0
