@@ -58,7 +58,7 @@ class Sequence:
     @property
     def size(self) -> int:
         """How many values one pass from the restart value to the end bound holds."""
-        return len(range(self.minimum, self.maximum + 1, abs(self.step)))
+        return (self.maximum - self.minimum) // abs(self.step) + 1  # len(range(...)) overflows past 2**63 - 1
 
     def fits(self, value: int) -> bool:
         """Whether ``value`` lies within the bounds."""

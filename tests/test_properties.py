@@ -643,8 +643,9 @@ class SequenceMachine(RuleBasedStateMachine):
         step = self.config.step
         nudge = off if step > 0 else -off
         if self.config.layout == "attr" or (self.config.layout == "range" and not self.config.scoped):
-            # The ID is not the whole key: a counter set behind it would repeat IDs unseen, so only move it on.
-            value = self.counters.sequence.after(self.counters.value(seq))[0] + (abs(k) - 1) * step + nudge
+            # The ID is not the whole key: a counter set behind it would repeat IDs unseen, so only move it on
+            # (k = 0 too: the next value is at least the one after the last handed out).
+            value = self.counters.sequence.after(self.counters.value(seq))[0] + max(abs(k) - 1, 0) * step + nudge
         else:
             value = self.config.start + k * step + nudge
         exc = self.attempt(lambda: self.opts.counter.setval(self.counter_key_of(seq), value, is_called=is_called,
@@ -724,6 +725,32 @@ def test_sequences_follow_the_reference(backend_name: str, request: pytest.Fixtu
     """Random operations on random valid configurations hand out exactly the reference's IDs."""
     machine = type("Sequences", (SequenceMachine,), {"world": staticmethod(worlds(backend_name, request))})
     run_state_machine_as_test(machine, settings=budget(backend_name, moto=40, local=10))
+
+
+def test_the_reference_counts_a_sequence_as_long_as_bigint() -> None:
+    """The reference sizes a sequence of 2**63 values (0 up to BIGINT_MAX) without overflowing."""
+    assert Sequence(start=0, minimum=0, maximum=BIGINT_MAX).size == 2 ** 63
+    assert Sequence(start=BIGINT_MAX, step=-2, minimum=BIGINT_MIN, maximum=BIGINT_MAX).size == 2 ** 63
+
+
+def test_setval_that_moves_on_hands_out_no_id_twice(backend_name: str, request: pytest.FixtureRequest) -> None:
+    """setval(next, is_called=False) at the value after the last one handed out repeats no ID in another
+    partition (an example hypothesis found on the oldest setup, replayed: the rule once set the counter back)."""
+    machine = type("Sequences", (SequenceMachine,), {"world": staticmethod(worlds(backend_name, request))})
+    state = machine()
+    try:
+        state.setup(config=Config(layout="range", as_string=True, places="num", scoped=False, gapless=True,
+                                  query=False, start=14, step=1, minimum=14, maximum=BIGINT_MAX, cycle=False,
+                                  block=1, period=None, fmt=None, in_table=False))
+        state.save_all(entries=[(False, 0), (True, 397903), (False, 0)])
+        state.setval(is_called=False, k=0, off=0, where=0)
+        state.save_all(entries=[(True, 0)])
+        state.ids_are_unique()
+        state.table_is_the_reference()
+        state.counters_are_the_reference()
+        assert sorted(row.auto for row in state.rows.values()) == ["14", "15"]
+    finally:
+        state.teardown()
 
 
 # -- models sharing one counter ---------------------------------------------------------------
