@@ -804,7 +804,7 @@ def _check(args: argparse.Namespace) -> int:
     report: List[Dict[str, Any]] = []
     bad = False
     for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments)):
-        row = {"key": key, **_audit(values, sequence.start, sequence.step)}
+        row = {"key": key, **_audit(values, sequence)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
         report.append(row)
     if args.json:
@@ -824,6 +824,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 _FIRST = 10
+"""How many duplicates, hole ranges and off-sequence values a report names."""
 
 
 def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[str, List[int], SequenceOptions]]:
@@ -841,18 +842,17 @@ def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[s
     for key, values in groups.items():
         by_region: Dict[int, List[int]] = {}
         for value in values:
-            position, rest = divmod(value - opts.start, opts.step)
-            by_region.setdefault(-1 if rest or position < 0 else position % len(layout), []).append(value)
+            position = opts.sequence.position(value)
+            by_region.setdefault(-1 if position is None else position % len(layout), []).append(value)
         for index, mine in by_region.items():
             if index < 0:
                 found.append((key, mine, opts.sequence))
             else:
                 found.append((f"{key}@{layout[index][0]}", mine, layout[index][1]))
     return sorted(found, key=lambda group: group[0])
-"""How many duplicates, hole ranges and off-sequence values a report names."""
 
 
-def _audit(values: List[int], start: int, step: int) -> Dict[str, Any]:
+def _audit(values: List[int], sequence: SequenceOptions) -> Dict[str, Any]:
     """Duplicates, holes and off-sequence values among the stored IDs of one counter.
 
     The sequence is ``start, start + step, ...``; a stored value is at
@@ -868,12 +868,12 @@ def _audit(values: List[int], start: int, step: int) -> Dict[str, Any]:
     positions: List[int] = []
     off: List[int] = []
     for value in values:
-        position, rest = divmod(value - start, step)
-        if rest or position < 0:
+        position = sequence.position(value)
+        if position is None:
             off.append(value)
         elif not positions or positions[-1] != position:
             positions.append(position)
-    if step < 0:
+    if sequence.step < 0:
         positions.reverse()  # values ascend, so positions descend for a negative step
     holes, previous = 0, -1
     ranges: List[List[int]] = []
@@ -881,7 +881,7 @@ def _audit(values: List[int], start: int, step: int) -> Dict[str, Any]:
         if position > previous + 1:
             holes += position - previous - 1
             if len(ranges) < _FIRST:
-                ranges.append([start + (previous + 1) * step, start + (position - 1) * step])
+                ranges.append([sequence.at(previous + 1), sequence.at(position - 1)])
         previous = position
     return {"items": len(values), "min": values[0], "max": values[-1], "duplicates": duplicates,
             "holes": holes, "hole_ranges": ranges,

@@ -173,6 +173,16 @@ class SequenceOptions:
         return self.contains(value) and ((value - self.start) % self.step == 0 or (
             self.cycle and (value - self.restart_value) % self.step == 0))
 
+    def position(self, value: int) -> Optional[int]:
+        """Where ``value`` stands in the sequence, counted from the start (0: the start, 1: ``start + step``);
+        None when it is no whole number of steps on from the start."""
+        position, rest = divmod(value - self.start, self.step)
+        return None if rest or position < 0 else position
+
+    def at(self, position: int) -> int:
+        """The value at ``position`` (see :meth:`position`), bounds aside."""
+        return self.start + position * self.step
+
     def first_beyond(self, bound: Optional[int]) -> int:
         """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
         if bound is None:
@@ -233,15 +243,14 @@ class SequenceOptions:
         subsequence (``start + k*step``); ``last``: ``value`` is the last value handed out (``start - step``:
         none yet), else the next."""
         start, step = self.start, self.step
-        position, rest = divmod(value - start, step)
-        lowest = -1 if last else 0
-        if not rest and position >= lowest:
+        if self.position(value + step if last else value) is not None:
             return
         region = key.rpartition("@")[2]
-        if position < lowest:
-            nearby = f"{start + lowest * step}, the {'value before its start' if last else 'start'}"
+        position = (value - start) // step
+        if position < (-1 if last else 0):
+            nearby = f"{self.at(-1 if last else 0)}, the {'value before its start' if last else 'start'}"
         else:
-            nearby = f"{start + (position + 1) * step} (or {start + position * step})"
+            nearby = f"{self.at(position + 1)} (or {self.at(position)})"
         what = "the last value handed out" if last else "the next value"
         raise OutOfBoundsError(
             f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "

@@ -71,3 +71,13 @@ def test_subsequences_split_the_values_among_members(seq, count):
     starts = [p.start for p in parts]
     assert starts == [seq.start + i * seq.step for i in range(count)]
     assert all(p.step == seq.step * count and not p.cycle for p in parts)
+
+
+@given(sequences(), st.integers(-60, 60))
+def test_position_counts_steps_from_the_start(seq, value):
+    """``position(v)`` is how many steps from the start reach v (None if none do), and ``at`` inverts it."""
+    reached = [seq.start + k * seq.step for k in range(200)]
+    position = seq.position(value)
+    assert position == (reached.index(value) if value in reached else None)
+    if position is not None:
+        assert seq.at(position) == value
