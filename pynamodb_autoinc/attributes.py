@@ -86,14 +86,18 @@ class CounterAttribute(_IntegerAttribute):
         self.start = start
         self.delta = delta
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        super().__set_name__(owner, name)
-        if isinstance(owner, type) and issubclass(owner, Model) and not issubclass(owner, CounterMixin):
-            raise ConfigurationError(
-                f"{owner.__name__}.{name} is a CounterAttribute, but {owner.__name__} does not take CounterMixin: "
-                f"a plain Model.save() would overwrite the counter; declare "
-                f"class {owner.__name__}(CounterMixin, ..., Model)"
-            )
+    if not TYPE_CHECKING:  # typed as Attribute[int].__get__; checked at run time only
+        def __get__(self, instance: Any, owner: Any) -> Any:
+            if instance is None and isinstance(owner, type) and issubclass(owner, Model) \
+                    and not issubclass(owner, CounterMixin):
+                # PynamoDB reads every attribute off the class while it creates it: refused there, as itself
+                # (an error raised by __set_name__ reaches the user as a RuntimeError before Python 3.12)
+                raise ConfigurationError(
+                    f"{owner.__name__}.{self.attr_name} is a CounterAttribute, but {owner.__name__} does not take "
+                    f"CounterMixin: a plain Model.save() would overwrite the counter; declare "
+                    f"class {owner.__name__}(CounterMixin, ..., Model)"
+                )
+            return super().__get__(instance, owner)
 
     def serialize(self, value: Any) -> Any:
         """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction

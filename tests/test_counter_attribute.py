@@ -207,22 +207,17 @@ def test_failed_new_auto_increment_save_restores_counter(backend):
 
 def test_model_without_mixin_is_refused():
     """A CounterAttribute on a model without CounterMixin is refused when the class is made, naming the fix."""
-    with pytest.raises((ConfigurationError, RuntimeError)) as raised:
+    with pytest.raises(ConfigurationError, match=r"class Bad\(CounterMixin"):
         type("Bad", (Model,), {"Meta": type("Meta", (), {"table_name": "t"}),
                                "k": UnicodeAttribute(hash_key=True), "n": CounterAttribute()})
-    error = raised.value if isinstance(raised.value, ConfigurationError) else raised.value.__cause__
-    assert isinstance(error, ConfigurationError)
-    assert "class Bad(CounterMixin" in str(error)
 
 
 def test_mixin_after_auto_increment_is_refused():
     """CounterMixin placed after AutoIncrementMixin is refused: a new item would miss its start value."""
-    with pytest.raises((ConfigurationError, RuntimeError)) as raised:
+    with pytest.raises(ConfigurationError, match="before AutoIncrementMixin"):
         type("Bad", (AutoIncrementMixin, CounterMixin, Model), {
             "Meta": type("Meta", (), {"table_name": "t"}), "id": NumberAttribute(hash_key=True),
             "n": CounterAttribute()})
-    error = raised.value if isinstance(raised.value, ConfigurationError) else raised.value.__cause__
-    assert "before AutoIncrementMixin" in str(error)
 
 
 @pytest.mark.parametrize("kwargs", [{"delta": 0}, {"delta": 1.5}, {"start": "0"}, {"start": True},
