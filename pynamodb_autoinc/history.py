@@ -70,11 +70,8 @@ else:
     _Base = object
 
 #: How long a save keeps resending a transaction that DynamoDB cancelled for a concurrent transaction
-#: (``TransactionConflict``), or retrying merges, before giving up.
-RETRY_SECONDS = 30.0
-
-#: The budget of those retries: for RETRY_SECONDS, with a short backoff, on the library's clock.
-RETRIES = Budget(attempts=None, seconds=RETRY_SECONDS, backoff=0.005)
+#: (``TransactionConflict``), or retrying merges, before giving up: 30 s, with a short backoff.
+RETRIES = Budget(attempts=None, seconds=30.0, backoff=0.005)
 
 Merge = Callable[[Any, Any], None]
 
@@ -124,7 +121,6 @@ class _Config:
                     "(Meta.autoinc_gapless = False) or blocks")
         self.history: Type[Model] = history
         self.version = version
-        self.hash_name, self.range_name = hash_name, range_name
         item_attrs = model.get_attributes()
         self.copied = [name for name in attrs if name not in (hash_name, range_name, "deleted") and name in item_attrs]
 
@@ -213,12 +209,10 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
-        config = _config(type(self))
-        self._refuse_strong()
         tries = RETRIES.tries()
         while True:
             try:
-                return self._write(config, condition, deleted=False)
+                return self._write(condition, deleted=False)
             except VersionConflictError as exc:
                 if merge is None or not tries.lost():
                     raise
@@ -227,12 +221,12 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 except type(self).DoesNotExist:
                     raise exc from None  # deleted: nothing to merge with
                 merge(self, stored)
-                version = getattr(stored, config.version)
-                if version is None:  # stored without a version (before HistoryMixin): adopt it as version 1
-                    self.attribute_values.pop(config.version, None)
+                name = _config(type(self)).version
+                if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
+                    self.attribute_values.pop(name, None)
                     self._autoinc_read = True
                 else:
-                    setattr(self, config.version, version)
+                    setattr(self, name, getattr(stored, name))
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
@@ -243,9 +237,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.delete(add_version_condition=False): a history delete always checks the "
                 "version, so its tombstone follows the state it deletes")
-        config = _config(type(self))
-        self._refuse_strong()
-        return self._write(config, condition, deleted=True)
+        return self._write(condition, deleted=True)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
@@ -294,7 +286,6 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         """
         items: List[Model] = list(instances)
         if items:
-            _config(cls)
             cls._refuse_strong()  # before the first item is saved
         if issubclass(cls, AutoIncrementMixin):
             opts = options_for(cls)
@@ -375,18 +366,10 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return (getattr(self, cls._hash_keyname or ""),
                 getattr(self, cls._range_keyname) if cls._range_keyname else None)
 
-    def _record(self, config: _Config, version: int, deleted: bool) -> Model:
-        record = config.history()
-        setattr(record, config.hash_name, self.history_key())
-        setattr(record, config.range_name, version)
-        record.deleted = deleted  # type: ignore[attr-defined]
-        for name in config.copied:
-            setattr(record, name, None if deleted else getattr(self, name))
-        return record
-
-    def _write(self, config: _Config, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
+    def _write(self, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
         """Write the item (or delete it) and its next version as one write of the engine."""
-        model = type(self)
+        model, config = type(self), _config(type(self))
+        self._refuse_strong()
         opts = options_for(model) if issubclass(model, AutoIncrementMixin) and not deleted else None
         is_new = opts is not None and getattr(self, opts.attribute) is None
         claims = _claim(self, opts, is_new, "transaction") if opts is not None else []  # clears a new one's version
@@ -409,8 +392,10 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                     key = model._hash_key_attribute()
                     first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
                     condition = first if condition is None else first & condition
-                puts = [self._record(config, (old or 0) + 1, deleted).get_save_kwargs_from_instance(
-                    condition=config.history.get_attributes()[config.range_name].does_not_exist())]
+                state: Dict[str, Any] = {name: None if deleted else getattr(self, name) for name in config.copied}
+                record = config.history(self.history_key(), (old or 0) + 1, deleted=deleted, **state)
+                puts = [record.get_save_kwargs_from_instance(
+                    condition=config.history._range_key_attribute().does_not_exist())]
                 deletes = [self.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
                 if not deleted:
                     puts.insert(0, _engine.put_kwargs(self, condition))
@@ -437,8 +422,8 @@ class _Versioned(Write):
 
     def __init__(self, item: HistoryMixin, config: _Config, old: Optional[int], puts: List[Dict[str, Any]],
                  entries: List[Entry], deletes: List[Dict[str, Any]]) -> None:
-        super().__init__(type(item)._get_connection().connection, puts, entries, purpose="transaction",
-                         deletes=deletes, retry=False)
+        super().__init__(item._get_connection().connection, puts, entries, purpose="transaction", deletes=deletes,
+                         retry=False)
         self.item, self.config, self.old, self.tries = item, config, old, RETRIES.tries()
 
     def verdict(self, exc: Exception) -> Any:
@@ -451,47 +436,43 @@ class _Versioned(Write):
 
     def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
                 blocking: List[int]) -> AutoIncrementError:
-        item, old, deleted = self.item, self.old, bool(self.deletes)
-        new = (old or 0) + 1
+        item, old, new, config = self.item, self.old, (self.old or 0) + 1, self.config
         name = f"{type(item).__name__} {item.history_key()!r}"
-        codes = [r.code if r is not None else None for r in reasons]
-        raw = reasons[0].raw_item if codes[:1] == [CONDITION_FAILED] else None  # type: ignore[union-attr]
+        codes = [getattr(r, "code", None) for r in reasons]
+        if codes[:1] != [CONDITION_FAILED]:
+            if codes[1:2] == [CONDITION_FAILED]:
+                return HistoryWriteError(
+                    f"{name}: version {new} is already in {config.history.__name__}: the key was deleted and is "
+                    "being created again, or the history was written outside HistoryMixin; a deleted key's "
+                    "history ends with its tombstone, so give the new item another key", exc)
+            return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
+        raw = reasons[0].raw_item  # type: ignore[union-attr]
         if self.claims and raw is not None:  # the new auto-increment ID's item exists already
             claim = self.claims[0]
             spent = " (the value is spent)" if claim.kind == "counter" else ""
             return ItemExistsError(f"{type(item).__name__} with {claim.opts.attribute}={claim.value!r}: "
                                    f"{exists_advice(self.entries[0])}; nothing was written, no version "
                                    f"recorded{spent}", exc, cancellation_reasons=reasons)
-        if codes[:1] == [CONDITION_FAILED] and deleted:
+        if self.deletes:
             return VersionConflictError(
                 f"{name}: delete (tombstone version {new}) lost: the item was saved or deleted by another writer "
                 f"since this instance was read at version {old}, or the condition passed did not hold; "
-                "nothing was deleted; read the item again", exc,
-                attempted=new)
-        if codes[:1] == [CONDITION_FAILED]:
-            version_attr = type(item).get_attributes()[self.config.version].attr_name
-            current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
-            if current is not None and current != old:
-                return VersionConflictError(
-                    f"{name}: lost version {new} to another writer; the item is at version {current}, this "
-                    f"instance was read at version {old}; read the item again, or pass merge= to save() to "
-                    "merge and retry", exc,
-                    attempted=new, current=current)
-            if old is None and raw:
-                return VersionConflictError(
-                    f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
-                    "instance, or pass merge= to save()", exc,
-                    attempted=new, current=current)
-            if old is not None and not raw:
-                return VersionConflictError(
-                    f"{name}: version {new} lost: the item was deleted by another writer", exc,
-                    attempted=new)
-            return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
-        if codes[1:2] == [CONDITION_FAILED]:
-            return HistoryWriteError(
-                f"{name}: version {new} is already in {self.config.history.__name__}: the key was deleted and is "
-                "being created again, or the history was written outside HistoryMixin; a deleted key's "
-                "history ends with its tombstone, so give the new item another key", exc)
-        return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
+                "nothing was deleted; read the item again", exc, attempted=new)
+        version_attr = type(item).get_attributes()[config.version].attr_name
+        current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
+        if current is not None and current != old:
+            return VersionConflictError(
+                f"{name}: lost version {new} to another writer; the item is at version {current}, this "
+                f"instance was read at version {old}; read the item again, or pass merge= to save() to "
+                "merge and retry", exc, attempted=new, current=current)
+        if old is None and raw:
+            return VersionConflictError(
+                f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
+                "instance, or pass merge= to save()", exc, attempted=new, current=current)
+        if old is not None and not raw:
+            return VersionConflictError(f"{name}: version {new} lost: the item was deleted by another writer", exc,
+                                        attempted=new)
+        return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
+
 
 __all__ = ["HistoryMixin", "check_model", "item_key"]

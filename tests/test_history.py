@@ -493,3 +493,21 @@ def test_transaction_conflict_keeps_the_new_id(make_model, backend):
     assert [(v.item, v.version) for v in Doc.history(1, consistent_read=True)] == [("1", 1)]
     Doc(title="b").save()
     assert Doc.get(2, consistent_read=True).title == "b"
+
+
+@pytest.mark.modes("fast")
+def test_copy_saved_as_new_item_is_version_one(make_model, backend):
+    """A copy of a stored item (its ID set back to None) is saved as a new item at version 1, and its history
+    starts at version 1, not at the version of the item it was copied from."""
+    history_table = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history_table)
+    doc = Doc(title="a")
+    doc.save()
+    doc.save()
+    copy = Doc.get(doc.id, consistent_read=True)
+    copy.id = None
+    copy.save()
+    assert (copy.id, copy.revision) == (2, 1)
+    assert Doc.get(2, consistent_read=True).revision == 1
+    assert [v.version for v in Doc.history(2, consistent_read=True)] == [1]
