@@ -27,24 +27,25 @@ from __future__ import annotations
 
 import contextvars
 import json
-import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import TransactWriteError
+from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-from . import regions
+from . import _engine, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
-from ._engine import exists_advice
+from ._engine import Entry, Resend, Write, exists_advice
 from ._options import options_for
 from .attributes import CounterMixin
 from .exceptions import (
+    CONDITION_FAILED,
+    CONFLICT,
     AutoIncrementError,
     BulkItemExistsError,
     BulkSaveError,
@@ -55,9 +56,11 @@ from .exceptions import (
     ItemExistsError,
     SequenceExhaustedError,
     VersionConflictError,
+    reasons_of,
 )
-from .mixin import AutoIncrementMixin, TransactWrite, _bulk_error, _check_explicit
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim
 from .sequence import number_text
+from .signals import send_after_save
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -67,15 +70,12 @@ else:
     _Base = object
 
 #: How long a save keeps resending a transaction that DynamoDB cancelled for a concurrent transaction
-#: (``TransactionConflict``), or retrying merges, before giving up.
-RETRY_SECONDS = 30.0
-
-#: The budget of those retries: for RETRY_SECONDS, with a short backoff, on the library's clock.
-RETRIES = Budget(attempts=None, seconds=RETRY_SECONDS, backoff=0.005)
+#: (``TransactionConflict``), or retrying merges, before giving up: 30 s, with a short backoff.
+RETRIES = Budget(attempts=None, seconds=30.0, backoff=0.005)
 
 Merge = Callable[[Any, Any], None]
 
-# Set while HistoryMixin builds its own transaction: any other write of the item would skip its history.
+# Set while HistoryMixin builds its write: any other write of the item would skip its history.
 _writing: contextvars.ContextVar[bool] = contextvars.ContextVar("autoinc_history_writing", default=False)
 
 
@@ -121,7 +121,6 @@ class _Config:
                     "(Meta.autoinc_gapless = False) or blocks")
         self.history: Type[Model] = history
         self.version = version
-        self.hash_name, self.range_name = hash_name, range_name
         item_attrs = model.get_attributes()
         self.copied = [name for name in attrs if name not in (hash_name, range_name, "deleted") and name in item_attrs]
 
@@ -210,29 +209,24 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
-        config = _config(type(self))
-        self._refuse_strong()
         tries = RETRIES.tries()
         while True:
             try:
-                return self._write(config, condition, deleted=False)
+                return self._write(condition, deleted=False)
             except VersionConflictError as exc:
                 if merge is None or not tries.lost():
                     raise
-                keys = self._key_values()
-                if keys[0] is None or (type(self)._range_keyname and keys[1] is None):
-                    raise  # no key to read the stored item by
                 try:
-                    stored = type(self).get(*keys, consistent_read=True)
+                    stored = type(self).get(*self._key_values(), consistent_read=True)
                 except type(self).DoesNotExist:
                     raise exc from None  # deleted: nothing to merge with
                 merge(self, stored)
-                version = getattr(stored, config.version)
-                if version is None:  # stored without a version (before HistoryMixin): adopt it as version 1
-                    self.attribute_values.pop(config.version, None)
+                name = _config(type(self)).version
+                if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
+                    self.attribute_values.pop(name, None)
                     self._autoinc_read = True
                 else:
-                    setattr(self, config.version, version)
+                    setattr(self, name, getattr(stored, name))
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
@@ -243,9 +237,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.delete(add_version_condition=False): a history delete always checks the "
                 "version, so its tombstone follows the state it deletes")
-        config = _config(type(self))
-        self._refuse_strong()
-        return self._write(config, condition, deleted=True)
+        return self._write(condition, deleted=True)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
@@ -294,7 +286,6 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         """
         items: List[Model] = list(instances)
         if items:
-            _config(cls)
             cls._refuse_strong()  # before the first item is saved
         if issubclass(cls, AutoIncrementMixin):
             opts = options_for(cls)
@@ -370,24 +361,18 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 "global tables in multi-region strong consistency (MRSC) do not support; keep the history of "
                 "this model on a table that is not MRSC, or drop HistoryMixin")
 
-    def _new_auto_id(self) -> bool:
-        """Whether this save claims a new auto-increment ID (its put then carries attribute_not_exists)."""
-        return isinstance(self, AutoIncrementMixin) and getattr(self, options_for(type(self)).attribute) is None
-
     def _key_values(self) -> Tuple[Any, Any]:
         cls = type(self)
         return (getattr(self, cls._hash_keyname or ""),
                 getattr(self, cls._range_keyname) if cls._range_keyname else None)
 
-    def _record(self, config: _Config, version: int, deleted: bool) -> Model:
-        record = config.history()
-        setattr(record, config.range_name, version)
-        record.deleted = deleted  # type: ignore[attr-defined]
-        for name in config.copied:
-            setattr(record, name, None if deleted else getattr(self, name))
-        return record
-
-    def _write(self, config: _Config, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
+    def _write(self, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
+        """Write the item (or delete it) and its next version as one write of the engine."""
+        model, config = type(self), _config(type(self))
+        self._refuse_strong()
+        opts = options_for(model) if issubclass(model, AutoIncrementMixin) and not deleted else None
+        is_new = opts is not None and getattr(self, opts.attribute) is None
+        claims = _claim(self, opts, is_new, "transaction") if opts is not None else []  # clears a new one's version
         old = getattr(self, config.version)
         if deleted and old is None:
             if getattr(self, "_autoinc_read", False):
@@ -396,93 +381,98 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                                         "first (version 1), then delete it")
             raise HistoryWriteError(f"{type(self).__name__}.delete() of an instance never saved or read has no "
                                     "version to follow; read the item (Model.get) and delete that instance")
-        new = (old or 0) + 1
-        auto_new = not deleted and self._new_auto_id()
-        if not deleted and old is None and not auto_new:
-            # PynamoDB conditions a first save on the version attribute only, which an item stored before
-            # the model took HistoryMixin lacks too: condition on the key
-            key = type(self)._hash_key_attribute()
-            first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
-            condition = first if condition is None else first & condition
-        connection = type(self)._get_connection().connection
-        tries = RETRIES.tries()
-        while True:
-            # one token per attempt: botocore's resends of this request are idempotent
-            tx = TransactWrite(connection=connection, client_request_token=uuid.uuid4().hex)
-            token = _writing.set(True)
-            try:
-                with tx:
-                    if deleted:
-                        tx.delete(self, condition=condition)
-                    else:
-                        tx.save(self, condition=condition, return_values="ALL_OLD")
-                    record = self._record(config, new, deleted)
-                    setattr(record, config.hash_name, self.history_key())
-                    tx.save(record, condition=config.history.get_attributes()[config.range_name].does_not_exist())
-            except TransactWriteError as exc:
-                reasons = exc.cancellation_reasons or []
-                codes = [r.code if r is not None else None for r in reasons]
-                if "TransactionConflict" in codes and tries.lost():
-                    continue  # a concurrent transaction held the item: not lost yet, send again
-                if auto_new and codes and codes[0] == "ConditionalCheckFailed" and reasons[0] is not None \
-                        and reasons[0].raw_item is not None:
-                    raise self._collision(tx, exc) from exc
-                raise self._failure(config, exc, codes, old, new, deleted) from exc
-            finally:
-                _writing.reset(token)
-            if deleted:
-                setattr(self, config.version, new)
-            return {}
-
-    def _collision(self, tx: TransactWrite, exc: TransactWriteError) -> ItemExistsError:
-        """The new auto-increment ID's item exists already: as a plain save reports it."""
-        hook = tx.__dict__.get("_autoinc_hook")
-        entry = next((e for e, _ in (hook.entries if hook else []) if e.instance is self and e.claim), None)
-        attribute = options_for(type(self)).attribute
-        if entry is None or entry.claim is None:
-            what = f"{type(self).__name__}: an item with its new {attribute} already exists and was not overwritten"
-            spent = ""
+        writing = _writing.set(True)
+        try:
+            with strategies.held(claims):
+                if claims:
+                    condition = _engine.key_absent(self, condition)
+                elif not deleted and old is None:
+                    # PynamoDB conditions a first save on the version attribute only, which an item stored
+                    # before the model took HistoryMixin lacks too: condition on the key
+                    key = model._hash_key_attribute()
+                    first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
+                    condition = first if condition is None else first & condition
+                state: Dict[str, Any] = {name: None if deleted else getattr(self, name) for name in config.copied}
+                record = config.history(self.history_key(), (old or 0) + 1, deleted=deleted, **state)
+                puts = [record.get_save_kwargs_from_instance(
+                    condition=config.history._range_key_attribute().does_not_exist())]
+                deletes = [self.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
+                if not deleted:
+                    puts.insert(0, _engine.put_kwargs(self, condition))
+        finally:
+            _writing.reset(writing)
+        entries = [Entry(self, claims[0], 0)] if claims else []
+        _engine.commit(_Versioned(self, config, old, puts, entries, deletes))
+        if deleted:
+            setattr(self, config.version, old + 1)
         else:
-            what = f"{type(self).__name__} with {attribute}={entry.claim.value!r}: {exists_advice(entry)}"
-            spent = " (the value is spent)" if entry.claim.kind == "counter" else ""
-        return ItemExistsError(f"{what}; nothing was written, no version recorded{spent}", exc,
-                               cancellation_reasons=exc.cancellation_reasons or [])
+            self.update_local_version_attribute()
+        if opts is not None:
+            send_after_save(model, instance=self, is_new=is_new, operation="transaction")
+        return {}
 
-    def _failure(self, config: _Config, exc: TransactWriteError, codes: list, old: Optional[int],
-                 new: int, deleted: bool) -> Exception:
-        name = f"{type(self).__name__} {self.history_key()!r}"
-        if codes and codes[0] == "ConditionalCheckFailed" and deleted:
+
+class _Versioned(Write):
+    """A history save or delete for the engine: the item's put (or delete) and the put of its next version.
+
+    It is sent again, with a new ``ClientRequestToken``, while a concurrent
+    transaction holds one of its items (``TransactionConflict``), for up to
+    :data:`RETRIES`; its failures name the version it would have been.
+    """
+
+    def __init__(self, item: HistoryMixin, config: _Config, old: Optional[int], puts: List[Dict[str, Any]],
+                 entries: List[Entry], deletes: List[Dict[str, Any]]) -> None:
+        super().__init__(item._get_connection().connection, puts, entries, purpose="transaction", deletes=deletes,
+                         retry=False)
+        self.item, self.config, self.old, self.tries = item, config, old, RETRIES.tries()
+
+    def verdict(self, exc: Exception) -> Any:
+        if any(r is not None and r.code == CONFLICT for r in reasons_of(exc)) and self.tries.lost():
+            return Resend()  # a concurrent transaction held an item: not lost yet, send again
+        return super().verdict(exc)
+
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
+        return self.failure(exc, reasons_of(exc), [])
+
+    def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
+                blocking: List[int]) -> AutoIncrementError:
+        item, old, new, config = self.item, self.old, (self.old or 0) + 1, self.config
+        name = f"{type(item).__name__} {item.history_key()!r}"
+        codes = [getattr(r, "code", None) for r in reasons]
+        if codes[:1] != [CONDITION_FAILED]:
+            if codes[1:2] == [CONDITION_FAILED]:
+                return HistoryWriteError(
+                    f"{name}: version {new} is already in {config.history.__name__}: the key was deleted and is "
+                    "being created again, or the history was written outside HistoryMixin; a deleted key's "
+                    "history ends with its tombstone, so give the new item another key", exc)
+            return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
+        raw = reasons[0].raw_item  # type: ignore[union-attr]
+        if self.claims and raw is not None:  # the new auto-increment ID's item exists already
+            claim = self.claims[0]
+            spent = " (the value is spent)" if claim.kind == "counter" else ""
+            return ItemExistsError(f"{type(item).__name__} with {claim.opts.attribute}={claim.value!r}: "
+                                   f"{exists_advice(self.entries[0])}; nothing was written, no version "
+                                   f"recorded{spent}", exc, cancellation_reasons=reasons)
+        if self.deletes:
             return VersionConflictError(
                 f"{name}: delete (tombstone version {new}) lost: the item was saved or deleted by another writer "
                 f"since this instance was read at version {old}, or the condition passed did not hold; "
-                "nothing was deleted; read the item again", exc,
-                attempted=new)
-        if codes and codes[0] == "ConditionalCheckFailed":
-            raw = exc.cancellation_reasons[0].raw_item if exc.cancellation_reasons[0] else None
-            version_attr = type(self).get_attributes()[config.version].attr_name
-            current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
-            if current is not None and current != old:
-                return VersionConflictError(
-                    f"{name}: lost version {new} to another writer; the item is at version {current}, this "
-                    f"instance was read at version {old}; read the item again, or pass merge= to save() to "
-                    "merge and retry", exc,
-                    attempted=new, current=current)
-            if old is None and raw:
-                return VersionConflictError(
-                    f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
-                    "instance, or pass merge= to save()", exc,
-                    attempted=new, current=current)
-            if old is not None and not raw:
-                return VersionConflictError(
-                    f"{name}: version {new} lost: the item was deleted by another writer", exc,
-                    attempted=new)
-            return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
-        if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-            return HistoryWriteError(
-                f"{name}: version {new} is already in {config.history.__name__}: the key was deleted and is "
-                "being created again, or the history was written outside HistoryMixin; a deleted key's "
-                "history ends with its tombstone, so give the new item another key", exc)
-        return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
+                "nothing was deleted; read the item again", exc, attempted=new)
+        version_attr = type(item).get_attributes()[config.version].attr_name
+        current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
+        if current is not None and current != old:
+            return VersionConflictError(
+                f"{name}: lost version {new} to another writer; the item is at version {current}, this "
+                f"instance was read at version {old}; read the item again, or pass merge= to save() to "
+                "merge and retry", exc, attempted=new, current=current)
+        if old is None and raw:
+            return VersionConflictError(
+                f"{name}: version 1 lost: the item already exists (version {current}); read it and save that "
+                "instance, or pass merge= to save()", exc, attempted=new, current=current)
+        if old is not None and not raw:
+            return VersionConflictError(f"{name}: version {new} lost: the item was deleted by another writer", exc,
+                                        attempted=new)
+        return HistoryWriteError(f"{name}: the condition passed did not hold; nothing was written", exc)
 
 
 __all__ = ["HistoryMixin", "check_model", "item_key"]

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from botocore.awsrequest import AWSResponse
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import CounterAttribute, CounterMixin, HistoryMixin, TransactWrite
+from pynamodb_autoinc import CounterAttribute, CounterMixin, HistoryMixin, TransactWrite, history
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
@@ -23,7 +25,7 @@ from pynamodb_autoinc.exceptions import (
 )
 from pynamodb_autoinc.iam import required_actions
 from tests.history_worker import build_models
-from tests.test_faults import Faults
+from tests.test_faults import Faults, _Body
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -405,3 +407,107 @@ def test_resent_transaction_is_idempotent(backend):
     assert len(tokens) == 2 and tokens[0] == tokens[1]
     assert page.revision == 2
     assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(2, "y"), (1, "x")]
+
+
+class Conflicts:
+    """Answer the next ``times`` TransactWriteItems of ``model``'s client as DynamoDB does when a concurrent
+    transaction holds the item (cancelled, reason TransactionConflict); record the token of each one sent."""
+
+    def __init__(self, model: Any, times: int, backend: Any) -> None:
+        if backend.name == "moto":
+            pytest.skip("moto applies the request even when a before-send hook answers in its place")
+        self.left = times
+        self.tokens: List[str] = []
+        self.client = model._get_connection().connection.client
+        self.client.meta.events.register_first("before-send.dynamodb", self.hook)
+
+    def remove(self) -> None:
+        self.client.meta.events.unregister("before-send.dynamodb", self.hook)
+
+    def hook(self, request: Any, **_: Any) -> Optional[AWSResponse]:
+        target = request.headers["X-Amz-Target"]
+        if not (target.decode() if isinstance(target, bytes) else target).endswith("TransactWriteItems"):
+            return None
+        self.tokens.append(json.loads(request.body)["ClientRequestToken"])
+        if self.left == 0:
+            return None
+        self.left -= 1
+        payload = json.dumps({
+            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            "message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+                       "[TransactionConflict, None]",
+            "CancellationReasons": [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+                                    {"Code": "None"}]}).encode()
+        return AWSResponse(request.url, 400, {"x-amzn-RequestId": "conflict"}, _Body(payload))
+
+
+def test_transaction_conflict_is_sent_again_with_a_new_token(backend):
+    """A save cancelled twice because a concurrent transaction held the item is sent again, each attempt with a
+    token of its own, and records its one version."""
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    conflicts = Conflicts(Page, 2, backend)
+    try:
+        page.title = "y"
+        page.save()
+    finally:
+        conflicts.remove()
+    assert len(conflicts.tokens) == 3 and len(set(conflicts.tokens)) == 3
+    assert page.revision == 2
+    assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(2, "y"), (1, "x")]
+
+
+def test_transaction_conflict_stops_within_its_budget(backend, monkeypatch):
+    """A delete whose transaction keeps meeting a concurrent one stops when history.RETRIES is spent, with a
+    HistoryWriteError naming the version; nothing is deleted."""
+    monkeypatch.setattr(history, "RETRIES", dataclasses.replace(history.RETRIES, attempts=2, seconds=None))
+    Page, _ = models(backend)
+    page = Page("a", title="x")
+    page.save()
+    conflicts = Conflicts(Page, 10, backend)
+    try:
+        with pytest.raises(HistoryWriteError, match="writing version 2 failed") as raised:
+            page.delete()
+    finally:
+        conflicts.remove()
+    assert not isinstance(raised.value, VersionConflictError)
+    assert len(conflicts.tokens) == 3
+    assert page.revision == 1 and Page.get("a", consistent_read=True).revision == 1
+
+
+@pytest.mark.modes("fast", "block")
+def test_transaction_conflict_keeps_the_new_id(make_model, backend):
+    """A new auto-increment item whose transaction met a concurrent one is sent again with the ID it was
+    given: no second value is spent, and its version 1 is stored under that ID."""
+    history_table = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history_table)
+    conflicts = Conflicts(Doc, 1, backend)
+    try:
+        doc = Doc(title="a")
+        doc.save()
+    finally:
+        conflicts.remove()
+    assert len(conflicts.tokens) == 2 and doc.id == 1
+    assert [(v.item, v.version) for v in Doc.history(1, consistent_read=True)] == [("1", 1)]
+    Doc(title="b").save()
+    assert Doc.get(2, consistent_read=True).title == "b"
+
+
+@pytest.mark.modes("fast")
+def test_copy_saved_as_new_item_is_version_one(make_model, backend):
+    """A copy of a stored item (its ID set back to None) is saved as a new item at version 1, and its history
+    starts at version 1, not at the version of the item it was copied from."""
+    history_table = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history_table)
+    doc = Doc(title="a")
+    doc.save()
+    doc.save()
+    copy = Doc.get(doc.id, consistent_read=True)
+    copy.id = None
+    copy.save()
+    assert (copy.id, copy.revision) == (2, 1)
+    assert Doc.get(2, consistent_read=True).revision == 1
+    assert [v.version for v in Doc.history(2, consistent_read=True)] == [1]
