@@ -339,7 +339,7 @@ class NextId(Model):
         :class:`CounterValueError` when the counter holds no number.
         """
         try:
-            return update_item(cls._get_connection().connection, cls._update_kwargs(key, actions, condition,
+            return send_update(cls._get_connection().connection, cls._update_kwargs(key, actions, condition,
                                                                                    return_values))
         except UpdateError as exc:
             if error_code(exc) == "ValidationException":
@@ -811,7 +811,7 @@ def _this_writer() -> _Writer:
 _MOVES = 100
 
 
-def update_item(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Send one UpdateItem that asks for the old item when its condition fails (ALL_OLD).
 
     A failed condition raises :class:`_Refused` with that item; any other

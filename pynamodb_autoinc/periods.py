@@ -17,7 +17,7 @@ from pynamodb.models import Model
 from . import _transport
 from ._budget import Budget
 from ._calendar import PERIODS, Clock, check_period, clock, label
-from .counter import Once, _Refused, _Resent, check_by, update_item
+from .counter import Once, _Refused, _Resent, check_by, send_update
 from .exceptions import CounterError
 
 #: How many times a count follows another process's reset of the period before it gives up.
@@ -72,7 +72,7 @@ def increment_in_period(
                  serialized_range), f"{model.__name__} {hash_key!r}")
 
     def send(actions: Any, condition: Condition, return_values: Optional[str]) -> Dict[str, Any]:
-        return update_item(connection.connection, connection.get_operation_kwargs(
+        return send_update(connection.connection, connection.get_operation_kwargs(
             serialized_hash, range_key=serialized_range, actions=actions, condition=condition,
             return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
 
