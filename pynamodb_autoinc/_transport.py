@@ -1,14 +1,9 @@
-"""The one place the library puts a DynamoDB request on the wire.
+"""The one place the library puts a DynamoDB request on the wire: :func:`send`.
 
-Every request (a write of the engine, a counter's update or read, a queue
-update, a period count, a query strategy's read, a scan of the counter table)
-is built elsewhere, as an operation name and its arguments, and sent by
-:func:`send` through a PynamoDB ``Connection``: its ``dispatch`` sends PynamoDB's
-signals and botocore retries transient errors in there. A failure raises the
-PynamoDB error that PynamoDB's own method for the operation raises (``UpdateError``
-for an UpdateItem, ...), or with ``raw`` botocore's error itself, which the
-write engine reads. ``tests/test_architecture.py`` fails when another module
-sends a request of its own.
+Requests are built elsewhere (an operation name and its arguments) and sent
+through a PynamoDB ``Connection``'s ``dispatch``, which sends PynamoDB's signals
+and in which botocore retries transient errors. ``tests/test_architecture.py``
+fails when another module sends a request of its own.
 """
 
 from __future__ import annotations
@@ -17,17 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
-from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, PUT_ITEM, QUERY, SCAN, TRANSACT_WRITE_ITEMS, UPDATE_ITEM
-from pynamodb.exceptions import (
-    DeleteError,
-    GetError,
-    PutError,
-    PynamoDBException,
-    QueryError,
-    ScanError,
-    TransactWriteError,
-    UpdateError,
-)
+from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
+from pynamodb.exceptions import DeleteError, GetError, PynamoDBException, QueryError, ScanError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.projection import create_projection_expression
 
@@ -37,11 +23,9 @@ from ._budget import Budget
 ERRORS: Dict[str, Tuple[Type[PynamoDBException], str]] = {
     UPDATE_ITEM: (UpdateError, "Failed to update item: {}"),
     GET_ITEM: (GetError, "Failed to get item: {}"),
-    PUT_ITEM: (PutError, "Failed to put item: {}"),
     DELETE_ITEM: (DeleteError, "Failed to delete item: {}"),
     QUERY: (QueryError, "Failed to query items: {}"),
     SCAN: (ScanError, "Failed to scan table: {}"),
-    TRANSACT_WRITE_ITEMS: (TransactWriteError, "Failed to write transaction items"),
 }
 
 #: How many pages one :func:`scan` reads at most (a page holds up to 1 MB of items).
@@ -51,8 +35,9 @@ PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
     """Send one request; botocore's own retries of transient errors happen in here.
 
-    A failure raises PynamoDB's error for ``operation`` with botocore's as its
-    ``cause``; with ``raw``, botocore's error itself.
+    A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with
+    botocore's as its ``cause``; with ``raw``, botocore's error itself (the
+    write engine reads it).
     """
     try:
         return dict(connection.dispatch(operation, kwargs))
