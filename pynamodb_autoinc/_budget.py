@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 #: The longest wait between two tries, in seconds.
 MAX_WAIT = 1.0
@@ -51,12 +51,14 @@ class Budget:
     ``seconds``: for how long (None: no limit). The library's own budgets
     always set one; only a model's ``Meta.autoinc_timeout = None`` with no
     ``Meta.autoinc_retries`` asks to wait for ever, as PostgreSQL's
-    ``lock_timeout = 0`` does.
+    ``lock_timeout = 0`` does. ``backoff`` None: the next try goes at once,
+    with no sleep (a loop whose tries are not races: a scan's pages, a
+    request sent again without what it was refused for).
     """
 
     attempts: Optional[int] = None
     seconds: Optional[float] = 10.0
-    backoff: float = 0.01
+    backoff: Optional[float] = 0.01
 
     def spent(self, losses: int, began: float) -> bool:
         """Whether a loop that lost ``losses`` tries since ``began`` (:data:`clock` time) must stop."""
@@ -65,7 +67,7 @@ class Budget:
 
     def wait(self, losses: int) -> float:
         """The pause before the try after ``losses`` lost ones."""
-        return backoff_delay(self.backoff, losses)
+        return 0.0 if self.backoff is None else backoff_delay(self.backoff, losses)
 
     def tries(self) -> Tries:
         """A fresh count of one loop's tries under this budget."""
@@ -89,5 +91,13 @@ class Tries:
         self.losses += 1
         if self.budget.spent(self.losses, self.began):
             return False
-        clock.sleep(self.budget.wait(self.losses))
+        if self.budget.backoff is not None:
+            clock.sleep(self.budget.wait(self.losses))
         return True
+
+    def __iter__(self) -> Iterator[int]:
+        """The tries of one loop, numbered from 1: ``for _ in budget.tries():`` goes round again (after the
+        wait) each time the body does not leave the loop, until the budget is spent."""
+        yield 1
+        while self.lost():
+            yield self.losses + 1

@@ -28,7 +28,7 @@ from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from . import _budget, _contention, strategies
+from . import _budget, _contention, _transport, strategies
 from ._options import options_for
 from .exceptions import (
     CONDITION_FAILED,
@@ -213,13 +213,8 @@ class Write:
             raise self.failure(exc, [], [])  # answered, and so not applied
         model = type(entry.instance)
         hash_key, range_key = model._get_hash_range_key_serialized_values(entry.instance)
-        local = model._get_connection()
-        try:
-            if self.connection is local.connection:
-                stored = local.get_item(hash_key, range_key=range_key, consistent_read=True).get(ITEM)
-            else:  # read where the write went: the home region's endpoint (a home region, gapless mode)
-                stored = self.connection.get_item(model.Meta.table_name, hash_key, range_key=range_key,
-                                                  consistent_read=True).get(ITEM)
+        try:  # read where the write went (in gapless mode with a home region, the home region's endpoint)
+            stored = _transport.get(self.connection, model.Meta.table_name, hash_key, range_key)
         except Exception as read_error:
             raise WriteOutcomeUnknownError(
                 f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "
@@ -428,8 +423,9 @@ def commit(write: Write) -> Dict[str, Any]:
 
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one request; botocore's own retries of transient errors happen in here."""
-    return dict(connection.dispatch(operation, kwargs))
+    """Send one request (:func:`_transport.send`); a failure raises botocore's error, which
+    :meth:`Write.verdict` reads."""
+    return _transport.send(connection, operation, kwargs, raw=True)
 
 
 # -- helpers -------------------------------------------------------------------

@@ -35,10 +35,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Type, TypeVar
 
 from pynamodb.attributes import Attribute, NumberAttribute
+from pynamodb.constants import ALL_NEW, UPDATE_ITEM
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
+from . import _transport
 from ._checked import CheckedModel, refuse_order
 from ._engine import describe as _describe
 from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
@@ -155,7 +157,16 @@ class CounterMixin(_Base, metaclass=CheckedModel):
 
         The instance holds the stored values afterwards (``ALL_NEW``).
         """
-        return super().update(self._with_counters(actions), condition, add_version_condition=add_version_condition)
+        actions = self._with_counters(actions)
+        if not actions:
+            raise TypeError("the value of `actions` is expected to be a non-empty list")
+        kwargs = self.get_update_kwargs_from_instance(actions, condition, add_version_condition=add_version_condition)
+        data = _transport.send(self._get_connection().connection, UPDATE_ITEM, {**kwargs, "ReturnValues": ALL_NEW})
+        stored = self._get_discriminator_class(data["Attributes"])
+        if stored and stored is not type(self):
+            raise ValueError(f"Cannot update this item from the returned class: {stored.__name__}")
+        self.deserialize(data["Attributes"])
+        return data
 
     def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
                                         return_values_on_condition_failure: Optional[str] = None, *,

@@ -36,7 +36,7 @@ from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
-from . import regions
+from . import _transport, regions
 from ._options import Options, options_for
 from .counter import NextId, bind_counter, check_region_value
 from .exceptions import (
@@ -918,18 +918,10 @@ def _scan_failed(model: Type[Model], exc: PynamoDBException, counters: bool) -> 
 
 
 def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
-    connection = counter._get_connection()
-    items: List[Dict[str, Any]] = []
-    start: Any = None
-    while True:
-        try:
-            page = connection.scan(exclusive_start_key=start, consistent_read=True)
-        except PynamoDBException as exc:
-            raise _scan_failed(counter, exc, counters=True) from exc
-        items.extend(page.get("Items", []))
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return items
+    try:
+        return _transport.scan(counter._get_connection().connection, counter.Meta.table_name)
+    except PynamoDBException as exc:
+        raise _scan_failed(counter, exc, counters=True) from exc
 
 
 def _behind(value: int, furthest: int, step: int) -> bool:

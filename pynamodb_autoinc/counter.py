@@ -21,14 +21,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, ca
 
 from botocore.exceptions import NoRegionError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.connection import Connection
 from pynamodb.constants import ALL_NEW, KEY, UPDATE_ITEM, UPDATED_NEW
 from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
 from . import _calendar as periods
-from . import _state
+from . import _state, _transport
+from ._budget import Budget
 from .exceptions import (
     AutoIncrementError,
     ConfigurationError,
@@ -113,8 +114,8 @@ class NextId(Model):
         """The key of every counter in the table (a consistent scan)."""
         attr = cls.next_key
         only = attr.startswith(cls._autoinc_prefix) if cls._autoinc_prefix else None
-        return [item.next_key[len(cls._autoinc_prefix):]
-                for item in cls.scan(only, attributes_to_get=[attr.attr_name], consistent_read=True)]
+        return [item[attr.attr_name]["S"][len(cls._autoinc_prefix):] for item in _transport.scan(
+            cls._get_connection().connection, cls.Meta.table_name, only, [attr.attr_name])]
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
@@ -150,7 +151,7 @@ class NextId(Model):
         records, follows = cls._following(seq)
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
-        for _ in range(_MOVES):
+        for _ in Budget(attempts=_MOVES - 1, seconds=None, backoff=None).tries():
             span = step * (count - 1)
             # the counter's last value must leave room for count values within both bounds
             low = seq.minimum - (step if step > 0 else step * count)
@@ -215,12 +216,10 @@ class NextId(Model):
     @classmethod
     def read(cls, key: str) -> Tuple[Optional[int], Optional[SequenceOptions]]:
         """Counter ``key``'s last value and recorded options (a consistent read); None for what it lacks."""
-        hash_key, range_key = cls._item_key(key)
         try:
-            data = cls._get_connection().get_item(hash_key, range_key=range_key, consistent_read=True)
+            item = _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
             raise cls._request_failed("read", key, exc) from exc
-        item = data.get("Item", {})
         return cls._value_in(key, item), cls._options_in(key, item)
 
     @classmethod
@@ -339,18 +338,13 @@ class NextId(Model):
         Any other failure raises the library's error, a
         :class:`CounterValueError` when the counter holds no number.
         """
-        connection = cls._get_connection().connection
         try:
-            return cast(Dict[str, Any], connection.dispatch(
-                UPDATE_ITEM, cls._update_kwargs(key, actions, condition, return_values)))
-        except BOTOCORE_EXCEPTIONS as error:
-            exc = UpdateError(f"Failed to update item: {error}", error)
-        code = error_code(exc)
-        if code == "ConditionalCheckFailedException":
-            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc)
-        if code == "ValidationException":
-            cls.currval(key)  # raises if the counter holds no number
-        raise cls._request_failed(verb, key, exc) from exc
+            return send_update(cls._get_connection().connection, cls._update_kwargs(key, actions, condition,
+                                                                                   return_values))
+        except UpdateError as exc:
+            if error_code(exc) == "ValidationException":
+                cls.currval(key)  # raises if the counter holds no number
+            raise cls._request_failed(verb, key, exc) from exc
 
     @classmethod
     def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
@@ -764,7 +758,7 @@ class Once:
         """
         mine = Path([self.writer.attr])
         idle = self.idle
-        for _ in range(2):  # a second try only without the idle writers' attributes
+        for _ in _AGAIN.tries():  # a second try only without the idle writers' attributes
             sent = list(actions) + [mine.set(self.seq)]
             marked = mine.does_not_exist() | (mine < self.seq)
             full = marked if condition is None else condition & marked
@@ -794,6 +788,10 @@ class Once:
         raise AssertionError("unreachable: the second try carries no idle writer, so it returns or raises")
 
 
+#: :meth:`Once.send` sends once more, at once, when its removal of idle writers' attributes was refused.
+_AGAIN = Budget(attempts=1, seconds=None, backoff=None)
+
+
 class _Writers(threading.local):
     writer: Optional[_Writer] = None
 
@@ -811,6 +809,20 @@ def _this_writer() -> _Writer:
 
 #: How many requests one reserve() may send before giving up on a counter that keeps moving under it.
 _MOVES = 100
+
+
+def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Send one UpdateItem that asks for the old item when its condition fails (ALL_OLD).
+
+    A failed condition raises :class:`_Refused` with that item; any other
+    failure, PynamoDB's ``UpdateError``.
+    """
+    try:
+        return _transport.send(connection, UPDATE_ITEM, kwargs)
+    except UpdateError as exc:
+        if error_code(exc) != "ConditionalCheckFailedException":
+            raise
+        raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc) from None
 
 
 class _Refused(Exception):

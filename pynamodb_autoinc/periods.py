@@ -14,9 +14,11 @@ from typing import Any, Dict, Optional, Type
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
+from . import _transport
+from ._budget import Budget
 from ._calendar import PERIODS, Clock, check_period, clock, label
-from .counter import Once, _Refused, _Resent, check_by
-from .exceptions import CounterError, error_code, error_responses
+from .counter import Once, _Refused, _Resent, check_by, send_update
+from .exceptions import CounterError
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -63,26 +65,16 @@ def increment_in_period(
     current = label(period, now)
     hash_attr = attrs[str(model._hash_keyname)]
     connection = model._get_connection()
+    table = model.Meta.table_name
     serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
     meta = model.Meta
     once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, serialized_hash,
                  serialized_range), f"{model.__name__} {hash_key!r}")
 
     def send(actions: Any, condition: Condition, return_values: Optional[str]) -> Dict[str, Any]:
-        from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
-        from pynamodb.constants import KEY, UPDATE_ITEM
-        from pynamodb.exceptions import UpdateError
-
-        kwargs = connection.get_operation_kwargs(serialized_hash, range_key=serialized_range, key=KEY,
-                                                 actions=actions, condition=condition, return_values=return_values,
-                                                 return_values_on_condition_failure="ALL_OLD")
-        try:
-            return dict(connection.connection.dispatch(UPDATE_ITEM, kwargs))
-        except BOTOCORE_EXCEPTIONS as error:
-            exc = UpdateError(f"Failed to update item: {error}", error)
-        if error_code(exc) == "ConditionalCheckFailedException":
-            raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc)
-        raise exc
+        return send_update(connection.connection, connection.get_operation_kwargs(
+            serialized_hash, range_key=serialized_range, actions=actions, condition=condition,
+            return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
 
     def update(actions: Any, condition: Condition, result: Optional[int] = None) -> Optional[int]:
         try:
@@ -96,7 +88,7 @@ def increment_in_period(
     def _count(item: Dict[str, Any]) -> int:
         return int(Decimal(item[count.attr_name]["N"]))
 
-    for _ in range(MOVES):
+    for _ in Budget(attempts=MOVES - 1, seconds=None, backoff=None).tries():
         value = update([count.set(count + by)], hash_attr.exists() & (stored == current))
         if value is not None:
             return value
@@ -105,7 +97,7 @@ def increment_in_period(
         if value is not None:
             return value
         # Neither held: the item is missing, or its period is not older than ours.
-        item = connection.get_item(serialized_hash, range_key=serialized_range, consistent_read=True).get("Item")
+        item = _transport.get(connection.connection, table, serialized_hash, serialized_range)
         if item is None:
             raise model.DoesNotExist(f"{model.__name__} {hash_key!r} does not exist; create it before counting")
         seen = item.get(stored.attr_name, {}).get("S")

@@ -38,7 +38,7 @@ from pynamodb.connection import Connection, TableConnection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.models import Model
 
-from . import _state
+from . import _state, _transport
 from .counter import CONNECTION_SETTINGS, NextId, rebind
 from .exceptions import (
     ConfigurationError,
@@ -114,7 +114,8 @@ def _tables() -> _Known:
 
 def describe_table(connection: Connection, table: str) -> Dict[str, Any]:
     """One DescribeTable request: the table's description (its ``Table``)."""
-    return cast(Dict[str, Any], connection.dispatch("DescribeTable", {"TableName": table}).get("Table", {}))
+    return cast(Dict[str, Any], _transport.send(connection, "DescribeTable", {"TableName": table}, raw=True)
+                .get("Table", {}))
 
 
 def table_kind(model: Type[Model]) -> Optional[TableKind]:

@@ -40,10 +40,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
+from pynamodb.constants import QUERY
 from pynamodb.exceptions import PynamoDBException
+from pynamodb.expressions.projection import create_projection_expression
 from pynamodb.models import Model
 
-from . import _state, regions
+from . import _state, _transport, regions
 from ._options import Options
 from .counter import SET_BY_HAND
 from .exceptions import (
@@ -330,17 +332,17 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
     (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
     """
     tries = opts.budget.tries()
-    while True:
+    for _ in tries:
         try:
             return request()
         except CounterError as exc:
             if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
                 raise
-            if not tries.lost():
-                raise ContentionError(
-                    f"counter {key!r} was written from another region at the same time {tries.losses} times in a "
-                    f"row in {tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the "
-                    "save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", exc) from exc
+            conflict = exc
+    raise ContentionError(
+        f"counter {key!r} was written from another region at the same time {tries.losses} times in a row in "
+        f"{tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the save later, or "
+        "raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", conflict) from conflict
 
 
 def _from_block(opts: Options, key: str) -> int:
@@ -419,12 +421,18 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     # the end bound in the key condition (one comparison: moto's BETWEEN mishandles 0); the start bound after
     sequence = opts.sequence
     within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
+    names: Dict[str, str] = {}
+    values: Dict[str, Any] = {}
+    kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1,
+              "KeyConditionExpression": ((model._hash_key_attribute() == hash_value) & within).serialize(names, values),
+              "ProjectionExpression": create_projection_expression([range_key.attr_name], names),
+              "ScanIndexForward": opts.step < 0}
     try:
-        last = next(iter(model.query(hash_value, range_key_condition=within, scan_index_forward=opts.step < 0,
-                                     limit=1, consistent_read=True, attributes_to_get=[range_key.attr_name])),
-                    None)
+        items = _transport.send(model._get_connection().connection, QUERY, {
+            **kwargs, "ExpressionAttributeNames": {v: k for k, v in names.items()},
+            "ExpressionAttributeValues": values}).get("Items", [])
     except PynamoDBException as exc:
         raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
-    value = None if last is None else int(getattr(last, opts.attribute))
+    value = int(range_key.deserialize(range_key.get_value(items[0][range_key.attr_name]))) if items else None
     return value if value is not None and sequence.contains(value) else None

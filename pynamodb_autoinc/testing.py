@@ -18,8 +18,10 @@ import contextlib
 import os
 from typing import Iterable, Iterator, Optional, Type
 
+from pynamodb.constants import DELETE_ITEM
 from pynamodb.models import Model
 
+from . import _transport
 from ._options import options_for
 from .counter import NextId, bind_counter
 from .strategies import _state
@@ -82,10 +84,9 @@ def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = 
     bound = counter_for(model, counter)
     if keys is None:
         keys = bound.keys()
-    removed = 0
+    removed, connection = 0, bound._get_connection()
     for key in keys:
-        hash_key, range_key = bound._item_key(key)
-        bound._get_connection().delete_item(hash_key, range_key=range_key)
+        _transport.send(connection.connection, DELETE_ITEM, connection.get_operation_kwargs(*bound._item_key(key)))
         removed += 1
     reset_state()
     return removed

@@ -1,0 +1,84 @@
+"""The one place the library puts a DynamoDB request on the wire: :func:`send`.
+
+Requests are built elsewhere (an operation name and its arguments) and sent
+through a PynamoDB ``Connection``'s ``dispatch``, which sends PynamoDB's signals
+and in which botocore retries transient errors. ``tests/test_architecture.py``
+fails when another module sends a request of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple, Type
+
+from pynamodb.connection import Connection
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
+from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
+from pynamodb.exceptions import DeleteError, GetError, PynamoDBException, QueryError, ScanError, UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.projection import create_projection_expression
+
+from ._budget import Budget
+
+#: The error a failed request raises, as PynamoDB's method for its operation raises it.
+ERRORS: Dict[str, Tuple[Type[PynamoDBException], str]] = {
+    UPDATE_ITEM: (UpdateError, "Failed to update item: {}"),
+    GET_ITEM: (GetError, "Failed to get item: {}"),
+    DELETE_ITEM: (DeleteError, "Failed to delete item: {}"),
+    QUERY: (QueryError, "Failed to query items: {}"),
+    SCAN: (ScanError, "Failed to scan table: {}"),
+}
+
+#: How many pages one :func:`scan` reads at most (a page holds up to 1 MB of items).
+PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
+
+
+def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
+    """Send one request; botocore's own retries of transient errors happen in here.
+
+    A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with
+    botocore's as its ``cause``; with ``raw``, botocore's error itself (the
+    write engine reads it).
+    """
+    try:
+        return dict(connection.dispatch(operation, kwargs))
+    except BOTOCORE_EXCEPTIONS as error:
+        if raw:
+            raise
+        kind, message = ERRORS.get(operation, (PynamoDBException, f"Failed to send {operation}: {{}}"))
+        raise kind(message.format(error), error)  # noqa: B904 - as PynamoDB raises it
+
+
+def get(connection: Connection, table: str, hash_key: Any, range_key: Any = None) -> Optional[Dict[str, Any]]:
+    """One consistent GetItem of the item with these serialized keys: the item as stored, or None."""
+    kwargs = connection.get_operation_kwargs(table, hash_key, range_key=range_key, consistent_read=True)
+    return send(connection, GET_ITEM, kwargs).get(ITEM)
+
+
+def scan(connection: Connection, table: str, condition: Optional[Condition] = None,
+         attributes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Every item of ``table`` that ``condition`` holds for (a consistent scan, page by page), as stored;
+    with ``attributes``, only those.
+
+    :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows
+    """
+    names: Dict[str, str] = {}
+    values: Dict[str, Any] = {}
+    kwargs: Dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    if condition is not None:
+        kwargs["FilterExpression"] = condition.serialize(names, values)
+    if attributes:
+        kwargs["ProjectionExpression"] = create_projection_expression(attributes, names)
+    if names:
+        kwargs["ExpressionAttributeNames"] = {placeholder: name for name, placeholder in names.items()}
+    if values:
+        kwargs["ExpressionAttributeValues"] = values
+    items: List[Dict[str, Any]] = []
+    pages = PAGES.tries()
+    for _ in pages:
+        page = send(connection, SCAN, kwargs)
+        items += page.get("Items", [])
+        if not page.get("LastEvaluatedKey"):
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    raise ScanError(f"Failed to scan table: {table!r} still had items after {pages.losses} pages; it is not a "
+                    "counter table of this library, or scan it in parts")

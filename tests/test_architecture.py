@@ -1,0 +1,196 @@
+"""The structure the library keeps: one send point for its requests, one clock for its sleeps, bounded loops."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+from botocore.exceptions import ClientError
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import GetError
+from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
+
+from pynamodb_autoinc import NextId, _budget, _transport
+from pynamodb_autoinc.attributes import CounterAttribute, CounterMixin
+from pynamodb_autoinc.periods import increment_in_period
+from pynamodb_autoinc.testing import reset_counters
+
+PACKAGE = Path(__file__).parent.parent / "pynamodb_autoinc"
+
+#: Methods that only a PynamoDB connection has: calling one sends a request.
+CONNECTION_SENDS = {"dispatch", "_make_api_call", "update_item", "transact_write_items", "put_item", "get_item",
+                    "delete_item", "batch_write_item", "batch_get_item", "transact_get_items"}
+#: Methods a connection shares with a model: a send when called on a connection.
+SHARED_SENDS = {"query", "scan"}
+
+#: (module, method): the calls allowed outside the rule, and why.
+ALLOWED = {
+    ("_transport", "dispatch"): "the send point itself",
+}
+
+#: (module, loop's first line): ``while True`` loops that end by other means than a Budget's tries, and why.
+ENDLESS_ALLOWED = {
+    # the engine's commit loop: every lost race goes through _contention.Contest.lost, which raises
+    # ContentionError when the model's Budget is spent
+    "_engine",
+    # history's own retry loops, bounded by history.RETRIES.tries(); they move into the engine (issue 20)
+    "history",
+}
+
+
+def _modules() -> Iterator[Tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.glob("*.py")):
+        yield path.stem, ast.parse(path.read_text(), str(path))
+
+
+def _receiver_is_connection(node: ast.expr) -> bool:
+    """``x._get_connection()``, ``x.connection``, ``connection``, ``self._connection``: a connection."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "connection" in name.lower()
+
+
+def _sends(tree: ast.Module) -> List[Tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in CONNECTION_SENDS or (name in SHARED_SENDS and isinstance(func, ast.Attribute)
+                                        and _receiver_is_connection(func.value)):
+            found.append((node.lineno, name))
+    return found
+
+
+def test_only_the_transport_sends_requests():
+    """No module but ``_transport`` calls a connection's sending methods (``dispatch``, ``update_item``,
+    ``transact_write_items``, ``put_item``, ``get_item``, ...): every request goes through
+    ``_transport.send``, so retries, error mapping and the simulation's view have one place."""
+    offenders = [f"{module}.py:{line} calls {name}()" for module, tree in _modules()
+                 for line, name in _sends(tree) if (module, name) not in ALLOWED]
+    assert not offenders, "send it with _transport.send(connection, operation, kwargs): " + "; ".join(offenders)
+
+
+def test_the_scan_finds_a_send_it_should_refuse():
+    """The scan sees a connection call however the connection is reached (so the rule above can fail)."""
+    tree = ast.parse("def f(m, c):\n    m._get_connection().get_item('k')\n    c.connection.dispatch('X', {})\n"
+                     "    c.connection.scan()\n    m.scan()\n")
+    assert [name for _, name in _sends(tree)] == ["get_item", "dispatch", "scan"]
+
+
+def test_every_sleep_is_on_the_library_clock():
+    """Only ``_budget.Clock.sleep`` calls ``time.sleep``; every other sleep is ``clock.sleep`` (which the
+    simulation replaces with a virtual clock)."""
+    offenders = []
+    for module, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sleep":
+                receiver = ast.unparse(node.func.value)
+                if receiver.split(".")[-1] != "clock" and (module, receiver) != ("_budget", "time"):
+                    offenders.append(f"{module}.py:{node.lineno} {receiver}.sleep()")
+    assert not offenders
+
+
+def test_no_loop_runs_without_a_limit():
+    """No ``while True`` outside the loops listed (each bounded by a Budget elsewhere): a retrying loop is
+    ``for _ in budget.tries():``."""
+    offenders = [f"{module}.py:{node.lineno}" for module, tree in _modules() if module not in ENDLESS_ALLOWED
+                 for node in ast.walk(tree)
+                 if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True]
+    assert not offenders
+
+
+class _Clock(_budget.Clock):
+    def __init__(self) -> None:
+        self.slept: List[float] = []
+        self.at = 0.0
+
+    def monotonic(self) -> float:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+def test_tries_go_round_until_the_budget_is_spent(monkeypatch):
+    """``for _ in budget.tries()`` runs 1 + attempts times, sleeping on the clock between tries; with
+    ``backoff=None`` it does not sleep at all; with ``seconds`` it stops once they have passed."""
+    clock = _Clock()
+    monkeypatch.setattr(_budget, "clock", clock)
+    assert list(_budget.Budget(attempts=2, seconds=None, backoff=0.01).tries()) == [1, 2, 3]
+    assert len(clock.slept) == 2 and all(0 <= s <= 0.02 for s in clock.slept)
+    clock.slept.clear()
+    assert list(_budget.Budget(attempts=3, seconds=None, backoff=None).tries()) == [1, 2, 3, 4]
+    assert clock.slept == []
+    tries = []
+    for n in _budget.Budget(attempts=None, seconds=5.0, backoff=None).tries():
+        tries.append(n)
+        clock.at += 2.0
+    assert tries == [1, 2, 3]
+
+
+@pytest.mark.modes()
+def test_a_failed_request_raises_what_pynamodb_raises(make_model):
+    """``_transport.send`` raises PynamoDB's error for the operation, with botocore's error as its cause;
+    with ``raw=True``, botocore's error itself (what the write engine reads)."""
+    Item = make_model("Item", create=False, autoinc_gapless=True)
+    connection = Item._get_connection().connection
+    with pytest.raises(GetError, match="Failed to get item: .*ResourceNotFoundException") as caught:
+        _transport.get(connection, Item.Meta.table_name, "1")
+    assert isinstance(caught.value.cause, ClientError)
+    kwargs = connection.get_operation_kwargs(Item.Meta.table_name, "1")
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        _transport.send(connection, "GetItem", kwargs, raw=True)
+
+
+@pytest.mark.modes()
+def test_every_request_of_the_library_goes_through_the_send_point(make_model, backend, monkeypatch):
+    """Saves in every mode, counter operations, counts, CounterMixin writes and the testing helpers send
+    each of their requests through ``_transport.send``: as many sends as PynamoDB dispatched."""
+    fast = make_model("Fast", autoinc_gapless=False)
+    gapless = make_model("Gapless", autoinc_gapless=True)
+    block = make_model("Block", autoinc_block=3)
+    query = make_model("Query", autoinc_strategy="query", autoinc_attribute="id", part=UnicodeAttribute(hash_key=True),
+                       id=NumberAttribute(range_key=True))
+    page = make_model("Page", bases=(CounterMixin,), autoinc_gapless=True, views=CounterAttribute())
+    meta = type("Meta", (), {"table_name": backend.table_name("keys"), **backend.meta})
+    api_key: Any = type("ApiKey", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                             "n": NumberAttribute(null=True), "at": UnicodeAttribute(null=True)})
+    backend.create(api_key)
+    api_key(key="k").save()
+    counter = backend.counter(NextId, fast)
+
+    dispatched: List[str] = []
+    sent: Dict[str, int] = {}
+    real = _transport.send
+
+    def send(connection: Any, operation: str, kwargs: Dict[str, Any], **options: Any) -> Dict[str, Any]:
+        sent[operation] = sent.get(operation, 0) + 1
+        return real(connection, operation, kwargs, **options)
+
+    def record(_: Any, operation_name: str, **__: Any) -> None:
+        dispatched.append(operation_name)
+
+    monkeypatch.setattr(_transport, "send", send)
+    with pre_dynamodb_send.connected_to(record):
+        for model in (fast, gapless, block):
+            model().save()
+            model.save_all([model(), model()])
+        query(part="p").save()
+        page().save()
+        stored = page()
+        stored.save()
+        stored.update([page.views.add(5)])
+        counter.nextval("x")
+        counter.setval("x", 10)
+        counter.currval("x")
+        counter.increment("hits")
+        increment_in_period(api_key, "k", count_attribute="n", period_attribute="at")
+        assert reset_counters(fast, counter) >= 4
+    assert sum(sent.values()) == len(dispatched)
+    assert {"GetItem", "UpdateItem", "PutItem", "TransactWriteItems", "Query", "Scan", "DeleteItem"} <= set(sent)
