@@ -489,3 +489,29 @@ def test_a_standing_ticket_on_a_deleted_counter_does_not_loop(make_model, rival,
     user.save()
     assert user.id == 1
     assert opts.counter.currval(opts.key) == 1
+
+
+def test_a_come_back_wait_learns_from_how_its_swaps_fared():
+    """A save coming back on a standing ticket waits longer after swaps that went early, a little less after
+    swaps that were applied, less after one whose ticket was passed over, and always within the bounds."""
+    from pynamodb_autoinc import _contention
+
+    queue = _contention._Process()
+    chain = ("counter", "user")
+    assert queue.lead(chain) == 1.0
+    queue.judge(chain, _contention.LEAD_EARLY)
+    assert queue.lead(chain) > 1.0
+    early = queue.lead(chain)
+    queue.judge(chain, _contention.LEAD_ON_TIME)
+    assert queue.lead(chain) < early
+    queue.judge(chain, _contention.LEAD_LATE)
+    assert queue.lead(chain) < early * _contention.LEAD_ON_TIME
+    for _ in range(100):
+        queue.judge(chain, _contention.LEAD_EARLY)
+    assert queue.lead(chain) == _contention.LEAD_MAX
+    for _ in range(100):
+        queue.judge(chain, _contention.LEAD_ON_TIME)
+    assert queue.lead(chain) == _contention.LEAD_MIN
+    assert queue.lead(("counter", "other")) == 1.0
+    queue.forget()
+    assert queue.lead(chain) == 1.0
