@@ -131,10 +131,10 @@ SLOW_TURN_LIMIT = 2.0
 
 #: How the lead of a save coming back on a standing ticket changes when its swap was early, applied, or passed
 #: over (see :meth:`_Process.lead`).
-LEAD_EARLY, LEAD_ON_TIME, LEAD_LATE = 1.1, 0.93, 0.8
+LEAD_EARLY, LEAD_ON_TIME, LEAD_LATE = 1.05, 0.92, 0.8
 
 #: The bounds of that lead (commit intervals per writer ahead).
-LEAD_MIN, LEAD_MAX = 0.5, 1.5
+LEAD_MIN, LEAD_MAX = 0.5, 1.2
 
 #: How many answers in a row that show nothing of the queue (conflicts, a counter item gone) a ticket
 #: holder tries before it takes a new ticket, whose answer always shows the queue.
@@ -425,12 +425,22 @@ class Contest:
             return {self.chain: value}
         now = _budget.clock.monotonic()
         owner = _standing_owner(item, served)
+        longest = TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
-            self._skip(served, owner)
+            after = self._skip(served, owner)
+            following = _number(after, "NextServed")
+            if following == self.ticket - 1 and item_value(after, head.opts.counter) is not _UNKNOWN:
+                return {self.chain: item_value(after, head.opts.counter)}  # its turn, at once
+            if following is not None and following < self.ticket - 1:
+                # the next ticket's patience counts from now; if it is a standing ticket too (writers that
+                # stopped saving leave theirs behind), look again once it is spent rather than a turn later
+                self.waited = (following, now)
+                if _standing_owner(after, following) is not None:
+                    longest = patience(after, _standing_owner(after, following))
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), TURN))
+        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), longest))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -469,13 +479,16 @@ class Contest:
         self.waited = None
         return {self.chain: None}
 
-    def _skip(self, served: int, owner: Optional[str]) -> None:
+    def _skip(self, served: int, owner: Optional[str]) -> Optional[Dict[str, Any]]:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
-        recorded in ``owner``: a shorter one)."""
+        recorded in ``owner``: a shorter one); return the counter item as it is then (None: it had moved)."""
         head = self._head()
-        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
-            self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
         self.waited = None
+        try:
+            answer = self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
+        except BOTOCORE_EXCEPTIONS:  # it moved after all: the next answer shows the queue
+            return None
+        return answer.get("Attributes")
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``
