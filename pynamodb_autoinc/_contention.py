@@ -46,7 +46,7 @@ A queue between processes
     a standing ticket refused with writers still ahead was early, one
     applied may have been late, one whose ticket was passed over was late;
     the process scales its waits on that counter by a factor it learns so
-    (:meth:`_Process.lead`), so that about two in five such swaps go early:
+    (:meth:`_Process.lead`), so that about three in five such swaps go early:
     an early swap costs one refused request, a late one leaves the counter
     idle for every writer.
     So a busy queue costs about one request per item, not two. A standing
@@ -188,7 +188,7 @@ class _Process:
         Each such swap tells how good the wait was: refused with writers still ahead, it was early, and the
         next waits are longer (:data:`LEAD_EARLY`); applied, it may have been late, and they are a little
         shorter (:data:`LEAD_ON_TIME`); refused because its ticket was passed over, it was late
-        (:data:`LEAD_LATE`). So the waits settle where about two swaps in five go early (where
+        (:data:`LEAD_LATE`). So the waits settle where about three swaps in five go early (where
         ``LEAD_EARLY ** p == LEAD_ON_TIME ** -(1 - p)``): an early swap costs one refused request, a late
         one leaves the counter idle for every writer. A measured interval includes the counter's idle
         time; the bounds (:data:`LEAD_MIN`, :data:`LEAD_MAX`) keep the two from feeding each other."""
