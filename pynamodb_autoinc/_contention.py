@@ -42,6 +42,13 @@ A queue between processes
     save sends its swap after about one turn per writer that was
     behind it, with the value expected by then, and no ticket request; a
     refusal shows its ticket's number, and it waits as any ticket holder.
+    How long "one turn per writer" is, the swaps themselves say: a swap on
+    a standing ticket refused with writers still ahead was early, one
+    applied may have been late, one whose ticket was passed over was late;
+    the process scales its waits on that counter by a factor it learns so
+    (:meth:`_Process.lead`), so that about three in five such swaps go early:
+    an early swap costs one refused request, a late one leaves the counter
+    idle for every writer.
     So a busy queue costs about one request per item, not two. A standing
     ticket whose process does not come back is passed over after
     :data:`STANDING_TURN`, as a dead writer's ticket after :data:`TURN`.
@@ -122,6 +129,13 @@ SLOW = 0.1
 #: The longest a ticket holder that declared itself slow may keep the queue waiting (seconds).
 SLOW_TURN_LIMIT = 2.0
 
+#: How the lead of a save coming back on a standing ticket changes when its swap was early, applied, or passed
+#: over (see :meth:`_Process.lead`).
+LEAD_EARLY, LEAD_ON_TIME, LEAD_LATE = 1.05, 0.92, 0.8
+
+#: The bounds of that lead (commit intervals per writer ahead).
+LEAD_MIN, LEAD_MAX = 0.5, 1.2
+
 #: How many answers in a row that show nothing of the queue (conflicts, a counter item gone) a ticket
 #: holder tries before it takes a new ticket, whose answer always shows the queue.
 BLIND_LIMIT = 3
@@ -163,6 +177,26 @@ class _Process:
         self.intervals: Dict[ChainId, float] = {}
         """By counter: the seconds between two items stored there, as the values seen progress (the queue's
         pace, the same for every writer)."""
+        self.leads: Dict[ChainId, float] = {}
+        """By counter: how many commit intervals per writer ahead a save coming back on a standing ticket
+        waits, learnt from how those swaps fared (see :meth:`lead`)."""
+
+    def lead(self, chain: ChainId) -> float:
+        """How many commit intervals per writer ahead a save coming back on a standing ticket on ``chain``
+        waits before it sends its swap.
+
+        Each such swap tells how good the wait was: refused with writers still ahead, it was early, and the
+        next waits are longer (:data:`LEAD_EARLY`); applied, it may have been late, and they are a little
+        shorter (:data:`LEAD_ON_TIME`); refused because its ticket was passed over, it was late
+        (:data:`LEAD_LATE`). So the waits settle where about three swaps in five go early (where
+        ``LEAD_EARLY ** p == LEAD_ON_TIME ** -(1 - p)``): an early swap costs one refused request, a late
+        one leaves the counter idle for every writer. A measured interval includes the counter's idle
+        time; the bounds (:data:`LEAD_MIN`, :data:`LEAD_MAX`) keep the two from feeding each other."""
+        return self.leads.get(chain, 1.0)
+
+    def judge(self, chain: ChainId, factor: float) -> None:
+        """Scale the lead on ``chain`` by ``factor`` (see :meth:`lead`)."""
+        self.leads[chain] = min(max(self.lead(chain) * factor, LEAD_MIN), LEAD_MAX)
 
     def saw(self, chain: ChainId, value: Any, step: int, at: float) -> None:
         """Fold a counter value seen at ``at`` (monotonic) into the counter's commit interval."""
@@ -252,6 +286,10 @@ class Contest:
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
         self.blind = 0
         """Answers in a row that showed nothing of the queue."""
+        self.paced = False
+        """The swap in flight comes back on a standing ticket after a paced wait (see :meth:`_Process.lead`)."""
+        self.refused = False
+        """The swap just refused was such a swap, until the refusal is judged."""
         swaps = {c.chain for c in write.claims if c.kind == "swap"}
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
@@ -280,16 +318,20 @@ class Contest:
 
     def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
+        assert self.chain is not None
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
-        wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
+        wait = self._until(held.behind, _queue().lead(self.chain)) - (_budget.clock.monotonic() - held.at)
+        self.paced = True
         if wait > 0:
             self._sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
         """After the write was applied: remember when, and the standing ticket its swap took."""
+        if self.paced and self.chain is not None:
+            _queue().judge(self.chain, LEAD_ON_TIME)
         if self.place is None:
             return
         now = _budget.clock.monotonic()
@@ -314,6 +356,7 @@ class Contest:
         if self.chain is None:
             self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
+        self.refused, self.paced = self.paced, False
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):
             return self._gone()
@@ -337,6 +380,7 @@ class Contest:
         self.write.by_standing = False
         mine = _number(item, self.write.standing or "")
         if mine is None:
+            self._judge(late=True)  # passed over
             return self._queue()
         self.ticket = mine + 1
         return self._wait(item, None)
@@ -370,6 +414,7 @@ class Contest:
         self.blind = 0
         _queue().saw(self.chain, value, head.opts.step, _budget.clock.monotonic() - _queue().round_trip / 2)
         ahead = self.ticket - served - 1
+        self._judge(late=ahead < 0)
         if ahead < 0:  # passed over: queue again
             self.ticket = None
             return self._queue()
@@ -380,25 +425,43 @@ class Contest:
             return {self.chain: value}
         now = _budget.clock.monotonic()
         owner = _standing_owner(item, served)
+        longest = TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
-            self._skip(served, owner)
+            after = self._skip(served, owner)
+            following = _number(after, "NextServed")
+            if following == self.ticket - 1 and item_value(after, head.opts.counter) is not _UNKNOWN:
+                return {self.chain: item_value(after, head.opts.counter)}  # its turn, at once
+            if following is not None and following < self.ticket - 1:
+                # the next ticket's patience counts from now; if it is a standing ticket too (writers that
+                # stopped saving leave theirs behind), look again once it is spent rather than a turn later
+                self.waited = (following, now)
+                if _standing_owner(after, following) is not None:
+                    longest = patience(after, _standing_owner(after, following))
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), TURN))
+        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), longest))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
 
-    def _until(self, writers: int) -> float:
+    def _until(self, writers: int, lead: float = 1.0) -> float:
         """How long to wait after seeing the counter before sending a swap that should go once ``writers``
-        more have each stored an item: their turns at the queue's pace, less half a round trip (the counter
-        was seen half a round trip ago), with some jitter so that waiters do not wake in step. Early rather
-        than late: a swap sent too early costs one refused request, a counter left idle costs every
-        waiter."""
+        more have each stored an item: their turns at the queue's pace (times ``lead``), less half a round
+        trip (the counter was seen half a round trip ago), with some jitter so that waiters do not wake in
+        step. Early rather than late: a swap sent too early costs one refused request, a counter left idle
+        costs every waiter."""
         assert self.chain is not None
-        return writers * _queue().interval(self.chain) * random.uniform(0.95, 1.1) - _queue().round_trip / 2
+        queue = _queue()
+        return writers * queue.interval(self.chain) * lead * random.uniform(0.95, 1.1) - queue.round_trip / 2
+
+    def _judge(self, late: bool) -> None:
+        """After a refusal of a swap on a standing ticket: it was early (writers ahead were not done) or
+        ``late`` (its ticket was passed over); the next such waits are longer or shorter."""
+        if self.refused and self.chain is not None:
+            _queue().judge(self.chain, LEAD_LATE if late else LEAD_EARLY)
+        self.refused = False
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
@@ -416,13 +479,16 @@ class Contest:
         self.waited = None
         return {self.chain: None}
 
-    def _skip(self, served: int, owner: Optional[str]) -> None:
+    def _skip(self, served: int, owner: Optional[str]) -> Optional[Dict[str, Any]]:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
-        recorded in ``owner``: a shorter one)."""
+        recorded in ``owner``: a shorter one); return the counter item as it is then (None: it had moved)."""
         head = self._head()
-        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
-            self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
         self.waited = None
+        try:
+            answer = self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
+        except BOTOCORE_EXCEPTIONS:  # it moved after all: the next answer shows the queue
+            return None
+        return answer.get("Attributes")
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``

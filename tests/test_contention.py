@@ -38,3 +38,35 @@ def test_backoff_is_bounded():
     delays = [backoff_delay(0.01, attempt) for attempt in range(1, 12) for _ in range(50)]
     assert all(0 <= d <= 1.0 for d in delays)
     assert max(backoff_delay(0.01, 1) for _ in range(50)) <= 0.01
+
+
+@pytest.mark.parametrize("expected", [None, 0, 41, -7, 10**37])
+@pytest.mark.parametrize("ticket", [None, 1, 12])
+@pytest.mark.parametrize("standing", [None, "NextStanding_ab12"])
+@pytest.mark.parametrize("flags", [(False, False, False), (True, False, False), (True, True, False),
+                                   (True, False, True), (True, True, True)])
+def test_swap_request_from_a_template_is_the_one_pynamodb_builds(expected, ticket, standing, flags):
+    """A counter swap is built once per shape and filled in with each call's numbers: the request is the
+    one PynamoDB builds for those numbers, whatever the queue arguments, and a filled-in request is a copy
+    that a caller may change without changing the next one."""
+    from pynamodb_autoinc import NextId
+    from pynamodb_autoinc.sequence import SequenceOptions
+
+    class Counter(NextId):
+        class Meta:
+            table_name = "template-check"
+            region = "us-east-1"
+
+    queue, by_standing, requeue = flags
+    if by_standing and (standing is None or ticket is not None):
+        by_standing = False
+    sequence = SequenceOptions.of(start=1, step=2)
+    value = (expected or 0) + 2
+    args = dict(queue=queue, ticket=ticket, standing=standing, by_standing=by_standing, requeue=requeue,
+                sequence=sequence)
+    first = Counter._swap_kwargs("user", expected, value, **args)
+    assert first == Counter._build_swap_kwargs("user", expected, value, **args)
+    first["ExpressionAttributeValues"].clear()
+    first["Key"]["NextKey"]["S"] = "changed"
+    again = Counter._swap_kwargs("user", expected, value + 2, **args)
+    assert again == Counter._build_swap_kwargs("user", expected, value + 2, **args)
