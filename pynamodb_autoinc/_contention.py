@@ -88,7 +88,7 @@ import logging
 import random
 import uuid
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
@@ -102,8 +102,29 @@ from .strategies import _UNKNOWN, ChainId, Claim
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ._engine import Write
     from ._options import Options
+
+
+class Write(Protocol):
+    """What the queue reads and sets on the engine's write (``_engine.Write``; named here so that the queue,
+    a layer below the engine, does not import it)."""
+
+    connection: Any
+    claims: List[Claim]
+    retry: bool
+    grouped: bool
+    queue: bool
+    ticket: Optional[int]
+    standing: Optional[str]
+    by_standing: bool
+    requeue: bool
+    counter_items: Dict[ChainId, Dict[str, Any]]
+
+    def chains(self) -> List[Tuple[ChainId, Claim, Claim]]: ...
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]: ...
+
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError: ...
 
 #: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
 TURN = 0.25
