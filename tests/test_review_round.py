@@ -3,13 +3,14 @@ templates: behaviour checked through the public API only."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin
+from pynamodb_autoinc import AutoIncrementMixin, cli
 from pynamodb_autoinc.testing import reset_counters
 
 
@@ -51,3 +52,27 @@ def test_reset_counters_of_an_in_table_counter_whose_hash_key_name_holds_a_dot(b
     again = Doc(key="b")
     again.save()
     assert again.number == 1
+
+
+#: The model ``test_check_reads_ids_stored_under_a_dotted_name`` hands the command line by name.
+Dotted: Any = None
+
+
+@pytest.mark.modes()
+def test_check_reads_ids_stored_under_a_dotted_name(backend, capsys):
+    """``pynamodb-autoinc check`` counts the stored IDs of a model whose ID attribute is stored under a
+    dotted name (``attr_name="ticket.no"``): the dot is part of the name, so no item is left out as one
+    without an integer ID."""
+    global Dotted
+    Dotted = _model(backend, "Dotted", {"key": UnicodeAttribute(hash_key=True),
+                                        "number": NumberAttribute(null=True, attr_name="ticket.no")},
+                    autoinc_attribute="number", autoinc_gapless=True)
+    backend.counter(model=Dotted)
+    for key in "abc":
+        Dotted(key=key).save()
+    host = ["--host", backend.meta["host"]] if "host" in backend.meta else []
+    code = cli.main([*host, "--region", "us-east-1", "check", "--model", f"{__name__}:Dotted", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [(r["items"], r["max"], r["holes"]) for r in json.loads(out)] == [(3, 3, 0)]
+
