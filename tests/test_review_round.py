@@ -4,13 +4,13 @@ templates: behaviour checked through the public API only."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, List, Tuple
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, cli
+from pynamodb_autoinc import AutoIncrementMixin, HistoryMixin, after_save, before_save, cli
 from pynamodb_autoinc.testing import reset_counters
 
 
@@ -76,3 +76,38 @@ def test_check_reads_ids_stored_under_a_dotted_name(backend, capsys):
     assert code == 0, err
     assert [(r["items"], r["max"], r["holes"]) for r in json.loads(out)] == [(3, 3, 0)]
 
+
+@pytest.mark.modes()
+def test_signal_receivers_may_serialize_a_history_item(backend):
+    """A ``before_save`` or ``after_save`` receiver may call ``instance.serialize()`` on a HistoryMixin
+    model's instance (to log it, or to publish it): the save goes through, in its one transaction with the
+    version, and each receiver saw the item as it is written (the version it is saved as, after it)."""
+    history_meta = type("Meta", (), {"table_name": backend.table_name("page-history"), **backend.meta})
+    history: Any = type("PageVersion", (Model,), {
+        "Meta": history_meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(history)
+    meta = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history,
+                             "autoinc_gapless": False, **backend.meta})
+    Page = type("Page", (HistoryMixin, AutoIncrementMixin, Model), {
+        "Meta": meta, "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(Page)
+    backend.counter(model=Page)
+    seen: List[Tuple[str, Any]] = []
+
+    def before(sender: Any, instance: Any, **_: Any) -> None:
+        if sender is Page and instance.id is not None:
+            seen.append(("before", instance.serialize()["title"]))
+
+    def after(sender: Any, instance: Any, **_: Any) -> None:
+        if sender is Page:
+            seen.append(("after", instance.serialize()["revision"]))
+
+    with before_save.connected_to(before), after_save.connected_to(after):
+        page = Page(title="one")
+        page.save()
+        page.title = "two"
+        page.save()
+    assert seen == [("after", {"N": "1"}), ("before", {"S": "two"}), ("after", {"N": "2"})]
+    assert [v.title for v in history.query(page.history_key(), consistent_read=True)] == ["one", "two"]
