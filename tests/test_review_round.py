@@ -8,9 +8,18 @@ from typing import Any, List, Tuple
 
 import pytest
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, HistoryMixin, after_save, before_save, cli
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    HistoryMixin,
+    after_save,
+    before_save,
+    cli,
+)
 from pynamodb_autoinc.testing import reset_counters
 
 
@@ -111,3 +120,31 @@ def test_signal_receivers_may_serialize_a_history_item(backend):
         page.save()
     assert seen == [("after", {"N": "1"}), ("before", {"S": "two"}), ("after", {"N": "2"})]
     assert [v.title for v in history.query(page.history_key(), consistent_read=True)] == ["one", "two"]
+
+
+class _Audited(Model):
+    """A user's base class whose update() also records, in an attribute it does not declare, that the item
+    was written."""
+
+    def update(self, actions: Any, condition: Any = None, **kwargs: Any) -> Any:
+        return super().update(list(actions) + [Path(["audited"]).set(1)], condition, **kwargs)
+
+
+@pytest.mark.modes()
+def test_counter_mixin_update_runs_an_update_override_of_a_later_base(backend):
+    """``CounterMixin.update()`` (and ``save()`` of a stored item, which updates it) goes on to the
+    ``update()`` of a base listed after CounterMixin, as ``super().update()`` does: its actions are sent in
+    the same UpdateItem as the counters'."""
+    meta = type("Meta", (), {"table_name": backend.table_name("stat"), **backend.meta})
+    Stat: Any = type("Stat", (CounterMixin, _Audited), {
+        "Meta": meta, "key": UnicodeAttribute(hash_key=True), "views": CounterAttribute()})
+    backend.create(Stat)
+    # the same table, read as a plain model that declares the attribute
+    Raw: Any = type("Raw", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                      "audited": NumberAttribute(null=True)})
+    for write in (lambda s: s.save(), lambda s: s.update([Stat.views.add(2)])):
+        stat = Stat(key="s")
+        stat.save()  # a new item, or the stored one written over
+        Raw("s").update([Raw.audited.remove()])
+        write(stat)
+        assert Raw.get("s", consistent_read=True).audited == 1
