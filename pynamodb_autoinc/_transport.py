@@ -15,6 +15,7 @@ from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
 from pynamodb.exceptions import DeleteError, GetError, PynamoDBException, QueryError, ScanError, UpdateError
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 
 from ._budget import Budget
@@ -57,7 +58,7 @@ def get(connection: Connection, table: str, hash_key: Any, range_key: Any = None
 def scan(connection: Connection, table: str, condition: Optional[Condition] = None,
          attributes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Every item of ``table`` that ``condition`` holds for (a consistent scan, page by page), as stored;
-    with ``attributes``, only those.
+    with ``attributes`` (names as stored: a dot is part of the name), only those.
 
     :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows
     """
@@ -67,7 +68,7 @@ def scan(connection: Connection, table: str, condition: Optional[Condition] = No
     if condition is not None:
         kwargs["FilterExpression"] = condition.serialize(names, values)
     if attributes:
-        kwargs["ProjectionExpression"] = create_projection_expression(attributes, names)
+        kwargs["ProjectionExpression"] = create_projection_expression([Path([name]) for name in attributes], names)
     if names:
         kwargs["ExpressionAttributeNames"] = {placeholder: name for name, placeholder in names.items()}
     if values:

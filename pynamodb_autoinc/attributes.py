@@ -41,7 +41,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from . import _transport
-from ._checked import CheckedModel, refuse_order
+from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key
@@ -155,9 +155,12 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                add_version_condition: bool = True) -> Any:
         """``Model.update``, with every counter not named in ``actions`` raised by its delta.
 
-        The instance holds the stored values afterwards (``ALL_NEW``).
+        The instance holds the stored values afterwards (``ALL_NEW``). A base after CounterMixin that
+        overrides ``update()`` is called with the actions, as ``super().update()`` calls it.
         """
         actions = self._with_counters(actions)
+        if overrides_after(type(self), CounterMixin, "update"):
+            return super().update(actions, condition, add_version_condition=add_version_condition)
         if not actions:
             raise TypeError("the value of `actions` is expected to be a non-empty list")
         kwargs = self.get_update_kwargs_from_instance(actions, condition, add_version_condition=add_version_condition)

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Text
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
+from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
 from . import _transport, regions
@@ -947,7 +948,8 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     if opts.strategy == "query":
         names.append(str(model._hash_keyname))
     attrs = model.get_attributes()
-    wanted = sorted({attrs[name].attr_name for name in names})
+    # each stored name as one name (PynamoDB takes Paths too): a dot in a name is no path into a map
+    wanted: List[Any] = [Path([stored]) for stored in sorted({attrs[name].attr_name for name in names})]
     progress = _Progress(sys.stderr)
     groups: Dict[str, List[int]] = {}
     skipped = 0

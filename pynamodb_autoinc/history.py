@@ -372,17 +372,18 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         self._refuse_strong()
         opts = options_for(model) if issubclass(model, AutoIncrementMixin) and not deleted else None
         is_new = opts is not None and getattr(self, opts.attribute) is None
-        claims = _claim(self, opts, is_new, "transaction") if opts is not None else []  # clears a new one's version
-        old = getattr(self, config.version)
-        if deleted and old is None:
+        if deleted and getattr(self, config.version) is None:
             if getattr(self, "_autoinc_read", False):
                 raise HistoryWriteError(f"{type(self).__name__}.delete() of an item stored without a version "
                                         "(before the model took HistoryMixin) has no version to follow; save() it "
                                         "first (version 1), then delete it")
             raise HistoryWriteError(f"{type(self).__name__}.delete() of an instance never saved or read has no "
                                     "version to follow; read the item (Model.get) and delete that instance")
+        # the signals' receivers run inside the write too: one may serialize() the item (to log or publish it)
         writing = _writing.set(True)
         try:
+            claims = _claim(self, opts, is_new, "transaction") if opts is not None else []  # clears a new one's version
+            old = getattr(self, config.version)
             with strategies.held(claims):
                 if claims:
                     condition = _engine.key_absent(self, condition)
@@ -399,16 +400,16 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 deletes = [self.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
                 if not deleted:
                     puts.insert(0, _engine.put_kwargs(self, condition))
+            entries = [Entry(self, claims[0], 0)] if claims else []
+            _engine.commit(_Versioned(self, config, old, puts, entries, deletes))
+            if deleted:
+                setattr(self, config.version, old + 1)
+            else:
+                self.update_local_version_attribute()
+            if opts is not None:
+                send_after_save(model, instance=self, is_new=is_new, operation="transaction")
         finally:
             _writing.reset(writing)
-        entries = [Entry(self, claims[0], 0)] if claims else []
-        _engine.commit(_Versioned(self, config, old, puts, entries, deletes))
-        if deleted:
-            setattr(self, config.version, old + 1)
-        else:
-            self.update_local_version_attribute()
-        if opts is not None:
-            send_after_save(model, instance=self, is_new=is_new, operation="transaction")
         return {}
 
 

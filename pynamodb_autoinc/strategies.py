@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from pynamodb.constants import QUERY
 from pynamodb.exceptions import PynamoDBException
+from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 from pynamodb.models import Model
 
@@ -419,13 +420,14 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     hash_value = getattr(instance, str(model._hash_keyname))
     range_key = model._range_key_attribute()
     # the end bound in the key condition (one comparison: moto's BETWEEN mishandles 0); the start bound after
+    # (the range key projected by its stored name as one name: a dot in it is no path)
     sequence = opts.sequence
     within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
     names: Dict[str, str] = {}
     values: Dict[str, Any] = {}
     kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1,
               "KeyConditionExpression": ((model._hash_key_attribute() == hash_value) & within).serialize(names, values),
-              "ProjectionExpression": create_projection_expression([range_key.attr_name], names),
+              "ProjectionExpression": create_projection_expression([Path([range_key.attr_name])], names),
               "ScanIndexForward": opts.step < 0}
     try:
         items = _transport.send(model._get_connection().connection, QUERY, {
