@@ -452,14 +452,17 @@ class Contest:
         elif now - self.waited[1] >= patience(item, owner):
             after = self._skip(served, owner)
             following = _number(after, "NextServed")
-            if following == self.ticket - 1 and item_value(after, head.opts.counter) is not _UNKNOWN:
-                return {self.chain: item_value(after, head.opts.counter)}  # its turn, at once
+            if following == self.ticket - 1:
+                shown = item_value(after, head.opts.counter)
+                if shown is not _UNKNOWN:
+                    return {self.chain: shown}  # its turn, at once
             if following is not None and following < self.ticket - 1:
                 # the next ticket's patience counts from now; if it is a standing ticket too (writers that
                 # stopped saving leave theirs behind), look again once it is spent rather than a turn later
                 self.waited = (following, now)
-                if _standing_owner(after, following) is not None:
-                    longest = patience(after, _standing_owner(after, following))
+                standing = _standing_owner(after, following)
+                if standing is not None:
+                    longest = patience(after, standing)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
         self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), longest))
         if exc is not None:
