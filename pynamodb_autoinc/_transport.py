@@ -55,24 +55,30 @@ def get(connection: Connection, table: str, hash_key: Any, range_key: Any = None
     return send(connection, GET_ITEM, kwargs).get(ITEM)
 
 
-def scan(connection: Connection, table: str, condition: Optional[Condition] = None,
-         attributes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Every item of ``table`` that ``condition`` holds for (a consistent scan, page by page), as stored;
-    with ``attributes`` (names as stored: a dot is part of the name), only those.
-
-    :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows
-    """
+def expressions(attributes: Optional[List[str]] = None, **conditions: Optional[Condition]) -> Dict[str, Any]:
+    """Request arguments for ``conditions`` (by argument, e.g. ``FilterExpression=...``) and a projection of
+    ``attributes`` (names as stored: a dot is part of the name, not a path), with their placeholders."""
     names: Dict[str, str] = {}
     values: Dict[str, Any] = {}
-    kwargs: Dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    if condition is not None:
-        kwargs["FilterExpression"] = condition.serialize(names, values)
+    kwargs: Dict[str, Any] = {argument: condition.serialize(names, values)
+              for argument, condition in conditions.items() if condition is not None}
     if attributes:
         kwargs["ProjectionExpression"] = create_projection_expression([Path([name]) for name in attributes], names)
     if names:
         kwargs["ExpressionAttributeNames"] = {placeholder: name for name, placeholder in names.items()}
     if values:
         kwargs["ExpressionAttributeValues"] = values
+    return kwargs
+
+
+def scan(connection: Connection, table: str, condition: Optional[Condition] = None,
+         attributes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Every item of ``table`` that ``condition`` holds for (a consistent scan, page by page), as stored;
+    with ``attributes`` (names as stored), only those.
+
+    :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows
+    """
+    kwargs = {"TableName": table, "ConsistentRead": True, **expressions(attributes, FilterExpression=condition)}
     items: List[Dict[str, Any]] = []
     pages = PAGES.tries()
     for _ in pages:

@@ -42,8 +42,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from pynamodb.constants import QUERY
 from pynamodb.exceptions import PynamoDBException
-from pynamodb.expressions.operand import Path
-from pynamodb.expressions.projection import create_projection_expression
 from pynamodb.models import Model
 
 from . import _state, _transport, regions
@@ -423,16 +421,11 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     # (the range key projected by its stored name as one name: a dot in it is no path)
     sequence = opts.sequence
     within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
-    names: Dict[str, str] = {}
-    values: Dict[str, Any] = {}
-    kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1,
-              "KeyConditionExpression": ((model._hash_key_attribute() == hash_value) & within).serialize(names, values),
-              "ProjectionExpression": create_projection_expression([Path([range_key.attr_name])], names),
-              "ScanIndexForward": opts.step < 0}
+    kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1, "ScanIndexForward": opts.step < 0,
+              **_transport.expressions([range_key.attr_name],
+                                       KeyConditionExpression=(model._hash_key_attribute() == hash_value) & within)}
     try:
-        items = _transport.send(model._get_connection().connection, QUERY, {
-            **kwargs, "ExpressionAttributeNames": {v: k for k, v in names.items()},
-            "ExpressionAttributeValues": values}).get("Items", [])
+        items = _transport.send(model._get_connection().connection, QUERY, kwargs).get("Items", [])
     except PynamoDBException as exc:
         raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
