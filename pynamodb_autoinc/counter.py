@@ -154,7 +154,7 @@ class NextId(Model):
         records, follows = cls._following(seq)
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
-        for _ in Budget(attempts=_MOVES - 1, seconds=None, backoff=None).tries():
+        for _ in _MOVING.tries():
             span = step * (count - 1)
             # the counter's last value must leave room for count values within both bounds
             low = seq.minimum - (step if step > 0 else step * count)
@@ -841,6 +841,9 @@ def _this_writer() -> _Writer:
 
 #: How many requests one reserve() may send before giving up on a counter that keeps moving under it.
 _MOVES = 100
+
+#: :meth:`NextId.reserve`'s tries, each at once: :data:`_MOVES` in all.
+_MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:

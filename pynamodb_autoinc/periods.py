@@ -23,6 +23,9 @@ from .exceptions import CounterError
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
 
+#: Those tries, each at once.
+_FOLLOWING = Budget(attempts=MOVES - 1, seconds=None, backoff=None)
+
 __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
 
 
@@ -65,7 +68,6 @@ def increment_in_period(
     current = label(period, now)
     hash_attr = attrs[str(model._hash_keyname)]
     connection = model._get_connection()
-    table = model.Meta.table_name
     serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
     meta = model.Meta
     once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, serialized_hash,
@@ -88,7 +90,7 @@ def increment_in_period(
     def _count(item: Dict[str, Any]) -> int:
         return int(Decimal(item[count.attr_name]["N"]))
 
-    for _ in Budget(attempts=MOVES - 1, seconds=None, backoff=None).tries():
+    for _ in _FOLLOWING.tries():
         value = update([count.set(count + by)], hash_attr.exists() & (stored == current))
         if value is not None:
             return value
@@ -97,7 +99,7 @@ def increment_in_period(
         if value is not None:
             return value
         # Neither held: the item is missing, or its period is not older than ours.
-        item = _transport.get(connection.connection, table, serialized_hash, serialized_range)
+        item = _transport.get(connection.connection, meta.table_name, serialized_hash, serialized_range)
         if item is None:
             raise model.DoesNotExist(f"{model.__name__} {hash_key!r} does not exist; create it before counting")
         seen = item.get(stored.attr_name, {}).get("S")
