@@ -152,6 +152,30 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 )
         return super().serialize(null_check=null_check)
 
+    def _get_hash_range_key_serialized_values(self) -> Tuple[Any, Optional[Any]]:
+        # the key of update(), delete(), refresh() and TransactWrite.update()/delete() (PynamoDB's own)
+        self._refuse_unassigned_key()
+        return super()._get_hash_range_key_serialized_values()
+
+    def _get_serialized_keys(self) -> Tuple[Any, Any]:
+        # the key of a batch delete (BatchWrite.delete())
+        self._refuse_unassigned_key()
+        return super()._get_serialized_keys()
+
+    def _refuse_unassigned_key(self) -> None:
+        """Refuse to address a new instance's item by its key while the auto-increment key attribute is None.
+
+        :raises UnassignedIdError: naming the fix (save it first)
+        """
+        opts = options_for(type(self))
+        if getattr(self, opts.attribute) is None and opts.attribute in (type(self)._hash_keyname,
+                                                                       type(self)._range_keyname):
+            raise UnassignedIdError(
+                f"{type(self).__name__} has no {opts.attribute} yet: it is a new instance, so no stored item has "
+                "its key, and it cannot be updated, deleted or read back; save() it first (its ID is assigned "
+                f"then), or set {opts.attribute} to the ID of the stored item you mean"
+            )
+
     @classmethod
     def scan(cls: Type[_T], filter_condition: Optional[Condition] = None, *args: Any, **kwargs: Any) -> Any:
         """``Model.scan``, leaving out the counter items of ``Meta.autoinc_counter_in_table``."""

@@ -1,0 +1,79 @@
+"""Third review round: defects found where two features meet, each checked through the public API only."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.connection import Connection
+from pynamodb.models import Model
+
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    TransactWrite,
+)
+from pynamodb_autoinc.exceptions import UnassignedIdError
+
+
+def _model(backend: Any, name: str, attrs: dict, bases: tuple = (AutoIncrementMixin,), **meta: Any) -> Any:
+    meta_cls = type("Meta", (), {"table_name": backend.table_name(name.lower()), **backend.meta, **meta})
+    model = type(name, (*bases, Model), {"Meta": meta_cls, **attrs})
+    backend.counter(model=model)
+    backend.create(model)
+    return model
+
+
+def _connection(backend: Any) -> Connection:
+    return Connection(region=backend.meta["region"], host=backend.meta.get("host"))
+
+
+def _stored(model: Any) -> List[Any]:
+    return sorted((item.id, item.name) for item in model.scan(consistent_read=True))
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("operation", ["update", "delete", "refresh"])
+def test_keyed_operation_on_a_new_instance_names_the_fix(backend, operation):
+    """``update()``, ``delete()`` and ``refresh()`` of a new instance (its auto-increment key still None) are
+    refused with the library's ``UnassignedIdError`` saying to save it first, not a ``decimal`` error from
+    serialising a None key; nothing is written and the ID stays None."""
+    User = _model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)})
+    user = User(name="Ada")
+    calls = {"update": lambda: user.update(actions=[User.name.set("Bob")]), "delete": user.delete,
+             "refresh": user.refresh}
+    with pytest.raises(UnassignedIdError, match=r"has no id yet.*save\(\) it first"):
+        calls[operation]()
+    assert user.id is None and _stored(User) == []
+
+
+@pytest.mark.modes()
+def test_counter_mixin_update_of_a_new_instance_names_the_fix(backend):
+    """A ``CounterMixin`` model's ``update()`` of a new auto-increment instance (which sends its own
+    ``UpdateItem``) is refused with ``UnassignedIdError`` naming save(), and creates no item."""
+    Page = _model(backend, "Page", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True),
+                                    "views": CounterAttribute()}, bases=(CounterMixin, AutoIncrementMixin))
+    page = Page(name="home")
+    with pytest.raises(UnassignedIdError, match=r"save\(\) it first"):
+        page.update(actions=[Page.name.set("index")])
+    assert page.id is None and _stored(Page) == []
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("operation", ["update", "delete"])
+def test_transaction_update_or_delete_of_a_new_instance_names_the_fix(backend, operation):
+    """``TransactWrite.update()`` or ``.delete()`` of a new auto-increment instance is refused as it is added,
+    with ``UnassignedIdError`` naming save(); the transaction sends nothing."""
+    User = _model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)})
+    user = User(name="Ada")
+    refused = pytest.raises(UnassignedIdError, match=r"save\(\) it first")
+    with refused, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(User(name="kept out"))
+        if operation == "update":
+            tx.update(user, actions=[User.name.set("Bob")])
+        else:
+            tx.delete(user)
+    assert user.id is None and _stored(User) == []
+
