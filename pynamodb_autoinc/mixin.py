@@ -23,7 +23,7 @@ import contextvars
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
-from pynamodb.constants import PUT
+from pynamodb.constants import ITEM, PUT
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
@@ -42,6 +42,7 @@ from .exceptions import (
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
+    TransactionCanceledError,
     UnassignedIdError,
 )
 from .signals import before_save, send_after_save
@@ -132,6 +133,10 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 )
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
         hook = _Hook.of(transaction)
+        if any(entry.instance is self for entry, _ in hook.entries):
+            raise TransactionCanceledError(
+                f"TransactWrite.save(): {_engine.describe(self)} was given to this transaction twice, and a "
+                "transaction may hold one operation per item; save each instance once. Nothing was sent")
         claims = _claim(self, opts, is_new, "transaction", hook.claims(),
                         fresh=transaction._client_request_token is not None)
         with strategies.held(claims):
@@ -525,12 +530,64 @@ class _Hook:
             extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
                                      ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v},
         )
-        response = _engine.commit(write)
+        try:
+            response = _engine.commit(write)
+        except TransactionCanceledError as exc:
+            clash = _clash(write) if exc.cause_response_code == "ValidationException" else None
+            if clash is None:
+                raise
+            raise TransactionCanceledError(f"transaction cancelled: {clash}; nothing of it was written"
+                                           f"{_spent(write)}", exc.cause) from exc
         for model in tx._models_for_version_attribute_update:
             model.update_local_version_attribute()
         for entry, is_new in self.entries:
             send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
         return response
+
+
+def _spent(write: Write) -> str:
+    return " (the value is spent)" if any(c.kind == "counter" for c in write.claims) else ""
+
+
+def _clash(write: Write) -> Optional[str]:
+    """Why a transaction refused for holding two operations on one item did so, when a new item's ID is the
+    key of another of its items (an explicit ID, an update, a delete, a check); None when no new item is."""
+    others: List[Tuple[str, Dict[str, Any], str]] = []  # (table, key, what it is)
+    described = {e.index: e for e in write.entries}
+    for index, put in enumerate(write.puts):
+        entry = described.get(index)
+        what = "a new item of the same transaction" if entry is not None and entry.claim is not None else (
+            f"{_engine.describe(entry.instance)}, saved with its ID set by hand" if entry is not None
+            else "an item it puts")
+        others.append((put["TableName"], put[ITEM], what))
+    for items, verb in ((write.updates, "updates"), (write.deletes, "deletes"), (write.checks, "checks")):
+        others += [(item["TableName"], item["Key"], f"the item it {verb}") for item in items]
+    for entry in write.entries:
+        claim = entry.claim
+        if claim is None:
+            continue
+        model, put = type(entry.instance), write.puts[entry.index]
+        names = [model.get_attributes()[n].attr_name for n in (model._hash_keyname, model._range_keyname) if n]
+        mine = tuple(_engine.stored_form(put[ITEM].get(n)) for n in names)
+        for n, (table, item, what) in enumerate(others):
+            if n == entry.index or table != put["TableName"] \
+                    or tuple(_engine.stored_form(item.get(name)) for name in names) != mine:
+                continue
+            attribute = model.get_attributes()[claim.opts.attribute]
+            value = attribute.deserialize(next(iter(put[ITEM][attribute.attr_name].values())))
+            if claim.kind == "query":
+                advice = ("the query strategy numbers a new item after the largest key stored in its partition, "
+                          "and the other item is not stored yet: store it first, in a write of its own")
+            elif what.startswith("a new item"):
+                advice = ("two counters number items of one table; give the models one Meta.autoinc_key, or keys "
+                          "of their own")
+            else:
+                advice = (f"the counter {claim.key!r} is behind the IDs in use: raise it past them with "
+                          f"{claim.opts.counter.__name__}.setval({claim.key!r}, N), or set "
+                          "Meta.autoinc_track_explicit so that saving an ID set by hand moves it past")
+            return (f"the new {model.__name__} was given {claim.opts.attribute}={value!r}, the key of {what}, and "
+                    f"DynamoDB refuses two operations on one item in a transaction; {advice}")
+    return None
 
 
 class TransactWrite(_PynamoTransactWrite):

@@ -15,7 +15,7 @@ from pynamodb_autoinc import (
     CounterMixin,
     TransactWrite,
 )
-from pynamodb_autoinc.exceptions import UnassignedIdError
+from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError
 
 
 def _model(backend: Any, name: str, attrs: dict, bases: tuple = (AutoIncrementMixin,), **meta: Any) -> Any:
@@ -75,5 +75,36 @@ def test_transaction_update_or_delete_of_a_new_instance_names_the_fix(backend, o
             tx.update(user, actions=[User.name.set("Bob")])
         else:
             tx.delete(user)
+    assert user.id is None and _stored(User) == []
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("gapless", [False, True])
+def test_transaction_new_id_taking_an_explicit_key_of_the_same_transaction(backend, gapless):
+    """A ``TransactWrite`` holding an explicit ``id=1`` and a new item whose counter also hands it 1 fails with
+    the library's ``TransactionCanceledError`` naming the clash and the fix (``setval``), not DynamoDB's bare
+    "multiple operations on one item" (DynamoDB Local reports the clash as a failed condition, also named);
+    nothing is written and the new ID is back to None."""
+    User = _model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=gapless)
+    new = User(name="new")
+    with pytest.raises(TransactionCanceledError) as caught, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(User(id=1, name="explicit"))
+        tx.save(new)
+    message = str(caught.value)
+    assert "User with id=1" in message and "setval(" in message
+    assert new.id is None and _stored(User) == []
+
+
+@pytest.mark.modes()
+def test_transaction_given_the_same_new_instance_twice(backend):
+    """Saving one new instance twice in a ``TransactWrite`` is refused at the second ``save()`` with the
+    library's ``TransactionCanceledError`` saying to save it once; nothing is sent and its ID is back to None."""
+    User = _model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=False)
+    user = User(name="twice")
+    refused = pytest.raises(TransactionCanceledError, match="given to this transaction twice.*save each instance once")
+    with refused, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(user)
+        tx.save(user)
     assert user.id is None and _stored(User) == []
 
