@@ -382,7 +382,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         # the signals' receivers run inside the write too: one may serialize() the item (to log or publish it)
         writing = _writing.set(True)
         try:
-            claims = _claim(self, opts, is_new, "transaction") if opts is not None else []  # clears a new one's version
+            claims = _claim(self, opts, is_new, "save") if opts is not None else []  # clears a new one's version
             old = getattr(self, config.version)
             with strategies.held(claims):
                 if claims:
@@ -407,7 +407,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             else:
                 self.update_local_version_attribute()
             if opts is not None:
-                send_after_save(model, instance=self, is_new=is_new, operation="transaction")
+                send_after_save(model, instance=self, is_new=is_new, operation="save")
         finally:
             _writing.reset(writing)
         return {}

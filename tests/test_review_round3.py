@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.connection import Connection
 from pynamodb.models import Model
 
@@ -13,9 +13,15 @@ from pynamodb_autoinc import (
     AutoIncrementMixin,
     CounterAttribute,
     CounterMixin,
+    HistoryMixin,
     TransactWrite,
+    after_save,
+    before_save,
 )
-from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError
+from pynamodb_autoinc.exceptions import (
+    TransactionCanceledError,
+    UnassignedIdError,
+)
 
 
 def _model(backend: Any, name: str, attrs: dict, bases: tuple = (AutoIncrementMixin,), **meta: Any) -> Any:
@@ -77,6 +83,7 @@ def test_transaction_update_or_delete_of_a_new_instance_names_the_fix(backend, o
             tx.delete(user)
     assert user.id is None and _stored(User) == []
 
+
 @pytest.mark.modes()
 @pytest.mark.parametrize("gapless", [False, True])
 def test_transaction_new_id_taking_an_explicit_key_of_the_same_transaction(backend, gapless):
@@ -107,4 +114,39 @@ def test_transaction_given_the_same_new_instance_twice(backend):
         tx.save(user)
         tx.save(user)
     assert user.id is None and _stored(User) == []
+
+
+def _history(backend: Any) -> Any:
+    meta = type("Meta", (), {"table_name": backend.table_name("doc-history"), **backend.meta})
+    model = type("DocVersion", (Model,), {
+        "Meta": meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "name": UnicodeAttribute(null=True)})
+    backend.create(model)
+    return model
+
+
+@pytest.mark.modes()
+def test_history_save_reports_operation_save_to_signal_receivers(backend):
+    """``save()`` of a ``HistoryMixin`` auto-increment model is reported to ``before_save`` and ``after_save``
+    receivers as ``operation="save"`` (what the signals document for ``Model.save()``), for a new item and for
+    a later save of it, not as ``"transaction"``, which names ``TransactWrite.save()``."""
+    Doc = _model(backend, "Doc", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True),
+                                  "revision": VersionAttribute()},
+                 bases=(HistoryMixin, AutoIncrementMixin), history_model=_history(backend), autoinc_gapless=False)
+    seen: List[Any] = []
+
+    def before(sender: Any, instance: Any, is_new: bool, operation: str, **_: Any) -> None:
+        seen.append(("before", is_new, operation))
+
+    def after(sender: Any, instance: Any, is_new: bool, operation: str, **_: Any) -> None:
+        seen.append(("after", is_new, operation))
+
+    doc = Doc(name="draft")
+    with before_save.connected_to(before, sender=Doc), after_save.connected_to(after, sender=Doc):
+        doc.save()
+        doc.name = "final"
+        doc.save()
+    assert seen == [("before", True, "save"), ("after", True, "save"),
+                    ("before", False, "save"), ("after", False, "save")]
+    assert doc.id == 1 and doc.revision == 2
 
