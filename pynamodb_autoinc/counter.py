@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import secrets
 import threading
 from datetime import datetime
@@ -742,13 +743,22 @@ class _Writer:
             self.idle[where] = idle
 
 
+#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
 def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
     """Refuse, for a region counter (``base@region``, numbering a subsequence with a step past 1), a value of
     another region's: the counter would hand out that region's IDs, which replication then overwrites.
 
+    A key is a region counter's when what follows its last ``@`` is a region name (``us-east-1``); a key of
+    your own holding ``@`` otherwise (``a@b``, a scope value ``x@example.com``) is an ordinary counter, which
+    takes any value within its bounds, as a PostgreSQL sequence does.
+
     :raises OutOfBoundsError: naming the subsequence and the nearest values on it
     """
-    if "@" in key and abs(sequence.step) > 1:
+    base, at, region = key.rpartition("@")
+    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
 
 

@@ -14,11 +14,13 @@ from pynamodb_autoinc import (
     CounterAttribute,
     CounterMixin,
     HistoryMixin,
+    SequenceOptions,
     TransactWrite,
     after_save,
     before_save,
 )
 from pynamodb_autoinc.exceptions import (
+    OutOfBoundsError,
     TransactionCanceledError,
     UnassignedIdError,
 )
@@ -149,4 +151,32 @@ def test_history_save_reports_operation_save_to_signal_receivers(backend):
     assert seen == [("before", True, "save"), ("after", True, "save"),
                     ("before", False, "save"), ("after", False, "save")]
     assert doc.id == 1 and doc.revision == 2
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("key", ["a@b", "orders#x@example.com"])
+def test_setval_of_an_own_key_holding_an_at_sign_is_not_checked_as_a_region_counter(backend, key):
+    """``NextId.setval`` and ``NextId.restart`` of an ordinary counter whose key holds ``@`` (a key of your own,
+    or a scope value such as an e-mail address) with a step of 2 take any value within the bounds, as a
+    PostgreSQL sequence does; only a key ending ``@`` and a region name is checked against a region's
+    subsequence."""
+    counter = backend.counter()
+    sequence = SequenceOptions.of(step=2)
+    assert counter.nextval(key, sequence) == 1
+    counter.setval(key, 4)
+    assert counter.nextval(key, sequence) == 6
+    counter.restart(key, sequence, 10)
+    assert counter.nextval(key, sequence) == 10
+
+
+@pytest.mark.modes()
+def test_setval_of_a_region_counter_off_its_subsequence_is_still_refused(backend):
+    """A counter key ending ``@`` and a region name, with a step of 2 recorded, is still a region counter:
+    ``setval`` to a value of the other region's subsequence is refused with ``OutOfBoundsError``."""
+    counter = backend.counter()
+    sequence = SequenceOptions.of(step=2)
+    counter.nextval("user@us-east-1", sequence)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence of region 'us-east-1'"):
+        counter.setval("user@us-east-1", 4)
+    assert counter.currval("user@us-east-1") == 1
 
