@@ -150,6 +150,13 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         refuse_order(cls, CounterMixin, "save",
                      "it would be skipped: CounterMixin writes the item itself, with an UpdateItem that raises its "
                      "counters")
+        if issubclass(cls, AutoIncrementMixin) and cls.autoinc_options().attribute in counters(cls):
+            name = cls.autoinc_options().attribute
+            raise ConfigurationError(
+                f"{cls.__name__}: the auto-increment attribute {name!r} is a CounterAttribute, which every save "
+                "sets to its start value, so a new instance would never be seen as new: it would be stored "
+                "without an ID claimed and without the check that keeps it from overwriting an item; make "
+                f"{name!r} a NumberAttribute(null=True), or name another attribute in Meta.autoinc_attribute")
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:

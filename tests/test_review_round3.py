@@ -20,6 +20,7 @@ from pynamodb_autoinc import (
     before_save,
 )
 from pynamodb_autoinc.exceptions import (
+    ConfigurationError,
     OutOfBoundsError,
     TransactionCanceledError,
     UnassignedIdError,
@@ -180,3 +181,15 @@ def test_setval_of_a_region_counter_off_its_subsequence_is_still_refused(backend
         counter.setval("user@us-east-1", 4)
     assert counter.currval("user@us-east-1") == 1
 
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_counter_attribute_as_the_auto_increment_attribute_is_refused_at_class_creation(backend):
+    """A ``CounterMixin`` model whose ``Meta.autoinc_attribute`` names a ``CounterAttribute`` is refused with a
+    ``ConfigurationError`` when the class is created: ``save()`` sets the counter to its start value first, so
+    a new instance was stored with that value and no ``attribute_not_exists``, overwriting an item with its
+    key."""
+    meta = type("Meta", (), {"table_name": "pages", "autoinc_attribute": "number", **backend.meta})
+    with pytest.raises(ConfigurationError, match="'number' is a CounterAttribute.*NumberAttribute\\(null=True\\)"):
+        type("Page", (CounterMixin, AutoIncrementMixin, Model), {
+            "Meta": meta, "url": UnicodeAttribute(hash_key=True), "number": CounterAttribute()})
