@@ -11,6 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Dict, Optional, Type
 
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
@@ -18,7 +19,7 @@ from . import _transport
 from ._budget import Budget
 from ._calendar import PERIODS, Clock, check_period, clock, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
-from .exceptions import CounterError
+from .exceptions import ConfigurationError, CounterError
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -27,6 +28,21 @@ MOVES = 8
 _FOLLOWING = Budget(attempts=MOVES - 1, seconds=None, backoff=None)
 
 __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
+
+
+def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
+    """The attribute ``name`` of ``model`` that ``option`` names, if it is a ``kind`` outside the key.
+
+    :raises ConfigurationError: naming the attributes that would do
+    """
+    attribute = model.get_attributes().get(name) if isinstance(name, str) else None
+    if not isinstance(attribute, kind) or attribute.is_hash_key or attribute.is_range_key:
+        fits = sorted(n for n, a in model.get_attributes().items()
+                      if isinstance(a, kind) and not a.is_hash_key and not a.is_range_key)
+        raise ConfigurationError(
+            f"increment_in_period({model.__name__}, ...): {option}={name!r} must name a {kind.__name__} of "
+            f"{model.__name__} outside its key; {'choose from ' + ', '.join(fits) if fits else 'declare one'}")
+    return attribute
 
 
 def increment_in_period(
@@ -61,10 +77,13 @@ def increment_in_period(
 
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int
+    :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute, or ``period_attribute``
+        a UnicodeAttribute, of the model outside its key
     """
     check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
     attrs = model.get_attributes()
-    count, stored = attrs[count_attribute], attrs[period_attribute]
+    count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
+    stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)
     hash_attr = attrs[str(model._hash_keyname)]
     connection = model._get_connection()

@@ -25,6 +25,7 @@ from pynamodb_autoinc.exceptions import (
     TransactionCanceledError,
     UnassignedIdError,
 )
+from pynamodb_autoinc.periods import increment_in_period
 
 
 def _model(backend: Any, name: str, attrs: dict, bases: tuple = (AutoIncrementMixin,), **meta: Any) -> Any:
@@ -193,3 +194,23 @@ def test_counter_attribute_as_the_auto_increment_attribute_is_refused_at_class_c
     with pytest.raises(ConfigurationError, match="'number' is a CounterAttribute.*NumberAttribute\\(null=True\\)"):
         type("Page", (CounterMixin, AutoIncrementMixin, Model), {
             "Meta": meta, "url": UnicodeAttribute(hash_key=True), "number": CounterAttribute()})
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("count, period", [("missing", "active"), ("requests", "missing"), ("active", "requests"),
+                                           ("key", "active")])
+def test_increment_in_period_names_attributes_that_cannot_count(backend, count, period):
+    """``periods.increment_in_period`` given a ``count_attribute`` that is not a NumberAttribute outside the
+    key, or a ``period_attribute`` that is not a UnicodeAttribute outside the key, raises the library's
+    ``ConfigurationError`` naming the attributes that would do, not a ``KeyError`` or PynamoDB's
+    ``ValueError``; the item is left as it was."""
+    meta = type("Meta", (), {"table_name": backend.table_name("apikey"), **backend.meta})
+    ApiKey: Any = type("ApiKey", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                       "requests": NumberAttribute(null=True),
+                                       "active": UnicodeAttribute(null=True)})
+    backend.create(ApiKey)
+    ApiKey(key="k").save()
+    with pytest.raises(ConfigurationError, match="must name a .*Attribute of ApiKey outside its key; choose from"):
+        increment_in_period(ApiKey, "k", count_attribute=count, period_attribute=period)
+    stored = ApiKey.get("k", consistent_read=True)
+    assert (stored.requests, stored.active) == (None, None)
