@@ -311,6 +311,10 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
             raise _fail(model, f"Meta.autoinc_regions: {exc}") from None
 
     if opts["autoinc_counter_in_table"]:
+        if given.get("autoinc_counter", NextId) is not NextId:
+            raise _fail(model, "Meta.autoinc_counter and Meta.autoinc_counter_in_table are two answers to one "
+                               "question (where the counter item lives: a counter table, or the model's own "
+                               "table); choose one")
         counter: Type[NextId] = in_table_counter(model)
     else:
         counter = opts["autoinc_counter"]

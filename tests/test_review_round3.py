@@ -14,6 +14,7 @@ from pynamodb_autoinc import (
     CounterAttribute,
     CounterMixin,
     HistoryMixin,
+    NextId,
     SequenceOptions,
     TransactWrite,
     after_save,
@@ -214,3 +215,21 @@ def test_increment_in_period_names_attributes_that_cannot_count(backend, count, 
         increment_in_period(ApiKey, "k", count_attribute=count, period_attribute=period)
     stored = ApiKey.get("k", consistent_read=True)
     assert (stored.requests, stored.active) == (None, None)
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_counter_table_and_counter_in_table_together_are_refused_at_class_creation(backend):
+    """A model setting both ``Meta.autoinc_counter`` (a counter table of its own) and
+    ``Meta.autoinc_counter_in_table`` is refused with a ``ConfigurationError`` when the class is created, rather
+    than keeping its counter in its own table and silently ignoring the counter model it named."""
+
+    class Sequences(NextId):
+        class Meta:
+            table_name = "sequences"
+
+    meta = type("Meta", (), {"table_name": "docs", "autoinc_attribute": "number", "autoinc_counter": Sequences,
+                             "autoinc_counter_in_table": True, **backend.meta})
+    with pytest.raises(ConfigurationError, match="autoinc_counter and Meta.autoinc_counter_in_table .* choose one"):
+        type("Doc", (AutoIncrementMixin, Model), {
+            "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True)})
