@@ -149,7 +149,12 @@ class NextId(Model):
         value; the values of one request never straddle the wrap. Without
         ``sequence``, the counter follows the options it records (one more
         read), or the default sequence when it records none.
+
+        :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
+        if not _is_int(count) or count < 1:
+            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
+                                   "of values to take; nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         step, attr = seq.step, cls.next_id
         records, follows = cls._following(seq)
@@ -193,7 +198,12 @@ class NextId(Model):
         """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did.
 
         With ``sequence``, the counter must record those options (or none), and records them.
+
+        :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
         """
+        if not _is_int(value) or not (expected is None or _is_int(expected)):
+            raise OutOfBoundsError(f"compare_and_set({key!r}, {expected!r}, {value!r}): the values must be ints "
+                                   "(expected may be None: no value yet); nothing was changed")
         actions, condition = cls._swap(expected, value, sequence)
         try:
             cls._update("advance", key, actions, condition)

@@ -233,3 +233,29 @@ def test_counter_table_and_counter_in_table_together_are_refused_at_class_creati
     with pytest.raises(ConfigurationError, match="autoinc_counter and Meta.autoinc_counter_in_table .* choose one"):
         type("Doc", (AutoIncrementMixin, Model), {
             "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True)})
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("count", [0, -1, 1.5, True])
+def test_reserve_refuses_a_count_that_is_not_a_positive_int(backend, count):
+    """``NextId.reserve`` with a count that is not an int of 1 or more raises ``OutOfBoundsError`` at once and
+    leaves the counter as it was: 1.5 stored a fraction in the counter (every later save failed on it), and 0
+    or -1 sent a hundred requests before a misleading ``ContentionError``."""
+    counter = backend.counter()
+    counter.nextval("orders")
+    with pytest.raises(OutOfBoundsError, match="count must be an int of 1 or more"):
+        counter.reserve("orders", count)
+    assert counter.currval("orders") == 1
+    assert counter.nextval("orders") == 2
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("expected, value", [(1, 2.5), (1.0, 2), (None, "3")])
+def test_compare_and_set_refuses_values_that_are_not_ints(backend, expected, value):
+    """``NextId.compare_and_set`` with a value (or an expected value other than None) that is not an int raises
+    ``OutOfBoundsError`` and leaves the counter as it was, instead of storing a fraction or text in it."""
+    counter = backend.counter()
+    counter.nextval("orders")
+    with pytest.raises(OutOfBoundsError, match="the values must be ints"):
+        counter.compare_and_set("orders", expected, value)
+    assert counter.currval("orders") == 1
