@@ -24,6 +24,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 from pynamodb.constants import ITEM, PUT
+from pynamodb.exceptions import AttributeNullError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
@@ -241,6 +242,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         new_ids = {id(item) for item in fresh}
         for item in explicit:
             _check_explicit(item, opts)
+        for item in items:  # as each put would, before anything is claimed or sent
+            _check_required(item, opts)
         for item in fresh:
             _as_new(item)
         keys: Dict[Any, Model] = {}  # every key of the call, and whose it is
@@ -386,6 +389,17 @@ def _check_explicit(instance: Model, opts: Options) -> None:
             f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
             "or leave it None to have the next value assigned"
         )
+
+
+def _check_required(instance: Model, opts: Options) -> None:
+    """Refuse, as its put would, an instance whose attribute declared without ``null=True`` is None (the
+    auto-increment attribute aside, which the save assigns).
+
+    :raises AttributeNullError: PynamoDB's, naming the attribute
+    """
+    for name, attribute in type(instance).get_attributes().items():
+        if name != opts.attribute and not attribute.null and getattr(instance, name) is None:
+            raise AttributeNullError(name)
 
 
 def _as_new(instance: Model) -> None:

@@ -7,6 +7,7 @@ from typing import Any, List
 import pytest
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.connection import Connection
+from pynamodb.exceptions import AttributeNullError
 from pynamodb.models import Model
 
 from pynamodb_autoinc import (
@@ -259,3 +260,17 @@ def test_compare_and_set_refuses_values_that_are_not_ints(backend, expected, val
     with pytest.raises(OutOfBoundsError, match="the values must be ints"):
         counter.compare_and_set("orders", expected, value)
     assert counter.currval("orders") == 1
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_with_a_required_attribute_missing_sends_nothing(make_model):
+    """``save_all()`` whose 111th instance lacks a required attribute raises PynamoDB's ``AttributeNullError``
+    (as its ``save()`` would) before anything is sent: the first transaction's 100 items were stored first and
+    the error did not say so (no ``BulkSaveError`` with ``saved``). Nothing is stored and every ID stays None."""
+    User = make_model("User", name=UnicodeAttribute())
+    users = [User(name=f"u{n}") for n in range(120)]
+    users[110].name = None
+    with pytest.raises(AttributeNullError, match="'name' cannot be None"):
+        User.save_all(users)
+    assert all(user.id is None for user in users)
+    assert list(User.scan(consistent_read=True)) == []
