@@ -595,6 +595,10 @@ def _clash(write: Write) -> Optional[str]:
             elif what.startswith("a new item"):
                 advice = ("two counters number items of one table; give the models one Meta.autoinc_key, or keys "
                           "of their own")
+            elif what.startswith("the item it"):
+                advice = (f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it "
+                          f"past them with {claim.opts.counter.__name__}.setval({claim.key!r}, N); if not, leave "
+                          "its key out of the transaction")
             else:
                 advice = (f"the counter {claim.key!r} is behind the IDs in use: raise it past them with "
                           f"{claim.opts.counter.__name__}.setval({claim.key!r}, N), or set "

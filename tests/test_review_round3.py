@@ -28,6 +28,7 @@ from pynamodb_autoinc.exceptions import (
     UnassignedIdError,
 )
 from pynamodb_autoinc.periods import increment_in_period
+from pynamodb_autoinc.testing import reset_counters
 
 
 def _model(backend: Any, name: str, attrs: dict, bases: tuple = (AutoIncrementMixin,), **meta: Any) -> Any:
@@ -274,3 +275,21 @@ def test_save_all_with_a_required_attribute_missing_sends_nothing(make_model):
         User.save_all(users)
     assert all(user.id is None for user in users)
     assert list(User.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes()
+def test_transaction_new_id_taking_the_key_of_an_item_it_updates(backend):
+    """A ``TransactWrite`` that updates the stored ``User`` 1 and saves a new user whose counter (reset behind
+    the stored IDs) hands it 1 fails with ``TransactionCanceledError`` naming the fix (``setval``); the stored
+    item is unchanged, nothing is written and the new ID is back to None."""
+    User = _model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=False)
+    User(name="stored").save()
+    reset_counters(User)
+    new = User(name="new")
+    with pytest.raises(TransactionCanceledError, match=r"setval\(") as caught, \
+            TransactWrite(connection=_connection(backend)) as tx:
+        tx.update(User.get(1), actions=[User.name.set("updated")])
+        tx.save(new)
+    assert "User" in str(caught.value)
+    assert new.id is None and _stored(User) == [(1, "stored")]
