@@ -111,7 +111,7 @@ class NextId(Model):
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
         """The (hash key, range key) of counter ``key``'s item."""
-        return cls._autoinc_prefix + key, None
+        return cls._autoinc_prefix + _counter_key(key), None
 
     @classmethod
     def keys(cls) -> List[str]:
@@ -700,7 +700,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     meta = type("Meta", (), {"table_name": model.Meta.table_name, **settings})
 
     def _item_key(cls: Type[NextId], key: str) -> Tuple[str, Any]:
-        return RESERVED_PREFIX + key, range_value
+        return RESERVED_PREFIX + _counter_key(key), range_value
 
     return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
         "Meta": meta,
@@ -770,6 +770,18 @@ def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last:
     base, at, region = key.rpartition("@")
     if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
+
+
+def _counter_key(key: Any) -> str:
+    """``key`` if it can name a counter item: a non-empty string.
+
+    :raises ConfigurationError: naming the key given and what to pass instead
+    """
+    if not isinstance(key, str) or not key:
+        raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: pass the key of a model's "
+                                 "counter (Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of "
+                                 "your own")
+    return key
 
 
 def check_by(call: str, by: Any) -> None:

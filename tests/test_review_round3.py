@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
 from pynamodb.connection import Connection
 from pynamodb.exceptions import AttributeNullError
 from pynamodb.models import Model
@@ -293,3 +298,19 @@ def test_transaction_new_id_taking_the_key_of_an_item_it_updates(backend):
         tx.save(new)
     assert "User" in str(caught.value)
     assert new.id is None and _stored(User) == [(1, "stored")]
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("key", ["", 5, None])
+@pytest.mark.parametrize("call", ["nextval", "currval", "setval"])
+def test_counter_key_that_is_not_a_non_empty_string_is_refused(backend, key, call):
+    """``NextId.nextval``, ``currval`` and ``setval`` given a counter key that is not a non-empty string raise
+    the library's ``ConfigurationError`` naming what to pass, not a bare ``TypeError`` (``5``, ``None``) or a
+    ``CounterError`` wrapping DynamoDB's validation message (``""``); the table holds no counter after."""
+    counter = backend.counter()
+    calls = {"nextval": lambda: counter.nextval(key), "currval": lambda: counter.currval(key),
+             "setval": lambda: counter.setval(key, 3)}
+    with pytest.raises(ConfigurationError, match="a counter key must be a non-empty string"):
+        calls[call]()
+    assert counter.keys() == []
+
