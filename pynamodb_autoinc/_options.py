@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Type
 from weakref import WeakKeyDictionary
 
-from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
 from . import _calendar as periods
@@ -168,6 +168,10 @@ def check_options(model: Type[Model]) -> None:
     _read(model)
 
 
+#: Attribute types whose values have no single text form for a counter key: sets, maps, lists.
+_UNORDERED = frozenset({"SS", "NS", "BS", "M", "L"})
+
+
 def _fail(model: Type[Model], problem: str) -> ConfigurationError:
     return ConfigurationError(f"{model.__name__}: {problem}")
 
@@ -248,6 +252,13 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
                            f"not {opts['autoinc_scope']!r}; choose from {sorted(attributes)}")
     if name in scope:
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
+    for part in scope:
+        kind = attributes[part]
+        if kind.attr_type in _UNORDERED or isinstance(kind, JSONAttribute):
+            raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}: a set, map, list or JSON "
+                               "value has no single text form to name its counter (a set's order differs between "
+                               "processes), so one scope could get several counters and its IDs would repeat; "
+                               "scope by a string, number or binary attribute")
     if scope and (attribute.is_hash_key or attribute.is_range_key):
         other = model._range_keyname if attribute.is_hash_key else model._hash_keyname
         if other is None or set(scope) != {other}:

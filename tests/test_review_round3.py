@@ -9,6 +9,7 @@ from pynamodb.attributes import (
     BooleanAttribute,
     NumberAttribute,
     UnicodeAttribute,
+    UnicodeSetAttribute,
     VersionAttribute,
 )
 from pynamodb.connection import Connection
@@ -313,4 +314,18 @@ def test_counter_key_that_is_not_a_non_empty_string_is_refused(backend, key, cal
     with pytest.raises(ConfigurationError, match="a counter key must be a non-empty string"):
         calls[call]()
     assert counter.keys() == []
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_scope_by_a_set_attribute_is_refused_at_class_creation(backend):
+    """``Meta.autoinc_scope`` naming a set attribute is refused with a ``ConfigurationError`` when the class is
+    created: the counter key was the set's text, whose order differs between processes (hash randomisation),
+    so one scope got several counters and handed out its IDs more than once."""
+    meta = type("Meta", (), {"table_name": "tickets", "autoinc_attribute": "number", "autoinc_scope": "tags",
+                             **backend.meta})
+    with pytest.raises(ConfigurationError, match="autoinc_scope names 'tags', a UnicodeSetAttribute"):
+        type("Ticket", (AutoIncrementMixin, Model), {
+            "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True),
+            "tags": UnicodeSetAttribute(null=True)})
 
