@@ -303,6 +303,11 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                         else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
                 raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
                                   items, saved, exc) from exc
+            except Exception as exc:
+                if not saved:
+                    raise  # nothing landed: the error save() raises
+                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                                  f"{type(exc).__name__}: {exc}", items, saved) from exc
             saved.append(item)
 
     @classmethod

@@ -28,6 +28,7 @@ from pynamodb_autoinc import (
     before_save,
 )
 from pynamodb_autoinc.exceptions import (
+    BulkSaveError,
     ConfigurationError,
     OutOfBoundsError,
     TransactionCanceledError,
@@ -329,3 +330,17 @@ def test_scope_by_a_set_attribute_is_refused_at_class_creation(backend):
             "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True),
             "tags": UnicodeSetAttribute(null=True)})
 
+
+@pytest.mark.modes()
+def test_history_save_all_stopped_by_a_pynamodb_error_says_which_were_saved(backend):
+    """``HistoryMixin.save_all()`` (one save per instance) stopped at its second instance by PynamoDB's
+    ``AttributeNullError`` raises ``BulkSaveError`` whose ``saved`` holds the first instance, which landed, and
+    ``unsaved`` the rest, instead of the bare error, which hid that the first was stored."""
+    Doc = _model(backend, "Doc", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(),
+                                  "revision": VersionAttribute()},
+                 bases=(HistoryMixin, AutoIncrementMixin), history_model=_history(backend), autoinc_gapless=False)
+    first, broken, last = Doc(name="a"), Doc(), Doc(name="c")
+    with pytest.raises(BulkSaveError, match="1 of 3 saved; AttributeNullError") as caught:
+        Doc.save_all([first, broken, last])
+    assert caught.value.saved == [first] and caught.value.unsaved == [broken, last]
+    assert first.id == 1 and broken.id is None and last.id is None
