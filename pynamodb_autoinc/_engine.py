@@ -411,7 +411,7 @@ def commit(write: Write) -> Dict[str, Any]:
     return response
 
 
-class _Commit:
+class _Commit(_transport.Exchange[Dict[str, Any]]):
     """A write as :func:`_transport.drive` sends it: a lost race is retried as ``contest`` decides."""
 
     errors = BOTOCORE_EXCEPTIONS
@@ -434,9 +434,6 @@ class _Commit:
             outcome = self.contest.lost(exc, outcome)
         self.write.retake(outcome)
         return None
-
-    def applied(self, response: Dict[str, Any]) -> Dict[str, Any]:
-        return response
 
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:

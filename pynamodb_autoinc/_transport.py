@@ -12,7 +12,7 @@ sends it (as h11 and tenacity part the protocol from the I/O).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -57,11 +57,12 @@ _T = TypeVar("_T", covariant=True)
 
 
 class Exchange(Protocol[_T]):
-    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means."""
+    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means.
 
-    @property
-    def errors(self) -> Tuple[Type[BaseException], ...]:
-        """The failures :meth:`failed` reads; any other ends the exchange."""
+    A subclass reads no failure and takes an answer as it is, unless it says otherwise."""
+
+    #: The failures :meth:`failed` reads; any other ends the exchange.
+    errors: ClassVar[Tuple[Type[BaseException], ...]] = ()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         """The request to send now: (operation name, its arguments)."""
@@ -72,9 +73,11 @@ class Exchange(Protocol[_T]):
     def failed(self, exc: Any) -> Any:
         """Read a failure: raise to stop (an error, or the exchange's budget spent, its waits slept on the
         clock); return None to send the next request, or the answer to take as applied."""
+        raise exc
 
     def applied(self, response: Any) -> _T:
         """The result of an applied request."""
+        return response
 
 
 def drive(exchange: Exchange[_T]) -> _T:

@@ -55,11 +55,9 @@ else:
     _Base = object
 
 
-class _Update:
+class _Update(_transport.Exchange[Dict[str, Any]]):
     """A :class:`CounterMixin` update for :func:`_transport.drive`: one try, whose failure raises PynamoDB's
     ``UpdateError``; the instance then holds the stored item."""
-
-    errors = ()
 
     def __init__(self, instance: Model, kwargs: Dict[str, Any]) -> None:
         self.instance, self.kwargs = instance, kwargs
@@ -69,9 +67,6 @@ class _Update:
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return _transport.send(self.instance._get_connection().connection, operation, kwargs)
-
-    def failed(self, exc: Exception) -> None:
-        raise exc  # not called: no failure is read
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
         stored = self.instance._get_discriminator_class(data["Attributes"])

@@ -749,11 +749,11 @@ class _Resent(Exception):
         self.item = item
 
 
-class Once:
+class Once(_transport.Exchange[Dict[str, Any]]):
     """One counting call on one item, applied once however often botocore resends its requests.
 
     The call takes a new sequence number of this thread's writer (see
-    :meth:`NextId.increment`). Each request it sends (:meth:`send`) also sets
+    :meth:`NextId.increment`). Each request it sends (:meth:`write`) also sets
     the writer's attribute on the item to that number, on the condition that
     the attribute is missing or below it; the first to be applied ends the
     call, and a resend of it is refused by that condition with the item,
@@ -762,6 +762,8 @@ class Once:
     writers' attributes it saw there.
     """
 
+    errors = (_Refused,)
+
     def __init__(self, where: Tuple[Any, ...], what: str) -> None:
         self.writer = _this_writer()
         self.seq, self.now_ms = self.writer.next_seq()
@@ -769,8 +771,6 @@ class Once:
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
-
-    errors = (_Refused,)
 
     def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
              send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
@@ -847,7 +847,7 @@ _MOVES = 100
 _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
-class _Reserve:
+class _Reserve(_transport.Exchange[List[int]]):
     """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it."""
 
     errors = (_Refused,)

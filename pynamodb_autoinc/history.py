@@ -397,7 +397,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return {}
 
 
-class _Merging:
+class _Merging(_transport.Exchange[Dict[str, Any]]):
     """A history save as :func:`_transport.drive` sends it: one write of the engine, and after a lost version,
     given ``merge``, a merge with the stored item and another (within :data:`RETRIES`)."""
 
@@ -427,9 +427,6 @@ class _Merging:
             item._autoinc_read = True
         else:
             setattr(item, name, getattr(stored, name))
-
-    def applied(self, response: Dict[str, Any]) -> Dict[str, Any]:
-        return response
 
 
 class _Versioned(Write):

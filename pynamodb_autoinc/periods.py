@@ -78,7 +78,7 @@ def increment_in_period(
         return exchange.counted(resent.item)  # applied by an earlier send of this call: the count as it is now
 
 
-class _InPeriod:
+class _InPeriod(_transport.Exchange[int]):
     """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
     count again in the period another process reset it to."""
 

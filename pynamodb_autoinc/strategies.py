@@ -38,7 +38,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from pynamodb.constants import QUERY, UPDATE_ITEM
 from pynamodb.exceptions import PynamoDBException
@@ -333,7 +333,7 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
     return _transport.drive(_Conflicted(opts, key, request))
 
 
-class _Conflicted(Generic[_T]):
+class _Conflicted(_transport.Exchange[_T]):
     """A counter request (``call``) as :func:`_transport.drive` sends it: again after a conflict."""
 
     errors = (CounterError,)
@@ -356,9 +356,6 @@ class _Conflicted(Generic[_T]):
                 f"in a row in {self.tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. "
                 "Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
                 exc) from exc
-
-    def applied(self, value: _T) -> _T:
-        return value
 
 
 def _from_block(opts: Options, key: str) -> int:
