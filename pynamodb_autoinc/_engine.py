@@ -10,8 +10,9 @@ reading its answer are kept apart from sending it:
 - :meth:`Write.verdict` reads a failed answer: applied after all (the answer
   to our own write was lost), a lost race to retry, or the error that names
   the item;
-- :func:`commit` sends the request (:func:`send`), retries lost races with
-  backoff, and commits the claims, or releases them on any other exit.
+- :func:`commit` has :func:`_transport.drive` send it, retrying lost races
+  as the contest decides, and commits the claims, or releases them on any
+  other exit.
 """
 
 from __future__ import annotations
@@ -394,19 +395,7 @@ def commit(write: Write) -> Dict[str, Any]:
             queued = contest.start()
             if queued is not None:
                 write.retake(queued)
-            while True:
-                operation, kwargs = write.request()
-                try:
-                    response = _contention.timed(write, operation, kwargs)
-                    break
-                except BOTOCORE_EXCEPTIONS as exc:
-                    outcome = write.verdict(exc)
-                    if outcome is APPLIED:
-                        response = {}
-                        break
-                    if not isinstance(outcome, Resend):
-                        outcome = contest.lost(exc, outcome)
-                    write.retake(outcome)
+            response = _transport.drive(_Commit(write, contest))
             for claim in write.claims:
                 claim.commit()
             for _, _, last in write.chains():
@@ -420,6 +409,31 @@ def commit(write: Write) -> Dict[str, Any]:
         contest.give_back()
         raise
     return response
+
+
+class _Commit(_transport.Exchange[Dict[str, Any]]):
+    """A write as :func:`_transport.drive` sends it: a lost race is retried as ``contest`` decides."""
+
+    errors = BOTOCORE_EXCEPTIONS
+
+    def __init__(self, write: Write, contest: _contention.Contest) -> None:
+        self.write, self.contest = write, contest
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        return self.write.request()
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        return _contention.timed(self.write, operation, kwargs)
+
+    def failed(self, exc: Exception) -> Optional[Dict[str, Any]]:
+        """Applied after all ({}), or claim again as the verdict (or the contest, after a lost race) says."""
+        outcome = self.write.verdict(exc)
+        if outcome is APPLIED:
+            return {}
+        if not isinstance(outcome, Resend):
+            outcome = self.contest.lost(exc, outcome)
+        self.write.retake(outcome)
+        return None
 
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:

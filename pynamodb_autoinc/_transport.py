@@ -4,11 +4,15 @@ Requests are built elsewhere (an operation name and its arguments) and sent
 through a PynamoDB ``Connection``'s ``dispatch``, which sends PynamoDB's signals
 and in which botocore retries transient errors. ``tests/test_architecture.py``
 fails when another module sends a request of its own.
+
+A request that may be sent again is an :class:`Exchange`, which decides what
+to send and what each answer means, and :func:`drive` is the one loop that
+sends it (as h11 and tenacity part the protocol from the I/O).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -47,6 +51,51 @@ def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw:
             raise
         kind, message = ERRORS.get(operation, (PynamoDBException, f"Failed to send {operation}: {{}}"))
         raise kind(message.format(error), error)  # noqa: B904 - as PynamoDB raises it
+
+
+_T = TypeVar("_T", covariant=True)
+
+
+class Exchange(Protocol[_T]):
+    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means.
+
+    A subclass reads no failure and takes an answer as it is, unless it says otherwise."""
+
+    #: The failures :meth:`failed` reads; any other ends the exchange.
+    errors: ClassVar[Tuple[Type[BaseException], ...]] = ()
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        """The request to send now: (operation name, its arguments)."""
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Any:
+        """Send it (through :func:`send`)."""
+
+    def failed(self, exc: Any) -> Any:
+        """Read a failure: raise to stop (an error, or the exchange's budget spent, its waits slept on the
+        clock); return None to send the next request, or the answer to take as applied."""
+        raise exc
+
+    def applied(self, response: Any) -> _T:
+        """The result of an applied request."""
+        return response
+
+
+def drive(exchange: Exchange[_T]) -> _T:
+    """Send ``exchange``'s requests until one is applied: the library's one retry loop.
+
+    It ends because :meth:`Exchange.failed` counts every lost try against a
+    :class:`~pynamodb_autoinc._budget.Budget` and raises once it is spent.
+    """
+    while True:
+        operation, kwargs = exchange.request()
+        try:
+            response = exchange.send(operation, kwargs)
+        except exchange.errors as exc:
+            answer = exchange.failed(exc)
+            if answer is None:
+                continue
+            response = answer
+        return exchange.applied(response)
 
 
 def get(connection: Connection, table: str, hash_key: Any, range_key: Any = None) -> Optional[Dict[str, Any]]:

@@ -32,7 +32,7 @@ by ``2 * delta``. The library does not guard against this (see the README).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
@@ -53,6 +53,27 @@ if TYPE_CHECKING:
     _Base = Model
 else:
     _Base = object
+
+
+class _Update(_transport.Exchange[Dict[str, Any]]):
+    """A :class:`CounterMixin` update for :func:`_transport.drive`: one try, whose failure raises PynamoDB's
+    ``UpdateError``; the instance then holds the stored item."""
+
+    def __init__(self, instance: Model, kwargs: Dict[str, Any]) -> None:
+        self.instance, self.kwargs = instance, kwargs
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        return UPDATE_ITEM, self.kwargs
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        return _transport.send(self.instance._get_connection().connection, operation, kwargs)
+
+    def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
+        stored = self.instance._get_discriminator_class(data["Attributes"])
+        if stored and stored is not type(self.instance):
+            raise ValueError(f"Cannot update this item from the returned class: {stored.__name__}")
+        self.instance.deserialize(data["Attributes"])
+        return data
 
 
 def _is_int(value: Any) -> bool:
@@ -171,12 +192,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if not actions:
             raise TypeError("the value of `actions` is expected to be a non-empty list")
         kwargs = self.get_update_kwargs_from_instance(actions, condition, add_version_condition=add_version_condition)
-        data = _transport.send(self._get_connection().connection, UPDATE_ITEM, {**kwargs, "ReturnValues": ALL_NEW})
-        stored = self._get_discriminator_class(data["Attributes"])
-        if stored and stored is not type(self):
-            raise ValueError(f"Cannot update this item from the returned class: {stored.__name__}")
-        self.deserialize(data["Attributes"])
-        return data
+        return _transport.drive(_Update(self, {**kwargs, "ReturnValues": ALL_NEW}))
 
     def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
                                         return_values_on_condition_failure: Optional[str] = None, *,

@@ -156,41 +156,9 @@ class NextId(Model):
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
-        step, attr = seq.step, cls.next_id
-        records, follows = cls._following(seq)
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
-        for _ in _MOVING.tries():
-            span = step * (count - 1)
-            # the counter's last value must leave room for count values within both bounds
-            low = seq.minimum - (step if step > 0 else step * count)
-            high = seq.maximum - (step * count if step > 0 else step)
-            # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
-            condition = attr.is_type() & (attr >= low) & (attr <= high)
-            if seq.contains(seq.start + span):
-                condition = attr.does_not_exist() | condition
-            try:
-                data = cls._update("advance", key, [attr.set((attr | (seq.start - step)) + step * count),
-                                                    follows], condition & records, UPDATED_NEW)
-            except _Refused as refused:
-                last = cls._refused_value(key, refused.item, seq)
-                left = seq.remaining(last)
-                if left >= count:
-                    continue  # moved between the condition and the answer's item: cannot be, but try again
-                if left > 0 and partial:
-                    count = left
-                    continue
-                if left:
-                    raise seq.exhausted(key, last) from None
-                seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
-                count = min(count, seq.size)
-                if cls.compare_and_set(key, last, seq.restart_value + step * (count - 1), seq):
-                    return seq.values(seq.restart_value, count)
-                continue
-            top = cls._integer(key, data["Attributes"][attr.attr_name]["N"])
-            return seq.values(top - step * (count - 1), count)
-        raise ContentionError(f"counter {key!r} in table {cls.Meta.table_name!r} moved under {_MOVES} requests "
-                              "in a row while wrapping; nothing was spent, try again")
+        return _transport.drive(_Reserve(cls, key, count, seq, partial))
 
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
@@ -346,15 +314,19 @@ class NextId(Model):
     @classmethod
     def _update(cls, verb: str, key: str, actions: List[Any], condition: Any,
                 return_values: Optional[str] = None) -> Dict[str, Any]:
-        """Send one UpdateItem that would ``verb`` counter ``key``.
+        """Send one UpdateItem that would ``verb`` counter ``key`` (:meth:`_send_update`)."""
+        return cls._send_update(verb, key, cls._update_kwargs(key, actions, condition, return_values))
+
+    @classmethod
+    def _send_update(cls, verb: str, key: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """Send an UpdateItem of counter ``key``'s.
 
         A failed condition raises :class:`_Refused` with the item as it was.
         Any other failure raises the library's error, a
         :class:`CounterValueError` when the counter holds no number.
         """
         try:
-            return send_update(cls._get_connection().connection, cls._update_kwargs(key, actions, condition,
-                                                                                   return_values))
+            return send_update(cls._get_connection().connection, kwargs)
         except UpdateError as exc:
             if error_code(exc) == "ValidationException":
                 cls.currval(key)  # raises if the counter holds no number
@@ -572,7 +544,8 @@ class NextId(Model):
         key = name if period is None else f"{name}#{periods.label(period, now)}"
         once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
         try:
-            data = once.send(functools.partial(cls._update, "increment", key), [cls.next_id.add(by)], None,
+            data = once.write(functools.partial(cls._update_kwargs, key),
+                             functools.partial(cls._send_update, "increment", key), [cls.next_id.add(by)], None,
                              UPDATED_NEW)
         except _Resent as resent:
             return cls._count_in(key, resent.item)
@@ -791,11 +764,28 @@ def check_by(call: str, by: Any) -> None:
                                 "steps (and one fraction would leave the stored count no integer), e.g. by=1")
 
 
-class Once:
+class _Refused(Exception):
+    """An update's condition failed; ``item`` is the counter item as the condition saw it, ``cause`` the error."""
+
+    def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
+        super().__init__()
+        self.item = item
+        self.cause = cause
+
+
+class _Resent(Exception):
+    """An increment's request had been applied before: ``item`` is the counter item as it is now."""
+
+    def __init__(self, item: Dict[str, Any]) -> None:
+        super().__init__()
+        self.item = item
+
+
+class Once(_transport.Exchange[Dict[str, Any]]):
     """One counting call on one item, applied once however often botocore resends its requests.
 
     The call takes a new sequence number of this thread's writer (see
-    :meth:`NextId.increment`). Each request it sends (:meth:`send`) also sets
+    :meth:`NextId.increment`). Each request it sends (:meth:`write`) also sets
     the writer's attribute on the item to that number, on the condition that
     the attribute is missing or below it; the first to be applied ends the
     call, and a resend of it is refused by that condition with the item,
@@ -803,6 +793,8 @@ class Once:
     calls the writer asks for the whole item and later removes the idle
     writers' attributes it saw there.
     """
+
+    errors = (_Refused,)
 
     def __init__(self, where: Tuple[Any, ...], what: str) -> None:
         self.writer = _this_writer()
@@ -812,47 +804,56 @@ class Once:
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
 
-    def send(self, update: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]], actions: List[Any],
-             condition: Any, return_values: str) -> Dict[str, Any]:
-        """Send ``update(actions, condition, return_values)`` marked with this call's number.
+    def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
+             send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
+             return_values: str) -> Dict[str, Any]:
+        """Send ``build(actions, condition, return_values)``, marked with this call's number, with ``send``.
 
-        ``update`` raises :class:`_Refused` (with the item) on a failed
+        ``send`` raises :class:`_Refused` (with the item) on a failed
         condition. Raises :class:`_Resent` when an earlier request of this call
         was applied, and :class:`_Refused` when ``condition`` did not hold.
         """
+        self.build, self.transmit, self.tries = build, send, _AGAIN.tries()
+        self.actions, self.condition, self.return_values = actions, condition, return_values
+        return _transport.drive(self)
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        return self.transmit(kwargs)
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
         mine = Path([self.writer.attr])
-        idle = self.idle
-        for _ in _AGAIN.tries():  # a second try only without the idle writers' attributes
-            sent = list(actions) + [mine.set(self.seq)]
-            marked = mine.does_not_exist() | (mine < self.seq)
-            full = marked if condition is None else condition & marked
-            for name, seen in idle:
-                other = Path([name])
-                sent.append(other.remove())
-                full &= other.does_not_exist() | (other == seen)
-            try:
-                data = update(sent, full, ALL_NEW if self.whole else return_values)
-            except _Refused as refused:
-                held = refused.item.get(self.writer.attr, {}).get("N")
-                if held is not None and Decimal(held) == self.seq:
-                    raise _Resent(refused.item) from None  # an earlier send of this very call was applied
-                if idle:
-                    idle = self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
-                    continue
-                if held is not None and Decimal(held) > self.seq or condition is None:
-                    raise CounterError(
-                        f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
-                        f"not below this writer's sequence number {self.seq}; is another process counting under "
-                        "the same writer id?", refused.cause) from refused.cause
-                raise
-            if self.whole:
-                self.writer.note_idle(self.where, data.get("Attributes", {}), self.now_ms)
-                self.whole = False
-            return data
-        raise AssertionError("unreachable: the second try carries no idle writer, so it returns or raises")
+        sent = list(self.actions) + [mine.set(self.seq)]
+        marked = mine.does_not_exist() | (mine < self.seq)
+        full = marked if self.condition is None else self.condition & marked
+        for name, seen in self.idle:
+            other = Path([name])
+            sent.append(other.remove())
+            full &= other.does_not_exist() | (other == seen)
+        return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
+
+    def failed(self, refused: _Refused) -> None:
+        """A resend of this call, or a refusal: send once more without the idle writers' attributes, or raise."""
+        held = refused.item.get(self.writer.attr, {}).get("N")
+        if held is not None and Decimal(held) == self.seq:
+            raise _Resent(refused.item) from None  # an earlier send of this very call was applied
+        if self.idle and self.tries.lost():
+            self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
+            return
+        if held is not None and Decimal(held) > self.seq or self.condition is None:
+            raise CounterError(
+                f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
+                f"not below this writer's sequence number {self.seq}; is another process counting under "
+                "the same writer id?", refused.cause) from refused.cause
+        raise refused
+
+    def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
+        if self.whole:
+            self.writer.note_idle(self.where, data.get("Attributes", {}), self.now_ms)
+            self.whole = False
+        return data
 
 
-#: :meth:`Once.send` sends once more, at once, when its removal of idle writers' attributes was refused.
+#: :meth:`Once.write` sends once more, at once, when its removal of idle writers' attributes was refused.
 _AGAIN = Budget(attempts=1, seconds=None, backoff=None)
 
 
@@ -878,6 +879,60 @@ _MOVES = 100
 _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
+class _Reserve(_transport.Exchange[List[int]]):
+    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it."""
+
+    errors = (_Refused,)
+
+    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
+        self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
+        (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
+        span = step * (count - 1)
+        # the counter's last value must leave room for count values within both bounds
+        low = seq.minimum - (step if step > 0 else step * count)
+        high = seq.maximum - (step * count if step > 0 else step)
+        # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
+        condition = attr.is_type() & (attr >= low) & (attr <= high)
+        if seq.contains(seq.start + span):
+            condition = attr.does_not_exist() | condition
+        return UPDATE_ITEM, self.counter._update_kwargs(
+            self.key, [attr.set((attr | (seq.start - step)) + step * count), self.follows],
+            condition & self.records, UPDATED_NEW)
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        return self.counter._send_update("advance", self.key, kwargs)
+
+    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
+        counter, key, seq = self.counter, self.key, self.seq
+        last = counter._refused_value(key, refused.item, seq)
+        left = seq.remaining(last)
+        if left < self.count:
+            if left > 0 and self.partial:
+                self.count = left
+            elif left:
+                raise seq.exhausted(key, last) from None
+            else:
+                seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
+                self.count = min(self.count, seq.size)
+                top = seq.restart_value + seq.step * (self.count - 1)
+                if counter.compare_and_set(key, last, top, seq):
+                    return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
+        # else: moved between the condition and the answer's item: cannot be, but try again
+        if not self.tries.lost():
+            raise ContentionError(f"counter {key!r} in table {counter.Meta.table_name!r} moved under {_MOVES} "
+                                  "requests in a row while wrapping; nothing was spent, try again") from None
+        return None
+
+    def applied(self, data: Dict[str, Any]) -> List[int]:
+        step, count = self.seq.step, self.count
+        top = self.counter._integer(self.key, data["Attributes"][self.counter.next_id.attr_name]["N"])
+        return self.seq.values(top - step * (count - 1), count)
+
+
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Send one UpdateItem that asks for the old item when its condition fails (ALL_OLD).
 
@@ -890,23 +945,6 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
         raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc) from None
-
-
-class _Refused(Exception):
-    """An update's condition failed; ``item`` is the counter item as the condition saw it, ``cause`` the error."""
-
-    def __init__(self, item: Dict[str, Any], cause: Exception) -> None:
-        super().__init__()
-        self.item = item
-        self.cause = cause
-
-
-class _Resent(Exception):
-    """An increment's request had been applied before: ``item`` is the counter item as it is now."""
-
-    def __init__(self, item: Dict[str, Any]) -> None:
-        super().__init__()
-        self.item = item
 
 
 #: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any

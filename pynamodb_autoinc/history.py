@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.constants import TRANSACT_WRITE_ITEMS
 from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-from . import _engine, regions, strategies
+from . import _engine, _transport, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Resend, Write, exists_advice
@@ -209,24 +210,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
-        tries = RETRIES.tries()
-        while True:
-            try:
-                return self._write(condition, deleted=False)
-            except VersionConflictError as exc:
-                if merge is None or not tries.lost():
-                    raise
-                try:
-                    stored = type(self).get(*self._key_values(), consistent_read=True)
-                except type(self).DoesNotExist:
-                    raise exc from None  # deleted: nothing to merge with
-                merge(self, stored)
-                name = _config(type(self)).version
-                if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
-                    self.attribute_values.pop(name, None)
-                    self._autoinc_read = True
-                else:
-                    setattr(self, name, getattr(stored, name))
+        return _transport.drive(_Merging(self, condition, merge))
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
@@ -416,6 +400,38 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         finally:
             _writing.reset(writing)
         return {}
+
+
+class _Merging(_transport.Exchange[Dict[str, Any]]):
+    """A history save as :func:`_transport.drive` sends it: one write of the engine, and after a lost version,
+    given ``merge``, a merge with the stored item and another (within :data:`RETRIES`)."""
+
+    errors = (VersionConflictError,)
+
+    def __init__(self, item: HistoryMixin, condition: Optional[Condition], merge: Optional[Merge]) -> None:
+        self.item, self.condition, self.merge, self.tries = item, condition, merge, RETRIES.tries()
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        return TRANSACT_WRITE_ITEMS, {}
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        return self.item._write(self.condition, deleted=False)
+
+    def failed(self, exc: VersionConflictError) -> None:
+        item = self.item
+        if self.merge is None or not self.tries.lost():
+            raise exc
+        try:
+            stored = type(item).get(*item._key_values(), consistent_read=True)
+        except type(item).DoesNotExist:
+            raise exc from None  # deleted: nothing to merge with
+        self.merge(item, stored)
+        name = _config(type(item)).version
+        if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
+            item.attribute_values.pop(name, None)
+            item._autoinc_read = True
+        else:
+            setattr(item, name, getattr(stored, name))
 
 
 class _Versioned(Write):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
-from pynamodb.expressions.condition import Condition
+from pynamodb.constants import GET_ITEM, UPDATE_ITEM
 from pynamodb.models import Model
 
 from . import _transport
@@ -81,52 +81,78 @@ def increment_in_period(
         a UnicodeAttribute, of the model outside its key
     """
     check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
-    attrs = model.get_attributes()
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)
-    hash_attr = attrs[str(model._hash_keyname)]
-    connection = model._get_connection()
-    serialized_hash, serialized_range = model._serialize_keys(hash_key, range_key)
+    keys = model._serialize_keys(hash_key, range_key)
     meta = model.Meta
-    once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, serialized_hash,
-                 serialized_range), f"{model.__name__} {hash_key!r}")
+    once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys),
+                f"{model.__name__} {hash_key!r}")
+    exchange = _InPeriod(model, f"{model.__name__} {hash_key!r}", keys, once, (count, stored, period_attribute),
+                         current, by)
+    try:
+        return _transport.drive(exchange)
+    except _Resent as resent:
+        return exchange.counted(resent.item)  # applied by an earlier send of this call: the count as it is now
 
-    def send(actions: Any, condition: Condition, return_values: Optional[str]) -> Dict[str, Any]:
-        return send_update(connection.connection, connection.get_operation_kwargs(
-            serialized_hash, range_key=serialized_range, actions=actions, condition=condition,
-            return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
 
-    def update(actions: Any, condition: Condition, result: Optional[int] = None) -> Optional[int]:
-        try:
-            data = once.send(send, actions, condition, "UPDATED_NEW")
-        except _Resent as resent:
-            return _count(resent.item)  # applied by an earlier send of this call: the count as it is now
-        except _Refused:
-            return None
-        return result if result is not None else _count(data["Attributes"])
+class _InPeriod(_transport.Exchange[int]):
+    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
+    count again in the period another process reset it to."""
 
-    def _count(item: Dict[str, Any]) -> int:
-        return int(Decimal(item[count.attr_name]["N"]))
+    errors = (_Refused,)
 
-    for _ in _FOLLOWING.tries():
-        value = update([count.set(count + by)], hash_attr.exists() & (stored == current))
-        if value is not None:
-            return value
-        value = update([count.set(by), stored.set(current)],
-                       hash_attr.exists() & (stored.does_not_exist() | (stored < current)), result=by)
-        if value is not None:
-            return value
-        # Neither held: the item is missing, or its period is not older than ours.
-        item = _transport.get(connection.connection, meta.table_name, serialized_hash, serialized_range)
-        if item is None:
-            raise model.DoesNotExist(f"{model.__name__} {hash_key!r} does not exist; create it before counting")
-        seen = item.get(stored.attr_name, {}).get("S")
-        if seen is None or seen > current:
+    def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], once: Once,
+                 attributes: Tuple[Any, Any, str], current: str, by: int) -> None:
+        self.model, self.name, self.keys, self.once, self.current, self.by = model, name, keys, once, current, by
+        self.count, self.stored, self.period_attribute = attributes
+        self.connection = model._get_connection()
+        self.step, self.tries = 0, _FOLLOWING.tries()
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        count, stored, current = self.count, self.stored, self.current
+        exists = self.model.get_attributes()[str(self.model._hash_keyname)].exists()
+        if self.step == 0:
+            return UPDATE_ITEM, {"actions": [count.set(count + self.by)], "condition": exists & (stored == current)}
+        if self.step == 1:
+            return UPDATE_ITEM, {"actions": [count.set(self.by), stored.set(current)],
+                                 "condition": exists & (stored.does_not_exist() | (stored < current))}
+        return GET_ITEM, {}
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        hash_key, range_key = self.keys
+        if operation == GET_ITEM:
+            item = _transport.get(self.connection.connection, self.model.Meta.table_name, hash_key, range_key)
+            raise _Refused(item or {}, None)  # neither update held: the item as it is (nothing: missing)
+        return self.once.write(
+            lambda actions, condition, values: self.connection.get_operation_kwargs(
+                hash_key, range_key=range_key, actions=actions, condition=condition, return_values=values,
+                return_values_on_condition_failure="ALL_OLD"),
+            lambda kwargs: send_update(self.connection.connection, kwargs),
+            kwargs["actions"], kwargs["condition"], "UPDATED_NEW")
+
+    def failed(self, refused: _Refused) -> None:
+        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
+        if self.step < 2:
+            self.step += 1
+            return
+        name = self.name
+        if not refused.item:
+            raise self.model.DoesNotExist(f"{name} does not exist; create it before counting") from None
+        seen = refused.item.get(self.stored.attr_name, {}).get("S")
+        if seen is None or seen > self.current:
             raise CounterError(
-                f"{model.__name__} {hash_key!r}: {period_attribute} holds {seen!r}, which is not an older period "
-                f"than {current!r} (is this clock behind the one that wrote it?)"
-            )
+                f"{name}: {self.period_attribute} holds {seen!r}, which is not an older period "
+                f"than {self.current!r} (is this clock behind the one that wrote it?)"
+            ) from None
         # Another process reset it to the current period: count there.
-    raise CounterError(f"{model.__name__} {hash_key!r}: its period moved under {MOVES} requests in a row; the event "
-                       "was not counted, try again")
+        self.step = 0
+        if not self.tries.lost():
+            raise CounterError(f"{name}: its period moved under {MOVES} requests in a row; the event was not "
+                               "counted, try again") from None
+
+    def applied(self, data: Dict[str, Any]) -> int:
+        return self.by if self.step == 1 else self.counted(data["Attributes"])
+
+    def counted(self, item: Dict[str, Any]) -> int:
+        return int(Decimal(item[self.count.attr_name]["N"]))

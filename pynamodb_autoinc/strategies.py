@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
-from pynamodb.constants import QUERY
+from pynamodb.constants import QUERY, UPDATE_ITEM
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
@@ -330,18 +330,32 @@ def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
     nothing of it is applied. It is sent again under the model's budget
     (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
     """
-    tries = opts.budget.tries()
-    for _ in tries:
-        try:
-            return request()
-        except CounterError as exc:
-            if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
-                raise
-            conflict = exc
-    raise ContentionError(
-        f"counter {key!r} was written from another region at the same time {tries.losses} times in a row in "
-        f"{tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. Retry the save later, or "
-        "raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", conflict) from conflict
+    return _transport.drive(_Conflicted(opts, key, request))
+
+
+class _Conflicted(_transport.Exchange[_T]):
+    """A counter request (``call``) as :func:`_transport.drive` sends it: again after a conflict."""
+
+    errors = (CounterError,)
+
+    def __init__(self, opts: Options, key: str, call: Callable[[], _T]) -> None:
+        self.key, self.call, self.tries = key, call, opts.budget.tries()
+
+    def request(self) -> Tuple[str, Dict[str, Any]]:
+        return UPDATE_ITEM, {}
+
+    def send(self, operation: str, kwargs: Dict[str, Any]) -> _T:
+        return self.call()
+
+    def failed(self, exc: CounterError) -> None:
+        if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
+            raise exc
+        if not self.tries.lost():
+            raise ContentionError(
+                f"counter {self.key!r} was written from another region at the same time {self.tries.losses} times "
+                f"in a row in {self.tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. "
+                "Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
+                exc) from exc
 
 
 def _from_block(opts: Options, key: str) -> int:
