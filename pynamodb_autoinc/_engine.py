@@ -45,6 +45,7 @@ from .exceptions import (
     error_code,
     error_responses,
     reasons_of,
+    returned_item,
 )
 from .regions import REPLICATED_WRITE_CONFLICT
 from .strategies import _UNKNOWN, ChainId, Claim
@@ -162,7 +163,7 @@ class Write:
             return {}  # another region wrote one of the items at the same time; nothing was applied: a lost race
         if code == "ConditionalCheckFailedException":
             reasons: List[Optional[CancellationReason]] = [
-                CancellationReason(code=CONDITION_FAILED, raw_item=_returned(exc))]
+                CancellationReason(code=CONDITION_FAILED, raw_item=returned_item(exc))]
         elif code == "TransactionCanceledException":
             reasons = reasons_of(exc)
         else:
@@ -520,10 +521,6 @@ def was_retried(exc: BaseException) -> bool:
             return bool(attempts)
     return False
 
-
-def _returned(exc: BaseException) -> Optional[Dict[str, Any]]:
-    """The old item a failed PutItem condition returned (ALL_OLD)."""
-    return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
 
 
 def describe(instance: Model) -> str:

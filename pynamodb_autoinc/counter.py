@@ -41,7 +41,7 @@ from .exceptions import (
     OutOfBoundsError,
     SequenceMismatchError,
     error_code,
-    error_responses,
+    returned_item,
 )
 from .sequence import DEFAULT, SequenceOptions, _is_int
 
@@ -944,7 +944,7 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
     except UpdateError as exc:
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
-        raise _Refused(next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), {}), exc) from None
+        raise _Refused(returned_item(exc) or {}, exc) from None
 
 
 #: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any

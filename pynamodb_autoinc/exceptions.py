@@ -10,7 +10,7 @@ that a plain ``Model.save()`` would have raised (``PutError`` or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from pynamodb.exceptions import (
     CancellationReason,
@@ -51,6 +51,11 @@ def error_code(exc: Optional[BaseException]) -> Optional[str]:
 def error_message(exc: Optional[BaseException]) -> Optional[str]:
     """The DynamoDB error message behind ``exc``, or None."""
     return next((r["Error"]["Message"] for r in error_responses(exc) if r.get("Error", {}).get("Message")), None)
+
+
+def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
+    """The item a failed condition returned with ``exc`` (ALL_OLD), or None."""
+    return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
 
 
 #: The cancellation reason of an item whose condition failed.
