@@ -230,11 +230,15 @@ class Write:
 
     # -- errors ---------------------------------------------------------------
 
+    def spent(self) -> str:
+        """What an error adds when the write was not applied: that a counter value it claimed is spent."""
+        return " (the value is spent)" if any(c.kind == "counter" for c in self.claims) else ""
+
     def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
                 blocking: List[int]) -> AutoIncrementError:
         """The error for a request that was not applied; ``blocking``: the positions that failed it."""
         first_put = len(self.checks) + len(self.deletes)
-        spent = " (the value is spent)" if any(c.kind == "counter" for c in self.claims) else ""
+        spent = self.spent()
         if self.purpose == "save":
             entry = self.entries[0]
             reason = reasons[first_put] if reasons else None

@@ -471,10 +471,9 @@ class _Versioned(Write):
         raw = reasons[0].raw_item  # type: ignore[union-attr]
         if self.claims and raw is not None:  # the new auto-increment ID's item exists already
             claim = self.claims[0]
-            spent = " (the value is spent)" if claim.kind == "counter" else ""
             return ItemExistsError(f"{type(item).__name__} with {claim.opts.attribute}={claim.value!r}: "
                                    f"{exists_advice(self.entries[0])}; nothing was written, no version "
-                                   f"recorded{spent}", exc, cancellation_reasons=reasons)
+                                   f"recorded{self.spent()}", exc, cancellation_reasons=reasons)
         if self.deletes:
             return VersionConflictError(
                 f"{name}: delete (tombstone version {new}) lost: the item was saved or deleted by another writer "

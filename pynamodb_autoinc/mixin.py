@@ -551,16 +551,12 @@ class _Hook:
             if clash is None:
                 raise
             raise TransactionCanceledError(f"transaction cancelled: {clash}; nothing of it was written"
-                                           f"{_spent(write)}", exc.cause) from exc
+                                           f"{write.spent()}", exc.cause) from exc
         for model in tx._models_for_version_attribute_update:
             model.update_local_version_attribute()
         for entry, is_new in self.entries:
             send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
         return response
-
-
-def _spent(write: Write) -> str:
-    return " (the value is spent)" if any(c.kind == "counter" for c in write.claims) else ""
 
 
 def _clash(write: Write) -> Optional[str]:
