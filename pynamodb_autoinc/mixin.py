@@ -562,16 +562,18 @@ class _Hook:
 def _clash(write: Write) -> Optional[str]:
     """Why a transaction refused for holding two operations on one item did so, when a new item's ID is the
     key of another of its items (an explicit ID, an update, a delete, a check); None when no new item is."""
-    others: List[Tuple[str, Dict[str, Any], str]] = []  # (table, key, what it is)
+    # (table, key, what it is, its kind: a new item, an item put with its key given, or one it does not put)
+    others: List[Tuple[str, Dict[str, Any], str, str]] = []
     described = {e.index: e for e in write.entries}
     for index, put in enumerate(write.puts):
         entry = described.get(index)
-        what = "a new item of the same transaction" if entry is not None and entry.claim is not None else (
-            f"{_engine.describe(entry.instance)}, saved with its ID set by hand" if entry is not None
-            else "an item it puts")
-        others.append((put["TableName"], put[ITEM], what))
+        if entry is not None and entry.claim is not None:
+            others.append((put["TableName"], put[ITEM], "a new item of the same transaction", "new"))
+        else:
+            what = f"{_engine.describe(entry.instance)}, saved with its ID set by hand" if entry else "an item it puts"
+            others.append((put["TableName"], put[ITEM], what, "put"))
     for items, verb in ((write.updates, "updates"), (write.deletes, "deletes"), (write.checks, "checks")):
-        others += [(item["TableName"], item["Key"], f"the item it {verb}") for item in items]
+        others += [(item["TableName"], item["Key"], f"the item it {verb}", "unput") for item in items]
     for entry in write.entries:
         claim = entry.claim
         if claim is None:
@@ -579,7 +581,7 @@ def _clash(write: Write) -> Optional[str]:
         model, put = type(entry.instance), write.puts[entry.index]
         names = [model.get_attributes()[n].attr_name for n in (model._hash_keyname, model._range_keyname) if n]
         mine = tuple(_engine.stored_form(put[ITEM].get(n)) for n in names)
-        for n, (table, item, what) in enumerate(others):
+        for n, (table, item, what, kind) in enumerate(others):
             if n == entry.index or table != put["TableName"] \
                     or tuple(_engine.stored_form(item.get(name)) for name in names) != mine:
                 continue
@@ -588,10 +590,10 @@ def _clash(write: Write) -> Optional[str]:
             if claim.kind == "query":
                 advice = ("the query strategy numbers a new item after the largest key stored in its partition, "
                           "and the other item is not stored yet: store it first, in a write of its own")
-            elif what.startswith("a new item"):
+            elif kind == "new":
                 advice = ("two counters number items of one table; give the models one Meta.autoinc_key, or keys "
                           "of their own")
-            elif what.startswith("the item it"):
+            elif kind == "unput":
                 advice = (f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it "
                           f"past them with {claim.opts.counter.__name__}.setval({claim.key!r}, N); if not, leave "
                           "its key out of the transaction")
