@@ -107,11 +107,11 @@ class _InPeriod(_transport.Exchange[int]):
         self.model, self.name, self.keys, self.once, self.current, self.by = model, name, keys, once, current, by
         self.count, self.stored, self.period_attribute = attributes
         self.connection = model._get_connection()
+        self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
         self.step, self.tries = 0, _FOLLOWING.tries()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
-        count, stored, current = self.count, self.stored, self.current
-        exists = self.model.get_attributes()[str(self.model._hash_keyname)].exists()
+        count, stored, current, exists = self.count, self.stored, self.current, self.exists
         if self.step == 0:
             return UPDATE_ITEM, {"actions": [count.set(count + self.by)], "condition": exists & (stored == current)}
         if self.step == 1:
