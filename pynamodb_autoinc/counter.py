@@ -155,6 +155,7 @@ class NextId(Model):
         if not _is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
+        check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
@@ -169,9 +170,11 @@ class NextId(Model):
 
         :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
         """
-        if not _is_int(value) or not (expected is None or _is_int(expected)):
-            raise OutOfBoundsError(f"compare_and_set({key!r}, {expected!r}, {value!r}): the values must be ints "
-                                   "(expected may be None: no value yet); nothing was changed")
+        call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
+        for number, optional in ((expected, True), (value, False)):
+            check_int(call, number, optional=optional, rule="the values must be ints (expected may be None: no "
+                                                            "value yet)")
+        check_sequence(call, sequence, optional=True)
         actions, condition = cls._swap(expected, value, sequence)
         try:
             cls._update("advance", key, actions, condition)
@@ -221,8 +224,13 @@ class NextId(Model):
         :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
-        if not _is_int(value):
-            raise OutOfBoundsError(f"setval({key!r}, {value!r}): the value must be an int")
+        call = f"setval({key!r}, {value!r})"
+        check_int(call, value)
+        if not isinstance(is_called, bool):
+            raise ConfigurationError(f"{call}: is_called must be True or False, not {is_called!r}: True (the "
+                                     "default) makes the next value value + step, False makes it value itself; "
+                                     "nothing was changed")
+        check_sequence(call, sequence, optional=True)
         _, recorded = cls.read(key)
         if sequence is not None and recorded is not None and recorded != sequence:
             raise cls._mismatch(key, sequence, recorded.encode())
@@ -244,9 +252,10 @@ class NextId(Model):
 
         Records ``sequence`` on the counter, whatever it recorded before.
         """
+        call = f"restart({key!r}, ..., {value!r})"
+        check_sequence(call, sequence, optional=False)
+        check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
         restart = sequence.start if value is None else value
-        if not _is_int(restart):
-            raise OutOfBoundsError(f"restart({key!r}, ..., {value!r}): the value must be an int")
         sequence.check(key, restart)
         check_region_value(key, sequence, restart, last=False)
         cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
@@ -260,6 +269,7 @@ class NextId(Model):
         the new bounds (past the end bound, or behind the start bound);
         restart it instead, with :meth:`restart`.
         """
+        check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         last, recorded = cls.read(key)
         if last is not None:
             sequence.check_counter(key, last)
@@ -301,10 +311,16 @@ class NextId(Model):
         behind ``value``. Returns whether it was moved; when it was, this
         process's reserved block of the counter is dropped.
         """
+        call = f"raise_to({key!r}, {value!r}, step={step!r})"
+        check_int(call, value)
+        check_int(call, step, rule="step must be an int, the sequence's step")
+        if step == 0:
+            raise OutOfBoundsError(f"{call}: step must not be 0; it gives the direction the counter moves forward "
+                                   "in (the sequence's step, e.g. Model.autoinc_options().step); nothing was changed")
         attr = cls.next_id
-        behind = (attr < int(value)) if step > 0 else (attr > int(value))
+        behind = (attr < value) if step > 0 else (attr > value)
         try:
-            cls._update("raise", key, [attr.set(int(value))], attr.does_not_exist() | behind)
+            cls._update("raise", key, [attr.set(value)], attr.does_not_exist() | behind)
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
@@ -755,6 +771,31 @@ def _counter_key(key: Any) -> str:
                                  "counter (Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of "
                                  "your own")
     return key
+
+
+def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int") -> None:
+    """Refuse, before anything is sent, a counter value that is not an int (None too, unless ``optional``): a
+    bool, a float (7.0 and 7.9 alike: nothing is truncated), a Decimal, a string.
+
+    :raises OutOfBoundsError: naming the call, the ``rule`` broken and what was given
+    """
+    if _is_int(value) or (optional and value is None):
+        return
+    raise OutOfBoundsError(f"{call}: {rule}, not {type(value).__name__} {value!r}; a sequence holds whole "
+                           "numbers only, so nothing was changed (convert it yourself, e.g. int(...), if rounding "
+                           "is what you mean)")
+
+
+def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
+    """Refuse a ``sequence`` argument that is not a :class:`SequenceOptions` (None is allowed when ``optional``).
+
+    :raises ConfigurationError: naming what was given and where to get a SequenceOptions
+    """
+    if isinstance(sequence, SequenceOptions) or (optional and sequence is None):
+        return
+    raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
+                             f"{type(sequence).__name__} {sequence!r}; pass a model's (Model.autoinc_options()"
+                             ".sequence) or build one with SequenceOptions.of(start, step, minimum, maximum, cycle)")
 
 
 def check_by(call: str, by: Any) -> None:
