@@ -268,6 +268,10 @@ class NextId(Model):
         Refused with :class:`OutOfBoundsError` when the counter lies outside
         the new bounds (past the end bound, or behind the start bound);
         restart it instead, with :meth:`restart`.
+        The counter keeps no ``is_called`` flag: after ``setval(n,
+        is_called=False)`` or a restart it holds ``n - step``, so a new step
+        goes on from there (PostgreSQL would hand out ``n``); restart after
+        changing the step.
         """
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         last, recorded = cls.read(key)

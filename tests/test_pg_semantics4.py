@@ -276,6 +276,19 @@ def test_alter_increment_by_negative_turns_it_around(counter):
         counter.nextval("s", back)
 
 
+def test_alter_increment_by_after_restart_then_restart_again(counter):
+    """``ALTER SEQUENCE s RESTART; ALTER SEQUENCE s INCREMENT BY 10; nextval('s')`` gives START (24) in
+    PostgreSQL. The counter keeps no is_called flag (docs/postgresql.md): the new step goes on from one old step
+    before the restart value (30); restarting after the change gives PostgreSQL's 24, then 34."""
+    take(counter, "s", UP, 3)
+    counter.restart("s", UP)
+    wider = SequenceOptions.of(24, 10, 5, 100)
+    counter.alter("s", wider)
+    assert counter.nextval("s", wider) == 30
+    counter.restart("s", wider)
+    assert take(counter, "s", wider, 2) == [24, 34]
+
+
 def test_alter_maxvalue_up_continues_an_exhausted_sequence(counter):
     """``ALTER SEQUENCE s MAXVALUE 44`` on a sequence that reached 36: nextval gives 40, 44."""
     take(counter, "s", UP, 4)
