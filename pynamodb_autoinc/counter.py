@@ -43,7 +43,7 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, SequenceOptions, _is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, _is_int
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -779,12 +779,18 @@ def _counter_key(key: Any) -> str:
 
 def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int") -> None:
     """Refuse, before anything is sent, a counter value that is not an int (None too, unless ``optional``): a
-    bool, a float (7.0 and 7.9 alike: nothing is truncated), a Decimal, a string.
+    bool, a float (7.0 and 7.9 alike: nothing is truncated), a Decimal, a string; or an int of more digits
+    than DynamoDB stores exactly (38), which DynamoDB would refuse (or round).
 
     :raises OutOfBoundsError: naming the call, the ``rule`` broken and what was given
     """
-    if _is_int(value) or (optional and value is None):
+    if optional and value is None:
         return
+    if _is_int(value):
+        if abs(value) < NUMBER_LIMIT:
+            return
+        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38), so "
+                               "no counter can hold it; nothing was changed. Choose a smaller value")
     raise OutOfBoundsError(f"{call}: {rule}, not {type(value).__name__} {value!r}; a sequence holds whole "
                            "numbers only, so nothing was changed (convert it yourself, e.g. int(...), if rounding "
                            "is what you mean)")

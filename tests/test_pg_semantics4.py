@@ -452,6 +452,21 @@ def test_raise_to_refuses_a_step_that_is_not_a_direction(counter, step):
     assert counter.currval("s") == 1
 
 
+@pytest.mark.parametrize("value", [10**38, -(10**38) - 1, 10**40 + 1])
+def test_a_value_dynamodb_cannot_hold_exactly_is_refused(counter, value):
+    """A bigint always fits its sequence's storage in PostgreSQL; here a number of more than 38 digits cannot be
+    stored exactly (DynamoDB refuses it, moto would keep it): setval, RESTART WITH, raise_to and compare_and_set
+    refuse it with OutOfBoundsError naming the 38 digits, and nothing is written."""
+    counter.nextval("s", SequenceOptions.of())
+    calls = [lambda: counter.setval("s", value), lambda: counter.raise_to("s", value),
+             lambda: counter.raise_to("s", value, step=-1), lambda: counter.compare_and_set("s", 1, value),
+             lambda: counter.compare_and_set("s", value, 2)]
+    for call in calls:
+        with pytest.raises(OutOfBoundsError, match="more digits than a DynamoDB number holds exactly"):
+            call()
+    assert counter.currval("s") == 1
+
+
 def test_raise_to_moves_only_forward(counter):
     """raise_to is ``setval(greatest(...))``: it moves the counter forward in its direction, never back."""
     counter.nextval("s", SequenceOptions.of())
