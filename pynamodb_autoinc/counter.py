@@ -209,9 +209,9 @@ class NextId(Model):
 
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
-               sequence: Optional[SequenceOptions] = None) -> None:
+               sequence: Optional[SequenceOptions] = None) -> int:
         """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
-        itself with ``is_called=False``.
+        itself with ``is_called=False``. Returns ``value``, as ``setval`` does.
 
         ``value`` is checked against the bounds of ``sequence`` or, when none
         is given, of the options the counter records; ``sequence`` must agree
@@ -243,8 +243,8 @@ class NextId(Model):
         if seq is not None:
             seq.check(key, value)
             check_region_value(key, seq, value, last=is_called)
-            value = value if is_called else value - seq.step
-        cls._set(key, value, seq, recorded)
+        cls._set(key, value if is_called or seq is None else value - seq.step, seq, recorded)
+        return value
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:

@@ -118,6 +118,13 @@ def test_setval_then_nextval_is_one_step_on(counter):
     assert take(counter, "s", UP, 1) == [34]
 
 
+def test_setval_returns_its_value(counter):
+    """``SELECT setval('s', 30)`` returns 30, and ``setval('s', 31, false)`` returns 31 (not the counter's 27)."""
+    take(counter, "s", UP, 1)
+    assert counter.setval("s", 30, sequence=UP) == 30
+    assert counter.setval("s", 31, is_called=False) == 31
+
+
 def test_setval_not_called_hands_out_the_value(counter):
     """``setval('s', 31, false); nextval('s')`` gives 31, then 35."""
     take(counter, "s", UP, 1)
