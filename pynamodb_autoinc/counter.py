@@ -156,6 +156,10 @@ class NextId(Model):
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
+        if not isinstance(partial, bool):
+            raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False: "
+                                     "True takes fewer values when fewer are left before the end bound, False (the "
+                                     "default) all or none; nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once

@@ -203,6 +203,16 @@ def test_setval_is_called_must_be_a_bool(counter, flag):
     assert counter.currval("s") == 24
 
 
+@pytest.mark.parametrize("flag", ["no", 0, None])
+def test_reserve_partial_must_be_a_bool(counter, flag):
+    """reserve's ``partial`` is a flag, as setval's is_called is: "no" must not be taken as True; nothing is
+    taken."""
+    take(counter, "s", UP, 3)
+    with pytest.raises(ConfigurationError, match="partial must be True or False"):
+        counter.reserve("s", 5, UP, partial=flag)
+    assert counter.currval("s") == 32
+
+
 @pytest.mark.parametrize("value", NOT_INTS)
 def test_setval_refuses_a_value_that_is_not_an_int(counter, value):
     """setval takes a bigint: a bool, a float (even 7.0), a Decimal, a string or None is refused with
