@@ -225,7 +225,9 @@ class NextId(Model):
         (``base@region``, with ``Meta.autoinc_regions``) takes only values of
         its region's subsequence.
 
-        :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
+        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds, or off a region counter's
+            subsequence
+        :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
         call = f"setval({key!r}, {value!r})"
@@ -255,6 +257,9 @@ class NextId(Model):
         """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
 
         Records ``sequence`` on the counter, whatever it recorded before.
+
+        :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
+        :raises ConfigurationError: ``sequence`` is not a SequenceOptions
         """
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
@@ -318,6 +323,8 @@ class NextId(Model):
         processes allocate: the update is conditional on the counter being
         behind ``value``. Returns whether it was moved; when it was, this
         process's reserved block of the counter is dropped.
+
+        :raises OutOfBoundsError: ``value`` or ``step`` is not an int, or ``step`` is 0 (nothing is sent)
         """
         call = f"raise_to({key!r}, {value!r}, step={step!r})"
         check_int(call, value)
