@@ -43,7 +43,7 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, SequenceOptions, _is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, _is_int
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -155,6 +155,11 @@ class NextId(Model):
         if not _is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
+        check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
+        if not isinstance(partial, bool):
+            raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False: "
+                                     "True takes fewer values when fewer are left before the end bound, False (the "
+                                     "default) all or none; nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
@@ -169,9 +174,11 @@ class NextId(Model):
 
         :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
         """
-        if not _is_int(value) or not (expected is None or _is_int(expected)):
-            raise OutOfBoundsError(f"compare_and_set({key!r}, {expected!r}, {value!r}): the values must be ints "
-                                   "(expected may be None: no value yet); nothing was changed")
+        call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
+        for number, optional in ((expected, True), (value, False)):
+            check_int(call, number, optional=optional, rule="the values must be ints (expected may be None: no "
+                                                            "value yet)")
+        check_sequence(call, sequence, optional=True)
         actions, condition = cls._swap(expected, value, sequence)
         try:
             cls._update("advance", key, actions, condition)
@@ -206,9 +213,9 @@ class NextId(Model):
 
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
-               sequence: Optional[SequenceOptions] = None) -> None:
+               sequence: Optional[SequenceOptions] = None) -> int:
         """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
-        itself with ``is_called=False``.
+        itself with ``is_called=False``. Returns ``value``, as ``setval`` does.
 
         ``value`` is checked against the bounds of ``sequence`` or, when none
         is given, of the options the counter records; ``sequence`` must agree
@@ -218,11 +225,18 @@ class NextId(Model):
         (``base@region``, with ``Meta.autoinc_regions``) takes only values of
         its region's subsequence.
 
-        :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
+        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds, or off a region counter's
+            subsequence
+        :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
-        if not _is_int(value):
-            raise OutOfBoundsError(f"setval({key!r}, {value!r}): the value must be an int")
+        call = f"setval({key!r}, {value!r})"
+        check_int(call, value)
+        if not isinstance(is_called, bool):
+            raise ConfigurationError(f"{call}: is_called must be True or False, not {is_called!r}: True (the "
+                                     "default) makes the next value value + step, False makes it value itself; "
+                                     "nothing was changed")
+        check_sequence(call, sequence, optional=True)
         _, recorded = cls.read(key)
         if sequence is not None and recorded is not None and recorded != sequence:
             raise cls._mismatch(key, sequence, recorded.encode())
@@ -235,18 +249,22 @@ class NextId(Model):
         if seq is not None:
             seq.check(key, value)
             check_region_value(key, seq, value, last=is_called)
-            value = value if is_called else value - seq.step
-        cls._set(key, value, seq, recorded)
+        cls._set(key, value if is_called or seq is None else value - seq.step, seq, recorded)
+        return value
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
         """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
 
         Records ``sequence`` on the counter, whatever it recorded before.
+
+        :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
+        :raises ConfigurationError: ``sequence`` is not a SequenceOptions
         """
+        call = f"restart({key!r}, ..., {value!r})"
+        check_sequence(call, sequence, optional=False)
+        check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
         restart = sequence.start if value is None else value
-        if not _is_int(restart):
-            raise OutOfBoundsError(f"restart({key!r}, ..., {value!r}): the value must be an int")
         sequence.check(key, restart)
         check_region_value(key, sequence, restart, last=False)
         cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
@@ -259,7 +277,12 @@ class NextId(Model):
         Refused with :class:`OutOfBoundsError` when the counter lies outside
         the new bounds (past the end bound, or behind the start bound);
         restart it instead, with :meth:`restart`.
+        The counter keeps no ``is_called`` flag: after ``setval(n,
+        is_called=False)`` or a restart it holds ``n - step``, so a new step
+        goes on from there (PostgreSQL would hand out ``n``); restart after
+        changing the step.
         """
+        check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         last, recorded = cls.read(key)
         if last is not None:
             sequence.check_counter(key, last)
@@ -300,11 +323,19 @@ class NextId(Model):
         processes allocate: the update is conditional on the counter being
         behind ``value``. Returns whether it was moved; when it was, this
         process's reserved block of the counter is dropped.
+
+        :raises OutOfBoundsError: ``value`` or ``step`` is not an int, or ``step`` is 0 (nothing is sent)
         """
+        call = f"raise_to({key!r}, {value!r}, step={step!r})"
+        check_int(call, value)
+        check_int(call, step, rule="step must be an int, the sequence's step")
+        if step == 0:
+            raise OutOfBoundsError(f"{call}: step must not be 0; it gives the direction the counter moves forward "
+                                   "in (the sequence's step, e.g. Model.autoinc_options().step); nothing was changed")
         attr = cls.next_id
-        behind = (attr < int(value)) if step > 0 else (attr > int(value))
+        behind = (attr < value) if step > 0 else (attr > value)
         try:
-            cls._update("raise", key, [attr.set(int(value))], attr.does_not_exist() | behind)
+            cls._update("raise", key, [attr.set(value)], attr.does_not_exist() | behind)
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
@@ -755,6 +786,37 @@ def _counter_key(key: Any) -> str:
                                  "counter (Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of "
                                  "your own")
     return key
+
+
+def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int") -> None:
+    """Refuse, before anything is sent, a counter value that is not an int (None too, unless ``optional``): a
+    bool, a float (7.0 and 7.9 alike: nothing is truncated), a Decimal, a string; or an int of more digits
+    than DynamoDB stores exactly (38), which DynamoDB would refuse (or round).
+
+    :raises OutOfBoundsError: naming the call, the ``rule`` broken and what was given
+    """
+    if optional and value is None:
+        return
+    if _is_int(value):
+        if abs(value) < NUMBER_LIMIT:
+            return
+        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38), so "
+                               "no counter can hold it; nothing was changed. Choose a smaller value")
+    raise OutOfBoundsError(f"{call}: {rule}, not {type(value).__name__} {value!r}; a sequence holds whole "
+                           "numbers only, so nothing was changed (convert it yourself, e.g. int(...), if rounding "
+                           "is what you mean)")
+
+
+def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
+    """Refuse a ``sequence`` argument that is not a :class:`SequenceOptions` (None is allowed when ``optional``).
+
+    :raises ConfigurationError: naming what was given and where to get a SequenceOptions
+    """
+    if isinstance(sequence, SequenceOptions) or (optional and sequence is None):
+        return
+    raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
+                             f"{type(sequence).__name__} {sequence!r}; pass a model's (Model.autoinc_options()"
+                             ".sequence) or build one with SequenceOptions.of(start, step, minimum, maximum, cycle)")
 
 
 def check_by(call: str, by: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Context, Decimal
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedError
 
@@ -41,6 +41,56 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: How the errors of :meth:`SequenceOptions.of` name each option: as a model's ``Meta`` spells it.
+_META_NAMES = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step", "minimum": "Meta.autoinc_min",
+               "maximum": "Meta.autoinc_max", "cycle": "Meta.autoinc_cycle"}
+#: How the errors of ``SequenceOptions(...)`` built directly name each field.
+_FIELD_NAMES = {name: f"SequenceOptions.{name}" for name in _META_NAMES}
+
+
+def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
+           defaults: bool) -> Tuple[int, int, int]:
+    """The start and the bounds (``start, minimum, maximum``) of a sequence PostgreSQL's ``CREATE SEQUENCE``
+    would take; with ``defaults``, a start or bound given as None takes PostgreSQL's default (the bounds of
+    bigint in the direction of ``step``).
+
+    :raises ConfigurationError: a number is not an int, ``step`` is 0, the bounds cross, or the start lies
+        outside them; naming the option (as ``names`` spells it) and the fix
+    """
+    values = {"start": start, "step": step, "minimum": minimum, "maximum": maximum}
+    for name in ("step", "start", "minimum", "maximum"):
+        value = values[name]
+        if value is None and defaults and name != "step":
+            continue
+        if not _is_int(value):
+            allowed = "an int or None" if defaults and name != "step" else "an int"
+            raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
+        if abs(value) >= NUMBER_LIMIT:
+            raise ConfigurationError(f"{names[name]} = {value} has more digits than a DynamoDB number holds "
+                                     "exactly (38); choose a smaller value")
+    if not isinstance(cycle, bool):
+        raise ConfigurationError(f"{names['cycle']} must be True or False, not {cycle!r}")
+    if step == 0:
+        raise ConfigurationError(f"{names['step']} must not be 0")
+    low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
+    high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
+    if low >= high:
+        raise ConfigurationError(
+            f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
+            + ("" if minimum is not None and maximum is not None else
+               "; a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down, "
+               "so set the other bound too"))
+    first = start if start is not None else low if step > 0 else high
+    if not low <= first <= high:
+        side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
+        left_out = f"a bound left out defaults to {'1..2**63-1 going up' if step > 0 else '-2**63..-1 going down'}"
+        raise ConfigurationError(
+            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could "
+            f"never hand it out; move the start into {low}..{high}, or set {names[name]} ("
+            + (left_out if defaults else "SequenceOptions.of fills in PostgreSQL's defaults; " + left_out) + ")")
+    return first, low, high
+
+
 @dataclass(frozen=True)
 class SequenceOptions:
     """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``.
@@ -55,6 +105,10 @@ class SequenceOptions:
     maximum: int = BIGINT_MAX
     cycle: bool = False
 
+    def __post_init__(self) -> None:
+        """A sequence built directly is checked as :meth:`of` checks one (with no defaults to fill in)."""
+        _check(_FIELD_NAMES, self.start, self.step, self.minimum, self.maximum, self.cycle, defaults=False)
+
     @classmethod
     def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
            maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
@@ -67,37 +121,7 @@ class SequenceOptions:
         :raises ConfigurationError: a value is not an int, ``step`` is 0, the
             bounds are crossed, or ``start`` lies outside them
         """
-        names = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step",
-                 "minimum": "Meta.autoinc_min", "maximum": "Meta.autoinc_max"}
-        for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
-            if value is None and name != "step":
-                continue
-            if not _is_int(value):
-                allowed = "an int" if name == "step" else "an int or None"
-                raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
-            assert value is not None
-            if abs(value) >= NUMBER_LIMIT:
-                raise ConfigurationError(f"{names[name]} = {value} has more digits than a DynamoDB number holds "
-                                         "exactly (38); choose a smaller value")
-        if not isinstance(cycle, bool):
-            raise ConfigurationError(f"Meta.autoinc_cycle must be True or False, not {cycle!r}")
-        if step == 0:
-            raise ConfigurationError("Meta.autoinc_step must not be 0")
-        low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
-        high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
-        if low >= high:
-            raise ConfigurationError(
-                f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
-                + ("" if minimum is not None and maximum is not None else
-                   "; a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down, "
-                   "so set the other bound too"))
-        first = start if start is not None else low if step > 0 else high
-        if not low <= first <= high:
-            side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
-            raise ConfigurationError(
-                f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could "
-                f"never hand it out; move the start into {low}..{high}, or set {names[name]} (a bound left out "
-                f"defaults to {'1..2**63-1 going up' if step > 0 else '-2**63..-1 going down'})")
+        first, low, high = _check(_META_NAMES, start, step, minimum, maximum, cycle, defaults=True)
         return cls(first, step, low, high, cycle)
 
     @property
