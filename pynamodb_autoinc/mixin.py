@@ -482,6 +482,10 @@ class _BatchWrite(BatchWrite[_T]):
         opts = options_for(type(put_item))
         before_save.send(type(put_item), instance=put_item,
                          is_new=getattr(put_item, opts.attribute) is None, operation="batch")
+        # an ID set by hand, checked and tracked as save() and save_all() do (a new one was refused above)
+        _check_explicit(put_item, opts)
+        if opts.track_explicit:
+            strategies.track([put_item], opts)
         super().save(put_item)
 
     def commit(self) -> None:
