@@ -220,9 +220,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         items = list(instances)
         opts = options_for(cls)
         given: Dict[int, Model] = {}
+        refuse_others(cls, items)
         for item in items:
-            if not isinstance(item, cls):
-                raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}")
             if id(item) in given:
                 raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
                                   f"instance ({_engine.describe(item)}) was given twice; pass each instance "
@@ -294,6 +293,17 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
         return _BatchWrite(cls, auto_commit=auto_commit)
+
+
+def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
+    """Refuse a ``save_all()`` of ``cls`` given an instance of another model, before anything is written.
+
+    :raises TypeError: naming both models
+    """
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
+                            "instances with its own save_all()")
 
 
 def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,

@@ -8,10 +8,10 @@ from typing import Any, Dict
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, NextId
+from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, HistoryMixin, NextId
 from pynamodb_autoinc.exceptions import ConfigurationError, InvalidIdError
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 from tests.hypothesis_setup import budget
@@ -179,3 +179,30 @@ def test_increment_in_period_refuses_a_missing_range_key(backend):
     with pytest.raises(ConfigurationError, match="range key \\(api\\)"):
         _count(model, "k1")
     assert _count(model, "k1", "search") == 1
+
+
+def _history(backend: Any) -> Any:
+    meta = type("Meta", (), {"table_name": backend.table_name("doc-history"), **backend.meta})
+    model = type("DocVersion", (Model,), {
+        "Meta": meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(model)
+    return model
+
+
+@pytest.mark.modes("fast", "block")
+@pytest.mark.parametrize("extension", ["history", "counters"])
+def test_save_all_of_an_extension_refuses_another_models_instances(make_model, backend, mode, extension):
+    """``save_all()`` of a HistoryMixin or CounterMixin model refuses an instance of another model before
+    anything is written, as ``AutoIncrementMixin.save_all()`` does, instead of saving it through that
+    instance's own ``save()`` (the call named one model and wrote another)."""
+    if extension == "history":
+        Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=_history(backend),
+                         title=UnicodeAttribute(null=True))
+    else:
+        Doc = make_model("Doc", bases=(CounterMixin,), views=CounterAttribute(), title=UnicodeAttribute(null=True))
+    Other = make_model("Other")
+    with pytest.raises(TypeError, match="save_all\\(\\) of Doc was given a Other"):
+        Doc.save_all([Doc(title="mine"), Other(id=5)])
+    assert list(Other.scan(consistent_read=True)) == []
+    assert list(Doc.scan(consistent_read=True)) == []
