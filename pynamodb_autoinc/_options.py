@@ -14,7 +14,7 @@ from pynamodb.models import Model
 from . import _calendar as periods
 from . import regions
 from ._budget import Budget
-from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
+from .counter import CONNECTION_SETTINGS, RESERVED_PREFIX, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions, number_text
 
@@ -340,6 +340,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
                                "question (where the counter item lives: a counter table, or the model's own "
                                "table); choose one")
         counter: Type[NextId] = in_table_counter(model)
+        if fmt is not None and attribute.is_hash_key \
+                and fmt.format(value=1, period=periods.label(period or "year")).startswith(RESERVED_PREFIX):
+            raise _fail(model, f"Meta.autoinc_format {fmt!r} makes every ID start with {RESERVED_PREFIX!r}, the "
+                               "prefix of the counter items Meta.autoinc_counter_in_table keeps in the table, so "
+                               "scan() would leave out every item (and an ID could take a counter's key); "
+                               f"start the format with something else")
     else:
         counter = opts["autoinc_counter"]
         if not (isinstance(counter, type) and issubclass(counter, NextId)):

@@ -391,9 +391,15 @@ def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], sav
 def _check_explicit(instance: Model, opts: Options) -> None:
     """Refuse an ID set by hand that the auto-increment attribute cannot hold (``save()`` and ``save_all()``).
 
-    :raises InvalidIdError: it is not an integer (a bool is not one either)
+    :raises InvalidIdError: it is not an integer (a bool is not one either), or, for an ID stored as a
+        string (a UnicodeAttribute), not a string
     """
     value = getattr(instance, opts.attribute)
+    if opts.as_string and not isinstance(value, str):
+        raise InvalidIdError(
+            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not a string, and the attribute is a "
+            f"UnicodeAttribute; set a str (such as {str(value)!r}), or leave it None to have the next value assigned"
+        )
     if not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
         raise InvalidIdError(
             f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from datetime import date
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, HistoryMixin, NextId
+from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, HistoryMixin, NextId, TransactWrite
 from pynamodb_autoinc.exceptions import ConfigurationError, InvalidIdError
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 from tests.hypothesis_setup import budget
@@ -206,3 +210,92 @@ def test_save_all_of_an_extension_refuses_another_models_instances(make_model, b
         Doc.save_all([Doc(title="mine"), Other(id=5)])
     assert list(Other.scan(consistent_read=True)) == []
     assert list(Doc.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "gapless")
+@pytest.mark.parametrize("path", ["save", "save_all", "transaction", "batch"])
+def test_string_id_set_by_hand_to_a_number_is_refused_on_every_path(make_model, mode, path):
+    """An ID stored as a string (a UnicodeAttribute) set by hand to something that is not a string (the int 5)
+    is refused with InvalidIdError naming the fix on every write path, before anything is sent, as a
+    NumberAttribute ID set to 2.5 is; not PynamoDB's PutError or a cancelled transaction from DynamoDB."""
+    Code = make_model("Code", id=UnicodeAttribute(hash_key=True), autoinc_gapless=mode == "gapless")
+    code = Code(id=5)
+    with pytest.raises(InvalidIdError, match="Code.id = 5 is not a string"):
+        if path == "save":
+            code.save()
+        elif path == "save_all":
+            Code.save_all([code])
+        elif path == "transaction":
+            with TransactWrite(connection=Code._get_connection().connection) as tx:
+                tx.save(code)
+        else:
+            with Code.batch_write() as batch:
+                batch.save(code)
+    assert list(Code.scan(consistent_read=True)) == []
+
+
+@pytest.mark.parametrize("fmt", ["__autoinc__#{value}", "__autoinc__#{period}-{value:04d}"])
+def test_in_table_counter_refuses_a_format_that_makes_ids_look_like_counter_items(fmt):
+    """``Meta.autoinc_counter_in_table`` hides the items whose hash key starts with ``__autoinc__#`` (its counter
+    items) from ``scan()``; a ``Meta.autoinc_format`` that makes every ID of the hash key start with it would
+    hide every item, so the class is refused when it is created, naming the format and the prefix."""
+    meta = type("Meta", (), {"table_name": "codes", "region": "us-east-1", "autoinc_counter_in_table": True,
+                             "autoinc_format": fmt, "autoinc_period": "year" if "period" in fmt else None})
+    with pytest.raises(ConfigurationError, match="autoinc_format.*__autoinc__#"):
+        type("Code", (AutoIncrementMixin, Model), {"Meta": meta, "id": UnicodeAttribute(hash_key=True)})
+
+
+def test_in_table_counter_accepts_a_format_outside_the_reserved_prefix():
+    """A format that does not start with the reserved prefix is still accepted with an in-table counter (the
+    refusal above is about the prefix, not about formats)."""
+    meta = type("Meta", (), {"table_name": "codes", "region": "us-east-1", "autoinc_counter_in_table": True,
+                             "autoinc_format": "__autoinc__{value}"})
+    model: Any = type("Code", (AutoIncrementMixin, Model), {"Meta": meta, "id": UnicodeAttribute(hash_key=True)})
+    assert model.autoinc_options().fmt == "__autoinc__{value}"
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="needs POSIX signals")
+def test_save_interrupted_while_queued_behind_a_group_leader_keeps_no_id(make_model):
+    """A gapless save whose thread is interrupted (Ctrl-C: KeyboardInterrupt) while it waits in the group-commit
+    queue behind another thread's transaction leaves that queue: its ID goes back to None, no later group
+    stores it, and its value is not spent (the counter holds only the leader's)."""
+    Item = make_model("Item", autoinc_gapless=True, name=UnicodeAttribute(null=True))
+    Item(name="warm").save()  # the counter is known to this process: the next claims read nothing
+    sending, release = threading.Event(), threading.Event()
+    leader_id = threading.get_ident()
+
+    def hold(_: Any, operation_name: str, **__: Any) -> None:
+        if operation_name == "TransactWriteItems" and threading.get_ident() == leader_id:
+            sending.set()
+            release.wait(10)
+
+    first, second = Item(name="leader"), Item(name="queued")
+    errors: List[BaseException] = []
+
+    def lead() -> None:
+        nonlocal leader_id
+        leader_id = threading.get_ident()
+        try:
+            first.save()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            errors.append(exc)
+
+    with pre_dynamodb_send.connected_to(hold):
+        leader = threading.Thread(target=lead)
+        leader.start()
+        assert sending.wait(10)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                second.save()
+        finally:
+            timer.cancel()
+            release.set()
+            leader.join(10)
+    assert errors == [] and first.id == 2
+    assert second.id is None
+    assert sorted(i.name for i in Item.scan(consistent_read=True)) == ["leader", "warm"]
+    opts = Item.autoinc_options()
+    assert opts.counter.currval(opts.key) == 2
