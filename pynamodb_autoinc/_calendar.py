@@ -45,16 +45,19 @@ clock: Clock = Clock()
 
 
 def _utc(at: datetime) -> datetime:
+    if not isinstance(at, datetime):
+        raise ConfigurationError(f"now={at!r} is not a datetime; pass a datetime (a naive one is taken as UTC), "
+                                 "or None for the clock's time")
     return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
 
 
 def check_period(period: Any) -> str:
     """``period`` if it is a known period name, else a ConfigurationError naming them."""
-    if period not in PERIODS:
+    if not isinstance(period, str) or period not in PERIODS:  # a list is unhashable: no dict lookup
         raise ConfigurationError(f"unknown period {period!r}; use one of {', '.join(map(repr, PERIODS))}")
     return str(period)
 
 
 def label(period: str, now: Optional[datetime] = None) -> str:
     """The label of the ``period`` that contains ``now`` (default: :data:`clock`), e.g. ``"2026-11"``."""
-    return _utc(now or clock.now()).strftime(PERIODS[check_period(period)])
+    return _utc(clock.now() if now is None else now).strftime(PERIODS[check_period(period)])

@@ -85,21 +85,33 @@ def joined(write: Write, commit: Callable[[Write], Dict[str, Any]]) -> Dict[str,
     member = _Member(write)
     with group.guard:
         group.queue.append(member)
-    while not member.done:
-        with group.lead:
-            if member.done:
-                break
-            with group.guard:
-                batch: List[_Member] = []
-                size = 0
-                for other in list(group.queue):
-                    bytes_ = len(repr(other.write.puts[0]))
-                    if other is member or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
-                        batch.append(other)
-                        size += bytes_
-                        group.queue.remove(other)
-                batch.sort(key=lambda m: m is not member)  # the leader's own write first
-            _lead(batch, commit)
+    try:
+        while not member.done:
+            with group.lead:
+                if member.done:
+                    break
+                with group.guard:
+                    batch: List[_Member] = []
+                    size = 0
+                    for other in list(group.queue):
+                        bytes_ = len(repr(other.write.puts[0]))
+                        if other is member or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
+                            batch.append(other)
+                            size += bytes_
+                            group.queue.remove(other)
+                    batch.sort(key=lambda m: m is not member)  # the leader's own write first
+                _lead(batch, commit)
+    except BaseException:
+        # interrupted (KeyboardInterrupt) while still waiting in the queue: leave it, so that no later leader
+        # stores the item, and give the claim back (a write a leader already took ends as that leader sends it)
+        with group.guard:
+            waiting = member in group.queue
+            if waiting:
+                group.queue.remove(member)
+        if waiting:
+            for taken in write.claims:
+                taken.release()
+        raise
     if member.error is not None:
         raise member.error
     return member.response

@@ -14,7 +14,7 @@ from pynamodb.models import Model
 from . import _calendar as periods
 from . import regions
 from ._budget import Budget
-from .counter import CONNECTION_SETTINGS, NextId, bind_counter, in_table_counter
+from .counter import CONNECTION_SETTINGS, RESERVED_PREFIX, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions, number_text
 
@@ -168,6 +168,15 @@ def check_options(model: Type[Model]) -> None:
     _read(model)
 
 
+#: Options that the query strategy never reads (it keeps no counter item, and is always gapless), with why;
+#: a model setting one of them to anything but its default is refused rather than silently ignored.
+_IGNORED_BY_QUERY: Dict[str, str] = {
+    "autoinc_key": "it names a counter item, and the query strategy keeps none (it reads the partition's "
+                   "largest range key)",
+    "autoinc_counter": "it names the counter table, and the query strategy keeps no counter item",
+    "autoinc_gapless": "the query strategy is always gapless (a failed put spends nothing, as there is no counter)",
+}
+
 #: Attribute types whose values have no single text form for a counter key: sets, maps, lists.
 _UNORDERED = frozenset({"SS", "NS", "BS", "M", "L"})
 
@@ -313,6 +322,10 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
             if opts[option]:
                 raise _fail(model, f"Meta.{option} does not apply to the query strategy (it keeps no counter; "
                                    "the partition is the scope)")
+        for option, why in _IGNORED_BY_QUERY.items():
+            if given.get(option, DEFAULTS[option]) is not DEFAULTS[option]:
+                raise _fail(model, f"Meta.{option} = {given[option]!r} has no effect with the query strategy: "
+                                   f"{why}; remove it, or use autoinc_strategy = 'counter'")
 
     region_list, home, home_host, single = regions.validate(model, opts, strategy)
     if region_list:
@@ -327,6 +340,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
                                "question (where the counter item lives: a counter table, or the model's own "
                                "table); choose one")
         counter: Type[NextId] = in_table_counter(model)
+        if fmt is not None and attribute.is_hash_key \
+                and fmt.format(value=1, period=periods.label(period or "year")).startswith(RESERVED_PREFIX):
+            raise _fail(model, f"Meta.autoinc_format {fmt!r} makes every ID start with {RESERVED_PREFIX!r}, the "
+                               "prefix of the counter items Meta.autoinc_counter_in_table keeps in the table, so "
+                               "scan() would leave out every item (and an ID could take a counter's key); "
+                               f"start the format with something else")
     else:
         counter = opts["autoinc_counter"]
         if not (isinstance(counter, type) and issubclass(counter, NextId)):

@@ -44,7 +44,7 @@ from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others
 from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
@@ -240,6 +240,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if not issubclass(cls, AutoIncrementMixin):
             raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
         items = list(instances)
+        refuse_others(cls, items)  # before the new ones are saved
         opts = cls.autoinc_options()
         attribute = opts.attribute
         fresh = [item for item in items if getattr(item, attribute) is None]

@@ -59,7 +59,7 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others
 from .sequence import number_text
 from .signals import send_after_save
 
@@ -269,6 +269,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
         """
         items: List[Model] = list(instances)
+        refuse_others(cls, items)  # before the first item is saved
         if items:
             cls._refuse_strong()  # before the first item is saved
         if issubclass(cls, AutoIncrementMixin):

@@ -220,9 +220,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         items = list(instances)
         opts = options_for(cls)
         given: Dict[int, Model] = {}
+        refuse_others(cls, items)
         for item in items:
-            if not isinstance(item, cls):
-                raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}")
             if id(item) in given:
                 raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
                                   f"instance ({_engine.describe(item)}) was given twice; pass each instance "
@@ -294,6 +293,17 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
         return _BatchWrite(cls, auto_commit=auto_commit)
+
+
+def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
+    """Refuse a ``save_all()`` of ``cls`` given an instance of another model, before anything is written.
+
+    :raises TypeError: naming both models
+    """
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
+                            "instances with its own save_all()")
 
 
 def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,
@@ -381,9 +391,15 @@ def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], sav
 def _check_explicit(instance: Model, opts: Options) -> None:
     """Refuse an ID set by hand that the auto-increment attribute cannot hold (``save()`` and ``save_all()``).
 
-    :raises InvalidIdError: it is not an integer (a bool is not one either)
+    :raises InvalidIdError: it is not an integer (a bool is not one either), or, for an ID stored as a
+        string (a UnicodeAttribute), not a string
     """
     value = getattr(instance, opts.attribute)
+    if opts.as_string and not isinstance(value, str):
+        raise InvalidIdError(
+            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not a string, and the attribute is a "
+            f"UnicodeAttribute; set a str (such as {str(value)!r}), or leave it None to have the next value assigned"
+        )
     if not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
         raise InvalidIdError(
             f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
@@ -482,6 +498,10 @@ class _BatchWrite(BatchWrite[_T]):
         opts = options_for(type(put_item))
         before_save.send(type(put_item), instance=put_item,
                          is_new=getattr(put_item, opts.attribute) is None, operation="batch")
+        # an ID set by hand, checked and tracked as save() and save_all() do (a new one was refused above)
+        _check_explicit(put_item, opts)
+        if opts.track_explicit:
+            strategies.track([put_item], opts)
         super().save(put_item)
 
     def commit(self) -> None:

@@ -45,6 +45,25 @@ def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]
     return attribute
 
 
+def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
+    """Refuse a ``model`` that is not a PynamoDB model class, or a key that cannot name one of its items.
+
+    :raises ConfigurationError: naming the argument and what to pass
+    """
+    if not (isinstance(model, type) and issubclass(model, Model)):
+        raise ConfigurationError(f"increment_in_period({model!r}, ...): the first argument must be a PynamoDB "
+                                 "model class (the model of the item that counts), not an instance or a name")
+    call = f"increment_in_period({model.__name__}, {hash_key!r}"
+    if hash_key is None:
+        raise ConfigurationError(f"{call}, ...): hash_key is None; pass the hash key of the item to count")
+    if model._range_keyname is None and range_key is not None:
+        raise ConfigurationError(f"{call}, {range_key!r}, ...): {model.__name__} has no range key; pass the hash "
+                                 "key alone")
+    if model._range_keyname is not None and range_key is None:
+        raise ConfigurationError(f"{call}, ...): {model.__name__} has a range key ({model._range_keyname}); pass "
+                                 "it after the hash key")
+
+
 def increment_in_period(
     model: Type[Model],
     hash_key: Any,
@@ -78,8 +97,10 @@ def increment_in_period(
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int
     :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute, or ``period_attribute``
-        a UnicodeAttribute, of the model outside its key
+        a UnicodeAttribute, of the model outside its key; ``model`` is not a model class, or the key does
+        not fit its schema (no hash key, a range key it lacks or misses); ``now`` is not a datetime
     """
+    _check_item(model, hash_key, range_key)
     check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)

@@ -349,6 +349,8 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
             return "query strategy on an attribute that is not a number range key"
         if names or period is not None or options.get("autoinc_counter_in_table", False):
             return "query strategy with a scope, a period or an in-table counter"
+        if options.get("autoinc_key") is not None or options.get("autoinc_gapless", False):
+            return "query strategy with an option it ignores (a counter key, gapless mode)"
     if options.get("autoinc_counter_in_table", False) and schema.kinds[schema.hash_key] != "unicode":
         return "in-table counter without a string hash key"
     return None

@@ -171,9 +171,10 @@ def build_model(config: Config, backend: Backend, key: str) -> Any:
     meta = type("Meta", (), {
         "table_name": backend.table_name("prop"),
         **backend.meta,
-        "autoinc_key": key,
+        # the query strategy keeps no counter and is always gapless: it refuses a counter key and gapless mode
+        "autoinc_key": None if config.query else key,
         "autoinc_attribute": config.auto,
-        "autoinc_gapless": config.gapless,
+        "autoinc_gapless": config.gapless and not config.query,
         "autoinc_strategy": "query" if config.query else "counter",
         "autoinc_start": config.start,
         "autoinc_step": config.step,

@@ -44,9 +44,11 @@ def build_model(name: str, table: str, key: str, gapless: bool, meta: Dict[str, 
     hash key ``project``, range key ``id``.
     """
     # counter modes run with the default retry budget; the query strategy, which has no queue, races
-    retries = {"autoinc_retries": 200, "autoinc_timeout": None} if options.get("autoinc_strategy") == "query" else {}
-    meta_cls = type("Meta", (), {"table_name": table, "autoinc_key": key, "autoinc_gapless": gapless,
-                                 **retries, **meta, **options})
+    query = options.get("autoinc_strategy") == "query"
+    retries = {"autoinc_retries": 200, "autoinc_timeout": None} if query else {}
+    # the query strategy keeps no counter and is always gapless: it refuses a counter key and gapless mode
+    counter = {} if query else {"autoinc_key": key, "autoinc_gapless": gapless}
+    meta_cls = type("Meta", (), {"table_name": table, **counter, **retries, **meta, **options})
     keys: Dict[str, Any] = {"id": NumberAttribute(hash_key=True)}
     if options.get("autoinc_strategy") == "query":
         keys = {"project": UnicodeAttribute(hash_key=True), "id": NumberAttribute(range_key=True)}

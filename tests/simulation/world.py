@@ -173,7 +173,7 @@ def build_model(mode: Mode, name: str = "SimItem") -> Type[Model]:
         "table_name": f"sim-{mode.name}",
         "region": REGION,
         "max_retry_attempts": MAX_RETRY_ATTEMPTS,
-        "autoinc_key": "sim",
+        **({} if mode.query else {"autoinc_key": "sim"}),  # the query strategy keeps no counter: it refuses one
         "autoinc_backoff": 0,
         **mode.meta,
     })
