@@ -801,6 +801,15 @@ def _seed(args: argparse.Namespace) -> int:
         return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
     for key, value in sorted(furthest.items()):
+        if opts.sequence.cycle:
+            # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
+            with _counter_errors(counter, key, model):
+                last = counter.currval(key)
+            if last is not None:
+                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
+                      f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
+                      f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
+                continue
         if args.dry_run:
             with _counter_errors(counter, key, model):
                 last = counter.currval(key)

@@ -235,3 +235,46 @@ def test_increment_in_period_refuses_a_now_that_is_no_datetime(backend):
         count(model, "kim", now=date(2026, 1, 1))
     assert model.get("kim").request_count is None
     assert count(model, "kim", now=datetime(2026, 1, 1)) == 1
+
+
+# -- seed on a cycling sequence -----------------------------------------------------------------------------------
+
+
+def cycling(make_model: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A model cycling through 1..50, importable as tests.test_tools_review4:Cycling."""
+    model = make_model("Cycling", autoinc_max=50, autoinc_cycle=True)
+    monkeypatch.setattr(sys.modules[__name__], "Cycling", model, raising=False)
+    return model
+
+
+@pytest.mark.modes("fast")
+def test_seed_leaves_a_wrapped_cycling_counter_where_it_is(make_model, monkeypatch, capsys, backend, credentials):
+    """seed does not move a cycling counter that has come round (at 3, items 41..50 and 1..3 stored) to the
+    largest stored ID, 50, from where the next save would wrap onto the stored 1; dry run or not, the counter
+    stays and the next save takes 4."""
+    model = cycling(make_model, monkeypatch)
+    opts = model.autoinc_options()
+    opts.counter.setval(opts.key, 40, sequence=opts.sequence)
+    for _ in range(13):
+        model().save()
+    for dry in (["--dry-run"], []):
+        code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Cycling", *dry)
+        assert code == 0, err
+        assert f"{opts.key}: left at 3: the sequence cycles" in out and "set N --model" in out
+        assert opts.counter.currval(opts.key) == 3
+    item = model()
+    item.save()
+    assert item.id == 4
+
+
+@pytest.mark.modes("fast")
+def test_seed_still_seeds_a_new_cycling_counter(make_model, monkeypatch, capsys, backend, credentials):
+    """seed sets a cycling model's counter that holds no value yet to the largest stored ID."""
+    model = cycling(make_model, monkeypatch)
+    with model.batch_write() as batch:
+        for i in (3, 17, 5):
+            batch.save(model(id=i))
+    opts = model.autoinc_options()
+    code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Cycling")
+    assert code == 0, err
+    assert f"{opts.key}: raised to 17" in out and opts.counter.currval(opts.key) == 17
