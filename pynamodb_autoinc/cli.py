@@ -800,6 +800,16 @@ def _seed(args: argparse.Namespace) -> int:
             print("dry run: nothing was written")
         return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
+    outside = {key: value for key, value in furthest.items() if not opts.sequence.contains(value)}
+    if outside:  # refused before any counter moves: a counter put there would refuse every save
+        sequence = opts.sequence
+        raise CommandError(
+            f"{model.__name__} stores {opts.attribute} values outside its sequence's bounds "
+            f"({sequence.minimum}..{sequence.maximum}): "
+            + ", ".join(f"{value} under counter {key!r}" for key, value in sorted(outside.items()))
+            + "; seed would move the counter outside them, where saves are refused. Widen the bounds "
+            f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`), or renumber "
+            "those items; nothing was moved")
     for key, value in sorted(furthest.items()):
         if opts.sequence.cycle:
             # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded

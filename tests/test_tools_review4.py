@@ -278,3 +278,24 @@ def test_seed_still_seeds_a_new_cycling_counter(make_model, monkeypatch, capsys,
     code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Cycling")
     assert code == 0, err
     assert f"{opts.key}: raised to 17" in out and opts.counter.currval(opts.key) == 17
+
+
+@pytest.mark.modes("fast")
+def test_seed_refuses_to_move_a_counter_outside_the_bounds(make_model, monkeypatch, capsys, backend, credentials):
+    """A stored ID past Meta.autoinc_max (saved with its ID given) is not a place for the counter: seed exits 1
+    naming the value, the bounds and the fix, and moves no counter (the next save still takes 4)."""
+    model = make_model("Bounded", autoinc_max=50)
+    monkeypatch.setattr(sys.modules[__name__], "Bounded", model, raising=False)
+    for _ in range(3):
+        model().save()
+    model(id=70).save()
+    opts = model.autoinc_options()
+    for dry in (["--dry-run"], []):
+        code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Bounded", *dry)
+        assert code == 1, out
+        assert f"id values outside its sequence's bounds (1..50): 70 under counter {opts.key!r}" in err
+        assert "autoinc_max" in err and "nothing was moved" in err
+    assert opts.counter.currval(opts.key) == 3
+    item = model()
+    item.save()
+    assert item.id == 4
