@@ -78,14 +78,12 @@ def increment_in_period(
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int
     :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute, or ``period_attribute``
-        a UnicodeAttribute, of the model outside its key; the key names no item (``hash_key`` None, or
-        ``range_key`` missing on a model with a range key, or given on one without); ``now`` is no datetime
+        a UnicodeAttribute, of the model outside its key
     """
     check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)
-    _check_key(model, hash_key, range_key)
     keys = model._serialize_keys(hash_key, range_key)
     meta = model.Meta
     once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys),
@@ -96,20 +94,6 @@ def increment_in_period(
         return _transport.drive(exchange)
     except _Resent as resent:
         return exchange.counted(resent.item)  # applied by an earlier send of this call: the count as it is now
-
-
-def _check_key(model: Type[Model], hash_key: Any, range_key: Any) -> None:
-    """Refuse a key that does not name one item of ``model``: no hash key, or a range key missing or extra."""
-    ranged = model._range_keyname
-    if hash_key is None:
-        problem = f"hash_key must be the item's {model._hash_keyname}, not None"
-    elif ranged is not None and range_key is None:
-        problem = f"{model.__name__} has a range key, {ranged!r}: pass range_key too"
-    elif ranged is None and range_key is not None:
-        problem = f"{model.__name__} has no range key, so range_key={range_key!r} names nothing: leave it out"
-    else:
-        return
-    raise ConfigurationError(f"increment_in_period({model.__name__}, {hash_key!r}, ...): {problem}")
 
 
 class _InPeriod(_transport.Exchange[int]):
