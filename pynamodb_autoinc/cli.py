@@ -48,6 +48,7 @@ from .exceptions import (
     error_code,
     error_responses,
 )
+from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
@@ -187,6 +188,8 @@ def _fix_for(exc: BaseException) -> str:
     if "NoCredentialsError" in names:
         return ("; give AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); "
                 "DynamoDB Local takes any")
+    if str(exc).startswith("Invalid endpoint:"):  # botocore's ValueError for a --host that is no URL
+        return "; give --host (or the model's Meta.host) as a URL, such as http://127.0.0.1:8000"
     if "ConnectionError" in names or "ConnectTimeoutError" in names:
         return "; check the endpoint (--host, or the model's Meta.host) and that the server is running"
     if code in ("AccessDeniedException", "UnrecognizedClientException"):
@@ -275,8 +278,8 @@ def _parser() -> argparse.ArgumentParser:
 
     create = add_parser("create-table", help="create the counter table and wait until it is active")
     create.add_argument("--billing-mode", choices=("PAY_PER_REQUEST", "PROVISIONED"), default="PAY_PER_REQUEST")
-    create.add_argument("--read-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
-    create.add_argument("--write-capacity", type=int, default=1, help="with PROVISIONED (default 1)")
+    create.add_argument("--read-capacity", type=_positive, default=1, help="with PROVISIONED (default 1)")
+    create.add_argument("--write-capacity", type=_positive, default=1, help="with PROVISIONED (default 1)")
     create.set_defaults(run=_create_table)
 
     listing = add_parser(
@@ -440,7 +443,16 @@ def _counter_errors(counter: Type[NextId], key: str, model: Optional[Type[Model]
 
 
 def _model_arg(args: argparse.Namespace) -> Optional[Type[Model]]:
-    return load_model(args.model, args.host, args.region) if getattr(args, "model", None) else None
+    return _autoinc_model(args.model, args.host, args.region) if getattr(args, "model", None) else None
+
+
+def _autoinc_model(spec: str, host: Optional[str], region: Optional[str]) -> Type[Model]:
+    """:func:`load_model`, refusing a model that keeps no counter (it does not use AutoIncrementMixin)."""
+    model = load_model(spec, host, region)
+    if not issubclass(model, AutoIncrementMixin):
+        raise CommandError(f"{model.__name__} ({spec}) does not use AutoIncrementMixin, so it keeps no counter; name "
+                           "a model that does (class User(AutoIncrementMixin, Model))")
+    return model
 
 
 # -- commands ------------------------------------------------------------------
@@ -584,12 +596,24 @@ def _set(args: argparse.Namespace) -> int:
                 "as `seed` does. Use --force to set it anyway"
             )
     if args.dry_run:
-        return _dry_run(counter, key, model, "set", sequence, lambda last, seq: (
-            args.value if args.is_called or seq is None else args.value - seq.step))
+        return _dry_run(counter, key, model, "set", sequence, functools.partial(_set_to, args, key))
     with _counter_errors(counter, key, model):
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
+
+
+def _set_to(args: argparse.Namespace, key: str, last: Optional[int], sequence: Optional[SequenceOptions]) -> int:
+    """The value ``set`` writes on counter ``key`` under ``sequence`` (the model's, else the recorded options),
+    refused as :meth:`NextId.setval` refuses it (for --dry-run, which does not call it)."""
+    if sequence is None:
+        if not args.is_called:
+            raise CommandError(f"counter {key!r} records no sequence options, so set --no-is-called cannot tell "
+                               "its step; name the model with --model package.module:Model")
+        return int(args.value)
+    sequence.check(key, args.value)
+    check_region_value(key, sequence, args.value, last=args.is_called)
+    return int(args.value if args.is_called else args.value - sequence.step)
 
 
 def _stored_ahead(model: Type[Model], key: str, counter_value: int, cannot: str) -> Optional[int]:
@@ -684,7 +708,7 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
 
 
 def _describe(args: argparse.Namespace) -> int:
-    models = [load_model(spec, args.host, args.region) for spec in args.model]
+    models = [_autoinc_model(spec, args.host, args.region) for spec in args.model]
     counters: List[Tuple[Type[NextId], Optional[Options], str]] = []
     for spec, model in zip(args.model, models):
         opts = options_for(model)
@@ -756,7 +780,7 @@ def _fill(row: Dict[str, Any], sequence: SequenceOptions) -> None:
 
 
 def _seed(args: argparse.Namespace) -> int:
-    model = load_model(args.model, args.host, args.region)
+    model = _autoinc_model(args.model, args.host, args.region)
     opts = options_for(model)
     if opts.strategy == "query":
         raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
@@ -776,7 +800,26 @@ def _seed(args: argparse.Namespace) -> int:
             print("dry run: nothing was written")
         return 0
     moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
+    outside = {key: value for key, value in furthest.items() if not opts.sequence.contains(value)}
+    if outside:  # refused before any counter moves: a counter put there would refuse every save
+        sequence = opts.sequence
+        raise CommandError(
+            f"{model.__name__} stores {opts.attribute} values outside its sequence's bounds "
+            f"({sequence.minimum}..{sequence.maximum}): "
+            + ", ".join(f"{value} under counter {key!r}" for key, value in sorted(outside.items()))
+            + "; seed would move the counter outside them, where saves are refused. Widen the bounds "
+            f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`), or renumber "
+            "those items; nothing was moved")
     for key, value in sorted(furthest.items()):
+        if opts.sequence.cycle:
+            # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
+            with _counter_errors(counter, key, model):
+                last = counter.currval(key)
+            if last is not None:
+                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
+                      f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
+                      f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
+                continue
         if args.dry_run:
             with _counter_errors(counter, key, model):
                 last = counter.currval(key)
@@ -796,7 +839,7 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    model = load_model(args.model, args.host, args.region)
+    model = _autoinc_model(args.model, args.host, args.region)
     opts = options_for(model)
     if opts.period or opts.fmt:
         raise CommandError(f"{_numbering(opts)}, so check cannot tell which sequence a stored ID belongs to "

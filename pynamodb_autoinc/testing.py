@@ -19,11 +19,13 @@ import os
 from typing import Iterable, Iterator, Optional, Type
 
 from pynamodb.constants import DELETE_ITEM
+from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from . import _transport
 from ._options import options_for
 from .counter import NextId, bind_counter
+from .exceptions import CounterTableMissingError, error_code
 from .strategies import _state
 
 
@@ -38,17 +40,31 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
         with dynamodb(os.environ.get("DYNAMODB_HOST")):
             create_counter_table()
             ...
-    """
-    os.environ.setdefault("AWS_DEFAULT_REGION", region)
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "local" if host else "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local" if host else "testing")
-    if host:
-        yield
-        return
-    from moto import mock_aws
 
-    with mock_aws():
-        yield
+    With ``host``, botocore's ``AWS_ENDPOINT_URL_DYNAMODB`` is set to it, so that a model (and ``NextId``)
+    whose ``Meta.host`` is unset reaches ``host`` too. What the block set in the environment is unset after it.
+    """
+    settings = {"AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": "local" if host else "testing",
+                "AWS_SECRET_ACCESS_KEY": "local" if host else "testing"}
+    if host:
+        settings[ENDPOINT_VARIABLE] = host
+    added = [name for name in settings if name not in os.environ]
+    os.environ.update({name: settings[name] for name in added})
+    try:
+        if host:
+            yield
+            return
+        from moto import mock_aws
+
+        with mock_aws():
+            yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+#: botocore's variable for DynamoDB's endpoint: where a client goes when it is given no endpoint URL.
+ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_DYNAMODB"
 
 
 def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
@@ -79,14 +95,25 @@ def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = 
                    keys: Optional[Iterable[str]] = None) -> int:
     """Delete counters (all of the table's, or ``keys``) so they start again; return how many.
 
-    Also forgets everything this process remembers about counters (:func:`reset_state`).
+    Also forgets everything this process remembers about counters (:func:`reset_state`), even when a
+    delete fails.
+
+    :raises CounterTableMissingError: the counter table does not exist (this process's memory is reset all
+        the same)
     """
     bound = counter_for(model, counter)
-    if keys is None:
-        keys = bound.keys()
     removed, connection = 0, bound._get_connection()
-    for key in keys:
-        _transport.send(connection.connection, DELETE_ITEM, connection.get_operation_kwargs(*bound._item_key(key)))
-        removed += 1
-    reset_state()
+    try:
+        for key in bound.keys() if keys is None else keys:
+            _transport.send(connection.connection, DELETE_ITEM,
+                            connection.get_operation_kwargs(*bound._item_key(key)))
+            removed += 1
+    except PynamoDBException as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            raise
+        raise CounterTableMissingError(
+            f"counter table {bound.Meta.table_name!r} does not exist, so it has no counters to reset; create it "
+            "with create_counter_table(), or call reset_state() alone when the tables are gone", exc) from exc
+    finally:
+        reset_state()
     return removed
