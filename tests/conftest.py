@@ -338,3 +338,18 @@ def requests() -> Iterator[List[Tuple[str, str]]]:
 
     with pre_dynamodb_send.connected_to(record):
         yield sent
+
+
+@pytest.fixture
+def api_key(backend: Backend) -> Any:
+    """The article's item: an API key with request_count and active_period."""
+    meta = type("Meta", (), {"table_name": backend.table_name("apikeys"), **backend.meta})
+    model: Any = type("ApiKey", (Model,), {
+        "Meta": meta,
+        "key": UnicodeAttribute(hash_key=True),
+        "request_count": NumberAttribute(null=True),
+        "active_period": UnicodeAttribute(null=True),
+    })
+    backend.create(model)
+    model(key="k1").save()
+    return model

@@ -7,8 +7,6 @@ from datetime import datetime
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_autoinc.exceptions import ConfigurationError, CounterError, CounterValueError
@@ -55,21 +53,6 @@ def test_increment_names_a_corrupt_counter(backend):
     counter._get_connection().put_item("bad", attributes={"NextId": {"S": "x"}})
     with pytest.raises(CounterValueError, match="holds {'S': 'x'}"):
         counter.increment("bad", period=None)
-
-
-@pytest.fixture
-def api_key(backend):
-    """The article's item: an API key with request_count and active_period."""
-    meta = type("Meta", (), {"table_name": backend.table_name("apikeys"), **backend.meta})
-    model: Any = type("ApiKey", (Model,), {
-        "Meta": meta,
-        "key": UnicodeAttribute(hash_key=True),
-        "request_count": NumberAttribute(null=True),
-        "active_period": UnicodeAttribute(null=True),
-    })
-    backend.create(model)
-    model(key="k1").save()
-    return model
 
 
 def count(model: Any, now: datetime, key: str = "k1") -> int:

@@ -22,6 +22,7 @@ from pynamodb_autoinc.exceptions import (
 )
 from pynamodb_autoinc.sequence import BIGINT_MAX, BIGINT_MIN
 from pynamodb_autoinc.testing import reset_state
+from tests.test_pg_sequences import save_many
 
 pytestmark = pytest.mark.modes("fast", "block", "gapless")
 
@@ -42,15 +43,6 @@ def counter(backend: Any) -> Any:
 
 def take(counter: Any, key: str, seq: Any, n: int) -> List[int]:
     return [counter.nextval(key, seq) for _ in range(n)]
-
-
-def save_many(model: Any, n: int) -> List[int]:
-    ids = []
-    for _ in range(n):
-        item = model()
-        item.save()
-        ids.append(item.id)
-    return ids
 
 
 # -- nextval, currval, lastval --------------------------------------------------------------------------------

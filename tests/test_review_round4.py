@@ -98,21 +98,6 @@ def test_batch_write_of_an_explicit_id_moves_a_tracking_counter(make_model, mode
     assert user.id == 6
 
 
-@pytest.fixture
-def api_key(backend):
-    """An item counting requests per period: an API key with request_count and active_period."""
-    meta = type("Meta", (), {"table_name": backend.table_name("apikeys"), **backend.meta})
-    model: Any = type("ApiKey", (Model,), {
-        "Meta": meta,
-        "key": UnicodeAttribute(hash_key=True),
-        "request_count": NumberAttribute(null=True),
-        "active_period": UnicodeAttribute(null=True),
-    })
-    backend.create(model)
-    model(key="k1").save()
-    return model
-
-
 def _count(model: Any, *args: Any, **kwargs: Any) -> int:
     return increment_in_period(model, *args, count_attribute="request_count", period_attribute="active_period",
                                **kwargs)
