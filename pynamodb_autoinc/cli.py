@@ -847,8 +847,9 @@ def _check(args: argparse.Namespace) -> int:
                            "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
+    counter = opts.counter if opts.sequence.cycle else None
     for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments)):
-        row = {"key": key, **_audit(values, sequence)}
+        row = {"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
         report.append(row)
     if args.json:
@@ -896,7 +897,7 @@ def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[s
     return sorted(found, key=lambda group: group[0])
 
 
-def _audit(values: List[int], sequence: SequenceOptions) -> Dict[str, Any]:
+def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = None) -> Dict[str, Any]:
     """Duplicates, holes and off-sequence values among the stored IDs of one counter.
 
     The sequence is ``start, start + step, ...``; a stored value is at
@@ -905,27 +906,47 @@ def _audit(values: List[int], sequence: SequenceOptions) -> Dict[str, Any]:
     the furthest stored one that no item holds; they are counted from the
     sorted positions, neighbour to neighbour, so a huge ID costs no memory.
     ``hole_ranges`` lists the first runs of holes as ``[first, last]`` in
-    sequence order (``last < first`` for a negative step).
+    sequence order (``last < first`` for a negative step, or across a wrap).
+
+    A cycling sequence whose counter holds ``last`` is read as a ring that
+    ends at ``last``: the values after it, up to the first one stored, are
+    the ones a next pass will take (after a wrap, the ones the items of the
+    last pass left free), not holes; holes lie between the first and the
+    furthest stored value of the ring, as they do without a cycle.
     """
     values = sorted(values)
     duplicates = sorted({a for a, b in zip(values, values[1:]) if a == b})
+    ring = last is not None and sequence.cycle and sequence.on_sequence(last) and \
+        (sequence.start - sequence.restart_value) % sequence.step == 0
+    if ring:
+        assert last is not None
+        base = (last - sequence.restart_value) // sequence.step + 1  # the ring's place 0: the value after last
+
+        def place(value: int) -> Optional[int]:
+            if not sequence.on_sequence(value):
+                return None
+            return ((value - sequence.restart_value) // sequence.step - base) % sequence.size
+
+        def value_at(position: int) -> int:
+            return sequence.restart_value + (position + base) % sequence.size * sequence.step
+    else:
+        place, value_at = sequence.position, sequence.at
     positions: List[int] = []
     off: List[int] = []
     for value in values:
-        position = sequence.position(value)
+        position = place(value)
         if position is None:
             off.append(value)
-        elif not positions or positions[-1] != position:
+        else:
             positions.append(position)
-    if sequence.step < 0:
-        positions.reverse()  # values ascend, so positions descend for a negative step
-    holes, previous = 0, -1
+    positions = sorted(set(positions))
+    holes, previous = 0, (positions[0] - 1 if ring and positions else -1)
     ranges: List[List[int]] = []
     for position in positions:
         if position > previous + 1:
             holes += position - previous - 1
             if len(ranges) < _FIRST:
-                ranges.append([sequence.at(previous + 1), sequence.at(position - 1)])
+                ranges.append([value_at(previous + 1), value_at(position - 1)])
         previous = position
     return {"items": len(values), "min": values[0], "max": values[-1], "duplicates": duplicates,
             "holes": holes, "hole_ranges": ranges,

@@ -4,6 +4,7 @@ where saves fail, and the test helpers reach the endpoint they name and leave no
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -233,3 +234,60 @@ def test_seed_refuses_to_move_a_counter_outside_the_bounds(make_model, monkeypat
     item = model()
     item.save()
     assert item.id == 4
+
+
+# -- check on a cycling sequence ----------------------------------------------------------------------------------
+
+
+def checked(capsys: Any, backend: Any) -> Any:
+    """`check --json` of tests.test_tools_review4:Cycling: (exit status, the one counter's row)."""
+    code, out, err = run(capsys, *where(backend), "check", "--model", f"{__name__}:Cycling", "--json")
+    assert code in (0, 3), err
+    rows = json.loads(out)
+    assert len(rows) == 1
+    return code, rows[0]
+
+
+@pytest.mark.modes("gapless")
+def test_check_reads_a_wrapped_cycling_sequence_as_a_ring(make_model, monkeypatch, capsys, backend, credentials):
+    """check on a gapless sequence cycling through 1..50 that came round (at 3, items 41..50 and 1..3 stored)
+    finds no holes: 4..40 are the values the next pass takes, not values skipped; exit 0."""
+    model = cycling(make_model, monkeypatch)
+    opts = model.autoinc_options()
+    opts.counter.setval(opts.key, 40, sequence=opts.sequence)
+    for _ in range(13):
+        model().save()
+    code, row = checked(capsys, backend)
+    assert (code, row["items"], row["holes"], row["off_sequence"]) == (0, 13, 0, 0)
+
+
+@pytest.mark.modes("gapless")
+def test_check_finds_holes_across_a_cycling_sequences_wrap(make_model, monkeypatch, capsys, backend, credentials):
+    """Within a wrapped ring, a missing item is a hole, also where the ring wraps: with 45, 50 and 1 deleted
+    from 41..50, 1..3, check counts 3 holes, shows them in sequence order (45, then 50..1) and exits 3."""
+    model = cycling(make_model, monkeypatch)
+    opts = model.autoinc_options()
+    opts.counter.setval(opts.key, 40, sequence=opts.sequence)
+    for _ in range(13):
+        model().save()
+    for gone in (45, 50, 1):
+        model.get(gone).delete()
+    code, row = checked(capsys, backend)
+    assert (code, row["holes"], row["hole_ranges"]) == (3, 3, [[45, 45], [50, 1]])
+
+
+@pytest.mark.modes("gapless")
+def test_check_audits_a_cycling_sequence_that_has_not_come_round_as_before(make_model, monkeypatch, capsys, backend,
+                                                                          credentials):
+    """A cycling sequence that has not come round yet is audited as one that does not cycle: at 10 with items
+    1..10 it has no holes; with 5 deleted it has one (exit 3); with 10 deleted too, the furthest stored item
+    is 9, so 10 is not counted (as without a cycle)."""
+    model = cycling(make_model, monkeypatch)
+    for _ in range(10):
+        model().save()
+    assert checked(capsys, backend)[1]["holes"] == 0
+    model.get(5).delete()
+    code, row = checked(capsys, backend)
+    assert (code, row["holes"], row["hole_ranges"]) == (3, 1, [[5, 5]])
+    model.get(10).delete()
+    assert checked(capsys, backend)[1]["hole_ranges"] == [[5, 5]]
