@@ -266,6 +266,9 @@ def test_save_interrupted_while_queued_behind_a_group_leader_keeps_no_id(make_mo
         except BaseException as exc:  # noqa: BLE001 - checked below
             errors.append(exc)
 
+    # Python raises KeyboardInterrupt on SIGINT only with its default handler, which it does not install in a
+    # process started with SIGINT ignored (a background job of a shell script, as CI may run the suite)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     with pre_dynamodb_send.connected_to(hold):
         leader = threading.Thread(target=lead)
         leader.start()
@@ -279,6 +282,7 @@ def test_save_interrupted_while_queued_behind_a_group_leader_keeps_no_id(make_mo
             timer.cancel()
             release.set()
             leader.join(10)
+            signal.signal(signal.SIGINT, previous)
     assert errors == [] and first.id == 2
     assert second.id is None
     assert sorted(i.name for i in Item.scan(consistent_read=True)) == ["leader", "warm"]
