@@ -39,7 +39,7 @@ from pynamodb.models import Model
 
 from . import _transport, regions
 from ._options import Options, options_for
-from .counter import NextId, bind_counter, check_region_value
+from .counter import NextId, bind_counter, check_region_value, setval_value
 from .exceptions import (
     ConfigurationError,
     CounterTableMissingError,
@@ -596,24 +596,12 @@ def _set(args: argparse.Namespace) -> int:
                 "as `seed` does. Use --force to set it anyway"
             )
     if args.dry_run:
-        return _dry_run(counter, key, model, "set", sequence, functools.partial(_set_to, args, key))
+        return _dry_run(counter, key, model, "set", sequence,
+                        lambda last, seq: setval_value(key, args.value, args.is_called, seq))
     with _counter_errors(counter, key, model):
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
-
-
-def _set_to(args: argparse.Namespace, key: str, last: Optional[int], sequence: Optional[SequenceOptions]) -> int:
-    """The value ``set`` writes on counter ``key`` under ``sequence`` (the model's, else the recorded options),
-    refused as :meth:`NextId.setval` refuses it (for --dry-run, which does not call it)."""
-    if sequence is None:
-        if not args.is_called:
-            raise CommandError(f"counter {key!r} records no sequence options, so set --no-is-called cannot tell "
-                               "its step; name the model with --model package.module:Model")
-        return int(args.value)
-    sequence.check(key, args.value)
-    check_region_value(key, sequence, args.value, last=args.is_called)
-    return int(args.value if args.is_called else args.value - sequence.step)
 
 
 def _stored_ahead(model: Type[Model], key: str, counter_value: int, cannot: str) -> Optional[int]:

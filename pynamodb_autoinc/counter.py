@@ -241,15 +241,7 @@ class NextId(Model):
         if sequence is not None and recorded is not None and recorded != sequence:
             raise cls._mismatch(key, sequence, recorded.encode())
         seq = sequence or recorded
-        if seq is None and not is_called:
-            raise ConfigurationError(
-                f"counter {key!r} records no sequence options, so setval(..., is_called=False) cannot tell its "
-                "step; pass sequence=Model.autoinc_options().sequence (on the command line, name the model "
-                "with --model package.module:Model)")
-        if seq is not None:
-            seq.check(key, value)
-            check_region_value(key, seq, value, last=is_called)
-        cls._set(key, value if is_called or seq is None else value - seq.step, seq, recorded)
+        cls._set(key, setval_value(key, value, is_called, seq), seq, recorded)
         return value
 
     @classmethod
@@ -786,6 +778,25 @@ def _counter_key(key: Any) -> str:
                                  "counter (Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of "
                                  "your own")
     return key
+
+
+def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
+    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq`` (given, else the recorded options):
+    ``value``, or ``value - step`` with ``is_called=False``; the command line's ``set --dry-run`` shows it.
+
+    :raises ConfigurationError: ``is_called`` is False and there is no ``seq`` to tell the step
+    :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
+    """
+    if seq is None:
+        if not is_called:
+            raise ConfigurationError(
+                f"counter {key!r} records no sequence options, so setval(..., is_called=False) cannot tell its "
+                "step; pass sequence=Model.autoinc_options().sequence (on the command line, name the model "
+                "with --model package.module:Model)")
+        return value
+    seq.check(key, value)
+    check_region_value(key, seq, value, last=is_called)
+    return value if is_called else value - seq.step
 
 
 def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int") -> None:
