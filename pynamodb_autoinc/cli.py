@@ -799,18 +799,17 @@ def _seed(args: argparse.Namespace) -> int:
             f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`), or renumber "
             "those items; nothing was moved")
     for key, value in sorted(furthest.items()):
-        if opts.sequence.cycle:
+        last = None
+        if opts.sequence.cycle or args.dry_run:
+            with _counter_errors(counter, key, model):
+                last = counter.currval(key)
+        if opts.sequence.cycle and last is not None:
             # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
-            with _counter_errors(counter, key, model):
-                last = counter.currval(key)
-            if last is not None:
-                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
-                      f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
-                      f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
-                continue
+            print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
+                  f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
+                  f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
+            continue
         if args.dry_run:
-            with _counter_errors(counter, key, model):
-                last = counter.currval(key)
             if last is None or _behind(last, value, opts.step):
                 print(f"dry run: {key}: would be {moved} {value} (from {'none' if last is None else last})")
             else:
