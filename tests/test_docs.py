@@ -1,13 +1,17 @@
-"""The documentation site (docs/) says what the code does: its options, its errors, and code that runs.
+"""The documentation site (docs/) and the README say what the code does: its options, its errors, and code that runs.
 
 Every ```python block of a page runs, in order and in one namespace, inside moto's ``mock_aws()``, except
 a block preceded by ``<!-- no-run: why -->``; a block preceded by ``<!-- needs: a, b -->`` runs once
-``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then.
+``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then. The README's first block
+runs as a reader would run it: alone, in a fresh process. Its links point into the checkout.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -19,6 +23,7 @@ from pynamodb_autoinc import testing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+README = ROOT / "README.md"
 PACKAGE = ROOT / "pynamodb_autoinc"
 
 BLOCK = re.compile(r"(?:<!-- (no-run|needs):?([^>]*)-->\n)?```python\n(.*?)```", re.S)
@@ -109,3 +114,47 @@ def test_page_code_runs(page: Path, aws: None):
         exec(compile(code, f"{page.name}, block {number}", "exec"), namespace)  # noqa: S102
     if waiting:
         pytest.skip(f"{page.name}: the rest ran; skipped until pynamodb_autoinc exports them: {'; '.join(waiting)}")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+OWN_SITES = ("pynamodb-autoinc.readthedocs.io", "github.com/pynamodb-autoinc")
+
+
+def links(page: Path) -> List[str]:
+    """The targets of the page's markdown links, ``[text](target)`` and ``<https://...>``."""
+    return [m.group(1) or m.group(2) for m in LINK.finditer(page.read_text())]
+
+
+def anchors(page: Path) -> set:
+    """The anchors of the page's headings, as GitHub (and myst's heading anchors) make them."""
+    titles = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", page.read_text(), flags=re.S), re.M)
+    return {re.sub(r"[^a-z0-9 _-]", "", title.strip().lower()).replace(" ", "-") for title in titles}
+
+
+def test_readme_links_point_at_files_in_the_checkout():
+    """Every relative link of the README names a file of the checkout (and a heading of it, with an anchor)."""
+    broken = []
+    for target in links(README):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        page = (ROOT / path) if path else README
+        if not page.is_file() or (anchor and anchor not in anchors(page)):
+            broken.append(target)
+    assert broken == []
+
+
+def test_readme_does_not_link_to_the_projects_own_site():
+    """No README link is absolute to the project's own site or repository, which a checkout may not reach."""
+    assert [t for t in links(README) if any(site in t for site in OWN_SITES)] == []
+
+
+def test_readme_quickstart_runs_as_written(tmp_path: Path):
+    """The README's first python block, copied into a file, runs alone in a fresh process with no AWS settings."""
+    code = next(code for _, _, code in blocks(README))
+    script = tmp_path / "quickstart.py"
+    script.write_text(code)
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
