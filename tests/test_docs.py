@@ -8,6 +8,8 @@ runs as a reader would run it: alone, in a fresh process. Its links point into t
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -74,6 +76,37 @@ def test_errors_page_lists_every_error_class():
                if isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == module.__name__}
     page = (DOCS / "errors.md").read_text()
     assert {name for name in classes if f"| `{name}`" not in page} == set()
+
+
+def documented_values(module_name: str) -> Dict[str, str]:
+    """The module-level names autodoc shows with their value: a docstring below the assignment, or ``#:`` above."""
+    source = Path(importlib.import_module(module_name).__file__ or "").read_text()
+    lines, body, docs = source.splitlines(), ast.parse(source).body, {}
+    for node, after in zip(body, body[1:] + [ast.Pass()]):
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Assign):
+            targets = node.targets
+        else:
+            continue
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            doc = after.value.value
+        elif node.lineno > 1 and lines[node.lineno - 2].strip().startswith("#:"):
+            doc = lines[node.lineno - 2]
+        else:
+            continue
+        docs.update({target.id: doc for target in targets if isinstance(target, ast.Name)})
+    return docs
+
+
+def test_api_reference_shows_no_memory_address():
+    """No value the API reference prints carries a memory address (``<... object at 0x7f...>``), which changes
+    with every build: such a value's docstring hides it with ``:meta hide-value:``."""
+    modules = re.findall(r"^\.\. automodule:: (\S+)", (DOCS / "api.rst").read_text(), re.M)
+    shown = [f"{module}.{name}" for module in modules for name, doc in documented_values(module).items()
+             if re.search(r" at 0x[0-9a-fA-F]+", repr(getattr(importlib.import_module(module), name)))
+             and ":meta hide-value:" not in doc]
+    assert shown == []
 
 
 def test_every_page_is_in_a_toctree():
