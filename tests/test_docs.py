@@ -84,7 +84,7 @@ def documented_values(module_name: str) -> Dict[str, str]:
     lines, body, docs = source.splitlines(), ast.parse(source).body, {}
     for node, after in zip(body, body[1:] + [ast.Pass()]):
         if isinstance(node, ast.AnnAssign):
-            targets = [node.target]
+            targets: List[ast.expr] = [node.target]
         elif isinstance(node, ast.Assign):
             targets = node.targets
         else:
