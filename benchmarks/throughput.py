@@ -49,13 +49,14 @@ Rows (one algorithm x one shape of writers; each row gets fresh tables with uniq
 
     1. ``plain save``: ``Model.save()`` of an item whose key the client chose
        (``writer * 10**6 + i``): the cost of the write alone.
-    2. ``003 atomic counter``: ``UpdateItem ADD NextId :1`` returning
+    2. ``atomic counter``: ``UpdateItem ADD NextId :1`` returning
        ``UPDATED_NEW`` on a counter item, then ``PutItem`` with
        ``attribute_not_exists`` (a failed put is an error: the value is spent).
-    3. ``003 query max``: ``Query`` of one shared partition (descending,
+    3. ``query max``: ``Query`` of one shared partition (descending,
        ``Limit 1``, consistent), ``PutItem`` of max+1 with ``attribute_not_exists``
        on the range key; on ``ConditionalCheckFailed`` re-query and retry at once.
-    4. ``004 read+transaction``: consistent ``GetItem`` of the counter, then
+    4. ``read+transaction`` (the gapless pattern of "Reliable Auto-Incrementing Integers in DynamoDB"):
+       consistent ``GetItem`` of the counter, then
        ``TransactWriteItems`` (counter ``Put`` conditional on the value read,
        item ``Put`` with ``attribute_not_exists``); on cancellation retry at once,
        with no backoff (the algorithm of the npm package ``@nasa-gcn/dynamodb-autoincrement``).
@@ -78,7 +79,7 @@ Columns
     table creation and connection set-up are outside it).
     ``vs plain``: items/s relative to ``plain save`` on the same backend and the
     same shape (process count, or process x threads).
-    ``vs read+tx``: items/s relative to ``004 read+transaction`` of the same
+    ``vs read+tx``: items/s relative to ``read+transaction`` of the same
     backend and shape; ``vs 1 process``: relative to the same algorithm's
     1-process row (``--procs`` must include 1).
     ``slowest writer items/s``, ``fastest writer items/s``: each writer's own
@@ -113,7 +114,7 @@ Columns
     reported no capacity at all.
     ``retries/item``: error responses with code ``ConditionalCheckFailedException``
     or ``TransactionCanceledException`` seen by the ``after-call`` hook, per item
-    saved: each is a lost race that was retried (for ``003 atomic counter`` it is
+    saved: each is a lost race that was retried (for ``atomic counter`` it is
     a failed put, which is also counted in ``failed saves``).
     ``client CPU ms/item``: CPU time the worker processes spent (``time.process_time``,
     summed over processes), per item saved (``CPU vs plain``: relative to ``plain
@@ -211,9 +212,9 @@ class Algorithm:
 
 ALGORITHMS: Tuple[Algorithm, ...] = (
     Algorithm("plain", "plain save", False, False, False, False),
-    Algorithm("atomic", "003 atomic counter", True, False, False, True),
-    Algorithm("querymax", "003 query max", True, True, False, False),
-    Algorithm("txn", "004 read+transaction", True, False, False, True),
+    Algorithm("atomic", "atomic counter", True, False, False, True),
+    Algorithm("querymax", "query max", True, True, False, False),
+    Algorithm("txn", "read+transaction", True, False, False, True),
     Algorithm("fast", "fast", True, False, True, True),
     Algorithm("block", "block N=100", True, False, True, True),
     Algorithm("gapless", "gapless", True, False, True, True),

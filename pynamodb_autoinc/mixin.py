@@ -27,6 +27,7 @@ from pynamodb.constants import ITEM, PUT
 from pynamodb.exceptions import AttributeNullError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
+from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
 from . import _engine, _group, regions, strategies
@@ -183,12 +184,27 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             )
 
     @classmethod
-    def scan(cls: Type[_T], filter_condition: Optional[Condition] = None, *args: Any, **kwargs: Any) -> Any:
+    def scan(
+        cls: Type[_T],
+        filter_condition: Optional[Condition] = None,
+        segment: Optional[int] = None,
+        total_segments: Optional[int] = None,
+        limit: Optional[int] = None,
+        last_evaluated_key: Optional[Dict[str, Dict[str, Any]]] = None,
+        page_size: Optional[int] = None,
+        consistent_read: Optional[bool] = None,
+        index_name: Optional[str] = None,
+        rate_limit: Optional[float] = None,
+        attributes_to_get: Optional[Sequence[str]] = None,
+    ) -> ResultIterator[_T]:
         """``Model.scan``, leaving out the counter items of ``Meta.autoinc_counter_in_table``."""
         if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
             hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
             filter_condition = hide if filter_condition is None else hide & filter_condition
-        return super().scan(filter_condition, *args, **kwargs)
+        return super().scan(
+            filter_condition, segment=segment, total_segments=total_segments, limit=limit,
+            last_evaluated_key=last_evaluated_key, page_size=page_size, consistent_read=consistent_read,
+            index_name=index_name, rate_limit=rate_limit, attributes_to_get=attributes_to_get)
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:

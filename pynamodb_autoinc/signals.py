@@ -60,7 +60,10 @@ class _Namespace(Namespace):
 
 
 signals: Namespace = _Namespace()
-"""The :class:`blinker.Namespace` of pynamodb-autoinc's signals."""
+"""The :class:`blinker.Namespace` of pynamodb-autoinc's signals.
+
+:meta hide-value:
+"""
 
 before_save: NamedSignal = signals.allocating_signal(  # type: ignore[attr-defined]
     "before_save",
@@ -70,7 +73,10 @@ before_save: NamedSignal = signals.allocating_signal(  # type: ignore[attr-defin
 model instance; what a receiver sets on the instance is stored. The library's
 own receiver (:func:`pynamodb_autoinc.mixin.assign_id`) runs after all others
 and assigns the ID of a new instance. A receiver that raises aborts the save
-before anything is written."""
+before anything is written.
+
+:meta hide-value:
+"""
 
 after_save: NamedSignal = signals.signal(
     "after_save",
@@ -79,7 +85,10 @@ after_save: NamedSignal = signals.signal(
 """Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin`
 model instance has committed, with the same keywords as :data:`before_save`.
 A receiver that raises is logged and ignored: the write has committed and the
-save still returns normally."""
+save still returns normally.
+
+:meta hide-value:
+"""
 
 
 race_lost: NamedSignal = signals.signal(
@@ -89,8 +98,11 @@ race_lost: NamedSignal = signals.signal(
 """Sent each time a write lost a race for its counter (or, with the query strategy, its partition) and
 is about to be tried again with another value. Keywords: ``instance`` (the first new instance of the
 write), ``attempts`` (races lost so far by this write) and ``elapsed`` (seconds since it began). Count it
-to see contention before it turns into :data:`contention_failed`. A receiver that raises is logged and
-ignored."""
+to see contention before it turns into :data:`contention_failed`. A receiver that raises is logged
+(on the ``pynamodb_autoinc`` logger, at ERROR) and ignored: the write goes on with its next try.
+
+:meta hide-value:
+"""
 
 contention_failed: NamedSignal = signals.signal(
     "contention_failed",
@@ -98,7 +110,11 @@ contention_failed: NamedSignal = signals.signal(
 )
 """Sent when a write used up ``Meta.autoinc_timeout`` (or ``Meta.autoinc_retries``) losing races, just
 before :class:`~pynamodb_autoinc.exceptions.ContentionError` is raised; same keywords as
-:data:`race_lost`. A receiver that raises is logged and ignored."""
+:data:`race_lost`. A receiver that raises is logged and ignored: the write still raises
+:class:`~pynamodb_autoinc.exceptions.ContentionError`, not the receiver's exception.
+
+:meta hide-value:
+"""
 
 
 def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:

@@ -1,4 +1,4 @@
-"""The scenarios of the reference articles, as the library runs them."""
+"""The scenarios of the hand-rolled patterns the library grew from (docs/index.md), as the library runs them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pynamodb_autoinc.exceptions import CounterTableMissingError, ItemExistsErro
 pytestmark = pytest.mark.modes('fast', 'gapless')
 
 
-def test_000_nextid_table_with_string_ids(make_model, backend):
-    """Article 000: a NextId item {"NextKey": "user"} numbers users "1", "2" from a before-save hook."""
+def test_nextid_table_numbers_string_ids_from_a_before_save_hook(make_model, backend):
+    """The NextId table pattern: a NextId item {"NextKey": "user"} numbers users "1", "2" from a before-save hook."""
     UserNew = make_model("UserNew", Id=UnicodeAttribute(hash_key=True), name=UnicodeAttribute(null=True),
                          autoinc_key="user")
     seen: list = []
@@ -32,8 +32,8 @@ def test_000_nextid_table_with_string_ids(make_model, backend):
                    "NextOptions": {"S": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}}
 
 
-def test_000_failed_counter_call_stores_nothing(make_model, backend):
-    """Where the article logs a failed counter call and saves anyway, the library raises and stores nothing."""
+def test_nextid_table_failed_counter_call_stores_nothing(make_model, backend):
+    """Where the NextId table pattern saves after a failed counter call anyway, the library raises, storing nothing."""
 
     class Gone(NextId):
         class Meta:
@@ -47,8 +47,8 @@ def test_000_failed_counter_call_stores_nothing(make_model, backend):
 
 
 @pytest.mark.modes()  # its models set their own mode
-def test_003_atomic_counter_is_one_update(make_model, requests):
-    """Article 003, strategy 1: fast mode asks the counter once per ID (ADD/SET returning the new value)."""
+def test_atomic_counter_is_one_update(make_model, requests):
+    """The atomic counter pattern: fast mode asks the counter once per ID (ADD/SET returning the new value)."""
     Item = make_model("Item", autoinc_gapless=False)
     Item().save()  # the process's first save describes the tables once (global tables)
     requests.clear()
@@ -57,8 +57,8 @@ def test_003_atomic_counter_is_one_update(make_model, requests):
 
 
 @pytest.mark.modes()  # its models set their own mode
-def test_004_members_are_gapless_and_refuse_duplicates(make_model):
-    """Article 004: User#Uros 1, User#Alex 2, User#Luc 3; a second Alex is refused and spends no number."""
+def test_read_and_transaction_members_are_gapless_and_refuse_duplicates(make_model):
+    """Read+transaction's users: User#Uros 1, User#Alex 2, User#Luc 3; a second Alex is refused, spending no number."""
     Users = make_model("Users", pk=UnicodeAttribute(hash_key=True), num_identifier=NumberAttribute(null=True),
                        user_name=UnicodeAttribute(null=True), autoinc_attribute="num_identifier",
                        autoinc_gapless=True, autoinc_counter_in_table=True, autoinc_key="UserMetadata")

@@ -1,13 +1,19 @@
-"""The documentation site (docs/) says what the code does: its options, its errors, and code that runs.
+"""The documentation site (docs/) and the README say what the code does: its options, its errors, and code that runs.
 
 Every ```python block of a page runs, in order and in one namespace, inside moto's ``mock_aws()``, except
 a block preceded by ``<!-- no-run: why -->``; a block preceded by ``<!-- needs: a, b -->`` runs once
-``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then.
+``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then. The README's first block
+runs as a reader would run it: alone, in a fresh process. Its links point into the checkout.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -19,6 +25,7 @@ from pynamodb_autoinc import testing
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+README = ROOT / "README.md"
 PACKAGE = ROOT / "pynamodb_autoinc"
 
 BLOCK = re.compile(r"(?:<!-- (no-run|needs):?([^>]*)-->\n)?```python\n(.*?)```", re.S)
@@ -71,6 +78,37 @@ def test_errors_page_lists_every_error_class():
     assert {name for name in classes if f"| `{name}`" not in page} == set()
 
 
+def documented_values(module_name: str) -> Dict[str, str]:
+    """The module-level names autodoc shows with their value: a docstring below the assignment, or ``#:`` above."""
+    source = Path(importlib.import_module(module_name).__file__ or "").read_text()
+    lines, body, docs = source.splitlines(), ast.parse(source).body, {}
+    for node, after in zip(body, body[1:] + [ast.Pass()]):
+        if isinstance(node, ast.AnnAssign):
+            targets: List[ast.expr] = [node.target]
+        elif isinstance(node, ast.Assign):
+            targets = node.targets
+        else:
+            continue
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            doc = after.value.value
+        elif node.lineno > 1 and lines[node.lineno - 2].strip().startswith("#:"):
+            doc = lines[node.lineno - 2]
+        else:
+            continue
+        docs.update({target.id: doc for target in targets if isinstance(target, ast.Name)})
+    return docs
+
+
+def test_api_reference_shows_no_memory_address():
+    """No value the API reference prints carries a memory address (``<... object at 0x7f...>``), which changes
+    with every build: such a value's docstring hides it with ``:meta hide-value:``."""
+    modules = re.findall(r"^\.\. automodule:: (\S+)", (DOCS / "api.rst").read_text(), re.M)
+    shown = [f"{module}.{name}" for module in modules for name, doc in documented_values(module).items()
+             if re.search(r" at 0x[0-9a-fA-F]+", repr(getattr(importlib.import_module(module), name)))
+             and ":meta hide-value:" not in doc]
+    assert shown == []
+
+
 def test_every_page_is_in_a_toctree():
     """Every page of docs/ is reachable from the index."""
     index = (DOCS / "index.md").read_text()
@@ -109,3 +147,47 @@ def test_page_code_runs(page: Path, aws: None):
         exec(compile(code, f"{page.name}, block {number}", "exec"), namespace)  # noqa: S102
     if waiting:
         pytest.skip(f"{page.name}: the rest ran; skipped until pynamodb_autoinc exports them: {'; '.join(waiting)}")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+OWN_SITES = ("pynamodb-autoinc.readthedocs.io", "github.com/pynamodb-autoinc")
+
+
+def links(page: Path) -> List[str]:
+    """The targets of the page's markdown links, ``[text](target)`` and ``<https://...>``."""
+    return [m.group(1) or m.group(2) for m in LINK.finditer(page.read_text())]
+
+
+def anchors(page: Path) -> set:
+    """The anchors of the page's headings, as GitHub (and myst's heading anchors) make them."""
+    titles = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", page.read_text(), flags=re.S), re.M)
+    return {re.sub(r"[^a-z0-9 _-]", "", title.strip().lower()).replace(" ", "-") for title in titles}
+
+
+def test_readme_links_point_at_files_in_the_checkout():
+    """Every relative link of the README names a file of the checkout (and a heading of it, with an anchor)."""
+    broken = []
+    for target in links(README):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        page = (ROOT / path) if path else README
+        if not page.is_file() or (anchor and anchor not in anchors(page)):
+            broken.append(target)
+    assert broken == []
+
+
+def test_readme_does_not_link_to_the_projects_own_site():
+    """No README link is absolute to the project's own site or repository, which a checkout may not reach."""
+    assert [t for t in links(README) if any(site in t for site in OWN_SITES)] == []
+
+
+def test_readme_quickstart_runs_as_written(tmp_path: Path):
+    """The README's first python block, copied into a file, runs alone in a fresh process with no AWS settings."""
+    code = next(code for _, _, code in blocks(README))
+    script = tmp_path / "quickstart.py"
+    script.write_text(code)
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr

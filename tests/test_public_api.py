@@ -225,3 +225,14 @@ def test_memory_per_counter_key_is_bounded(make_model, monkeypatch):
     again = Line(order="a")
     again.save()
     assert again.n == 2
+
+
+@pytest.mark.modes()
+def test_scan_takes_the_parameters_of_pynamodb_scan():
+    """``AutoIncrementMixin.scan`` takes the installed PynamoDB's ``Model.scan`` parameters, with their defaults."""
+    import inspect
+
+    def shape(method: Any) -> list:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
+
+    assert shape(AutoIncrementMixin.scan) == shape(Model.scan)

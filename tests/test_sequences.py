@@ -74,7 +74,7 @@ def test_max_as_the_floor_of_a_countdown_is_refused_with_the_new_meaning(make_mo
 
 @pytest.fixture
 def issue_model(make_model):
-    """Issues numbered per project: hash key project, range key number (article 003)."""
+    """Issues numbered per project: hash key project, range key number (the query-max sequence pattern)."""
     return make_model(
         "Issue",
         project=UnicodeAttribute(hash_key=True),
@@ -260,7 +260,7 @@ def test_sequence_misconfiguration(make_model, options, message):
 
 @pytest.fixture
 def users_table(make_model):
-    """Article 004's single table: users and their counter item in one table."""
+    """The single table of "Reliable Auto-Incrementing Integers in DynamoDB": users and their counter item."""
     return make_model(
         "Users",
         pk=UnicodeAttribute(hash_key=True),

@@ -61,6 +61,22 @@ def test_a_failing_metrics_receiver_does_not_break_the_save(make_model, rival, c
     assert "race_lost receiver of User failed" in caplog.text
 
 
+def test_a_failing_contention_failed_receiver_leaves_the_contention_error(make_model, rival, caplog):
+    """A contention_failed receiver that raises is logged; the save raises ContentionError, not its exception."""
+    User = make_model("User", autoinc_retries=1)
+
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("metrics backend down")
+
+    rival(User, times=5)
+    user = User()
+    listening = contention_failed.connected_to(broken, sender=User)
+    with listening, caplog.at_level(logging.ERROR, logger="pynamodb_autoinc"), pytest.raises(ContentionError):
+        user.save()
+    assert user.id is None
+    assert "contention_failed receiver of User failed" in caplog.text
+
+
 def test_debug_logs_claims_and_races(make_model, rival, caplog):
     """At DEBUG the pynamodb_autoinc logger tells each claim and each lost race."""
     User = make_model("User")
