@@ -353,3 +353,9 @@ def api_key(backend: Backend) -> Any:
     backend.create(model)
     model(key="k1").save()
     return model
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, os.environ.get(name, "local"))

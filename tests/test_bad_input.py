@@ -9,12 +9,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Type
 
 import pytest
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
 from pynamodb.exceptions import PutError, PynamoDBException
 from pynamodb.models import BatchWrite
 
 import pynamodb_autoinc
-from pynamodb_autoinc import NextId, before_save
+from pynamodb_autoinc import (
+    NextId,
+    TransactWrite,
+    before_save,
+)
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     ConfigurationError,
@@ -25,6 +34,7 @@ from pynamodb_autoinc.exceptions import (
     UnassignedIdError,
 )
 from tests.conftest import PINNING
+from tests.helpers import auto_model, stored_names
 
 pytestmark = pytest.mark.modes('fast', 'gapless')
 
@@ -214,3 +224,55 @@ def test_gapless_instance_outside_save_is_refused(make_model):
     with pytest.raises(UnassignedIdError, match="can only be saved with save"):
         item.get_save_kwargs_from_instance()
     assert item.id is None
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("operation", ["update", "delete", "refresh"])
+def test_keyed_operation_on_a_new_instance_names_the_fix(backend, operation):
+    """``update()``, ``delete()`` and ``refresh()`` of a new instance (its auto-increment key still None) are
+    refused with the library's ``UnassignedIdError`` saying to save it first, not a ``decimal`` error from
+    serialising a None key; nothing is written and the ID stays None."""
+    User = auto_model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)})
+    user = User(name="Ada")
+    calls = {"update": lambda: user.update(actions=[User.name.set("Bob")]), "delete": user.delete,
+             "refresh": user.refresh}
+    with pytest.raises(UnassignedIdError, match=r"has no id yet.*save\(\) it first"):
+        calls[operation]()
+    assert user.id is None and stored_names(User) == []
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("key", ["", 5, None])
+@pytest.mark.parametrize("call", ["nextval", "currval", "setval"])
+def test_counter_key_that_is_not_a_non_empty_string_is_refused(backend, key, call):
+    """``NextId.nextval``, ``currval`` and ``setval`` given a counter key that is not a non-empty string raise
+    the library's ``ConfigurationError`` naming what to pass, not a bare ``TypeError`` (``5``, ``None``) or a
+    ``CounterError`` wrapping DynamoDB's validation message (``""``); the table holds no counter after."""
+    counter = backend.counter()
+    calls = {"nextval": lambda: counter.nextval(key), "currval": lambda: counter.currval(key),
+             "setval": lambda: counter.setval(key, 3)}
+    with pytest.raises(ConfigurationError, match="a counter key must be a non-empty string"):
+        calls[call]()
+    assert counter.keys() == []
+
+
+@pytest.mark.modes("fast", "gapless")
+@pytest.mark.parametrize("path", ["save", "save_all", "transaction", "batch"])
+def test_string_id_set_by_hand_to_a_number_is_refused_on_every_path(make_model, mode, path):
+    """An ID stored as a string (a UnicodeAttribute) set by hand to something that is not a string (the int 5)
+    is refused with InvalidIdError naming the fix on every write path, before anything is sent, as a
+    NumberAttribute ID set to 2.5 is; not PynamoDB's PutError or a cancelled transaction from DynamoDB."""
+    Code = make_model("Code", id=UnicodeAttribute(hash_key=True), autoinc_gapless=mode == "gapless")
+    code = Code(id=5)
+    with pytest.raises(InvalidIdError, match="Code.id = 5 is not a string"):
+        if path == "save":
+            code.save()
+        elif path == "save_all":
+            Code.save_all([code])
+        elif path == "transaction":
+            with TransactWrite(connection=Code._get_connection().connection) as tx:
+                tx.save(code)
+        else:
+            with Code.batch_write() as batch:
+                batch.save(code)
+    assert list(Code.scan(consistent_read=True)) == []

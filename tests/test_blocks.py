@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pynamodb_autoinc.exceptions import ConfigurationError, SequenceExhaustedError
+from pynamodb_autoinc import (
+    NextId,
+)
+from pynamodb_autoinc.exceptions import (
+    ConfigurationError,
+    SequenceExhaustedError,
+)
 from pynamodb_autoinc.testing import reset_state
 
 
@@ -86,3 +92,46 @@ def test_block_misconfiguration(make_model, options):
     """Blocks with gapless mode, or a block size below 1, are refused."""
     with pytest.raises(ConfigurationError, match="Meta.autoinc_block"):
         make_model("Broken", create=False, **{"autoinc_block": 10, **options})
+
+
+@pytest.mark.modes("block")
+def test_restart_drops_the_block_of_a_model_with_a_region(make_model):
+    """Block mode with Meta.region: restart() through the model's counter drops this process's block."""
+    Item = make_model("Item", autoinc_block=10, region="us-east-1")
+    Item().save()
+    opts = Item.autoinc_options()
+    opts.counter.restart(opts.key, opts.sequence, 50)
+    item = Item()
+    item.save()
+    assert item.id == 50
+
+
+@pytest.mark.modes("block")
+@pytest.mark.backends("moto")  # the plain NextId reaches the default endpoint, which only moto serves here
+def test_plain_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model):
+    """Block mode with Meta.region: plain NextId.setval drops the model's block."""
+    Item = make_model("Item", autoinc_block=10, region="us-east-1")
+    Item().save()
+    NextId.setval(Item.autoinc_options().key, 40)
+    item = Item()
+    item.save()
+    assert item.id == 41
+
+
+@pytest.mark.modes("block")
+@pytest.mark.parametrize("how", ["setval", "restart"])
+def test_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model, backend, how):
+    """After NextId.setval/restart, a block model with Meta.region takes its next value from the new counter."""
+    if backend.name != "moto":
+        pytest.skip("the plain NextId class reaches the default endpoint, which only moto serves here")
+    User = make_model("User")
+    assert User.Meta.region == "us-east-1"
+    User().save()  # reserves 1..3
+    opts = User.autoinc_options()
+    if how == "setval":
+        NextId.setval(opts.key, 100)
+    else:
+        NextId.restart(opts.key, opts.sequence, 101)
+    user = User()
+    user.save()
+    assert user.id == 101

@@ -5,10 +5,30 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.exceptions import AttributeNullError
+from pynamodb.models import Model
 
-from pynamodb_autoinc import after_save, before_save
-from pynamodb_autoinc.exceptions import BulkSaveError
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    HistoryMixin,
+    after_save,
+    before_save,
+)
+from pynamodb_autoinc.exceptions import (
+    BulkSaveError,
+    InvalidIdError,
+    ItemExistsError,
+    SequenceExhaustedError,
+)
+from tests.helpers import auto_history_doc, auto_model, currval, doc_history, ids
 
 
 @pytest.mark.modes('fast', 'gapless')
@@ -94,3 +114,319 @@ def test_other_models_are_refused(make_model):
     Order = make_model("Order")
     with pytest.raises(TypeError, match="save_all\\(\\) of User was given a Order"):
         User.save_all([Order()])
+
+
+def _order_model(make_model: Any) -> Any:
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    return make_model("Order", bases=(CounterMixin,), name=UnicodeAttribute(null=True), n=CounterAttribute())
+
+
+@pytest.mark.modes("block")
+def test_block_save_all_explicit_equal_to_new_is_refused(make_model):
+    """Block mode: save_all([Item(id=1), Item()]) on a fresh counter is refused, nothing stored."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert new.id is None and ids(Item) == []
+
+
+@pytest.mark.modes("query")
+def test_query_save_all_explicit_first_then_new_stores_both(make_model):
+    """Query strategy: save_all([Item(id=1), Item()]) stores the explicit 1 and numbers the new item 2."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    Item.save_all([explicit, new])
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(1, "explicit"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_explicit_after_new_is_refused(make_model):
+    """save_all([Item(), Item(id=1)]) on a fresh counter: the explicit put does not overwrite the new item."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    new, explicit = Item(name="new"), Item(id=1, name="explicit")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([new, explicit])
+    stored = sorted((i.id, i.name) for i in Item.scan(consistent_read=True))
+    assert (1, "explicit") not in stored
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_explicit_with_track_explicit_goes_past_it(make_model):
+    """With autoinc_track_explicit, save_all([Item(id=1), Item()]) stores both, the new one past 1."""
+    Item = make_model("Item", autoinc_track_explicit=True, name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    Item.save_all([explicit, new])
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(1, "explicit"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_range_key_explicit_equal_to_new_is_refused(make_model):
+    """ID as range key: an explicit (p, 1) and a new item in partition p do not overwrite each other."""
+    Item = make_model("Item", part=UnicodeAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                      name=UnicodeAttribute(null=True), autoinc_attribute="num")
+    explicit, new = Item("p", 1, name="explicit"), Item("p", name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert [(i.num, i.name) for i in Item.scan(consistent_read=True)] == []
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("bad", [2.5, True])
+def test_save_all_refuses_what_save_refuses(make_model, bad):
+    """save_all() refuses an explicit ID that is not an int (a float, a bool) with InvalidIdError, storing none."""
+    Item = make_model("Item")
+    with pytest.raises(InvalidIdError):
+        Item.save_all([Item(), Item(id=bad)])
+    assert ids(Item) == []
+
+
+@pytest.mark.modes("query")
+def test_query_save_all_refuses_a_float_id(make_model):
+    """Query strategy: save_all() refuses an explicit 2.5 as save() does."""
+    Item = make_model("Item")
+    with pytest.raises(InvalidIdError):
+        Item("p", 2.5).save()
+    with pytest.raises(InvalidIdError):
+        Item.save_all([Item(), Item("p", 2.5)])
+    assert Item.count("p", consistent_read=True) == 0
+
+
+@pytest.mark.modes("block")
+def test_block_save_all_past_the_bound_says_how_many_are_left(make_model):
+    """Block mode: save_all() of five with three left says how many are left and asked."""
+    Item = make_model("Item", autoinc_max=10, autoinc_block=3)
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 7)
+    items = [Item() for _ in range(5)]
+    with pytest.raises(SequenceExhaustedError, match=r"5.*3|3.*5"):
+        Item.save_all(items)
+    assert [i.id for i in items] == [None] * 5
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_exactly_what_is_left_is_saved(make_model):
+    """save_all() of three with three left saves all three."""
+    Item = make_model("Item", autoinc_max=10)
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 7)
+    items = [Item() for _ in range(3)]
+    Item.save_all(items)
+    assert sorted(i.id for i in items) == [8, 9, 10] and ids(Item) == [8, 9, 10]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_str_id_save_all_explicit_equal_to_new_is_refused(make_model):
+    """A str ID (autoinc_format): an explicit ID equal to the one a new item gets is refused in save_all."""
+    Item = make_model("Item", sku=UnicodeAttribute(hash_key=True), autoinc_attribute="sku",
+                      autoinc_format="S-{value:04d}", name=UnicodeAttribute(null=True))
+    explicit, new = Item("S-0001", name="explicit"), Item(name="new")
+    with pytest.raises(ItemExistsError):
+        Item.save_all([explicit, new])
+    assert [i.sku for i in Item.scan(consistent_read=True)] == []
+
+
+@pytest.mark.modes("gapless")
+def test_gapless_save_all_across_transactions_past_the_bound_says_how_many(make_model):
+    """Gapless save_all() of 150 with 120 left: the first transaction (99) lands, the rest is refused naming how
+    many were asked and how many are left; every saved instance holds a stored ID, the others none."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=120)
+    items = [Item() for _ in range(150)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 51 .*only 21 are left") as info:
+        Item.save_all(items)
+    assert isinstance(info.value, BulkSaveError)
+    saved = sorted(getattr(i, "id") for i in info.value.saved)  # noqa: B009 - typed as a plain Model
+    assert saved == ids(Item) == list(range(1, 100))
+    assert all(getattr(i, "id") is None for i in info.value.unsaved)  # noqa: B009 - typed as a plain Model
+    assert len(info.value.unsaved) == 51
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_explicit_equal_to_new_overwrites_nothing(make_model):
+    """CounterMixin: save_all([Order(id=1), Order()]) on a fresh counter does not let the explicit item's write
+    replace the new item: ItemExistsError naming the explicit one, the new item stored as it was given."""
+    Order = _order_model(make_model)
+    explicit, new = Order(id=1, name="explicit"), Order(name="new")
+    with pytest.raises(ItemExistsError, match="explicit Order with id=1") as info:
+        Order.save_all([explicit, new])
+    assert isinstance(info.value, BulkSaveError) and info.value.saved == [new]
+    assert [(o.id, o.name) for o in Order.scan(consistent_read=True)] == [(1, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_refuses_two_explicit_items_with_one_key(make_model):
+    """CounterMixin: two explicit items with one key in a save_all() are refused before anything is sent."""
+    Order = _order_model(make_model)
+    with pytest.raises(ItemExistsError, match="have the same key"):
+        Order.save_all([Order(id=5, name="a"), Order(name="new"), Order(id=5, name="b")])
+    assert ids(Order) == [] and currval(Order) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_refuses_a_float_id_before_anything_is_sent(make_model):
+    """CounterMixin: save_all() with an explicit 2.5 raises InvalidIdError before any item is saved."""
+    Order = _order_model(make_model)
+    with pytest.raises(InvalidIdError):
+        Order.save_all([Order(name="new"), Order(id=2.5)])
+    assert ids(Order) == [] and currval(Order) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
+    """CounterMixin: save_all() of a new item and an explicit ID apart from it saves both; counters start."""
+    Order = _order_model(make_model)
+    Order.save_all([Order(id=7, name="explicit"), Order(name="new")])
+    assert sorted((o.id, o.name, o.n) for o in Order.scan(consistent_read=True)) == [(1, "new", 0),
+                                                                                    (7, "explicit", 0)]
+
+
+@pytest.mark.parametrize("order", ["explicit-first", "new-first"])
+def test_history_save_all_explicit_and_new_with_one_key_overwrite_nothing(backend, order):
+    """HistoryMixin + auto IDs: save_all() of an explicit id=1 and a new item on a fresh counter stores one item
+    under 1 with one version 1; the other is refused (ItemExistsError for the new one, VersionConflictError for
+    the explicit new instance over the stored item), as a BulkSaveError."""
+    Doc, history = auto_history_doc(backend, autoinc_gapless=False)
+    explicit, new = Doc(id=1, title="explicit"), Doc(title="new")
+    items = [explicit, new] if order == "explicit-first" else [new, explicit]
+    with pytest.raises(BulkSaveError) as info:
+        Doc.save_all(items)
+    if order == "explicit-first":
+        assert isinstance(info.value, ItemExistsError)
+    assert info.value.saved == items[:1] and info.value.unsaved == items[1:]
+    stored = [(d.id, d.title, d.revision) for d in Doc.scan(consistent_read=True)]
+    assert stored == [(1, items[0].title, 1)]
+    assert [(h.item, h.version, h.title) for h in history.scan(consistent_read=True)] == [("1", 1, items[0].title)]
+
+
+def test_history_save_all_refuses_a_float_id_before_anything_is_saved(backend):
+    """HistoryMixin + auto IDs: save_all() with an explicit 2.5 raises InvalidIdError before any item is saved."""
+    Doc, history = auto_history_doc(backend, autoinc_gapless=False)
+    with pytest.raises(InvalidIdError):
+        Doc.save_all([Doc(title="new"), Doc(id=2.5)])
+    assert ids(Doc) == [] and currval(Doc) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_with_a_required_attribute_missing_sends_nothing(make_model):
+    """``save_all()`` whose 111th instance lacks a required attribute raises PynamoDB's ``AttributeNullError``
+    (as its ``save()`` would) before anything is sent: the first transaction's 100 items were stored first and
+    the error did not say so (no ``BulkSaveError`` with ``saved``). Nothing is stored and every ID stays None."""
+    User = make_model("User", name=UnicodeAttribute())
+    users = [User(name=f"u{n}") for n in range(120)]
+    users[110].name = None
+    with pytest.raises(AttributeNullError, match="'name' cannot be None"):
+        User.save_all(users)
+    assert all(user.id is None for user in users)
+    assert list(User.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes()
+def test_history_save_all_stopped_by_a_pynamodb_error_says_which_were_saved(backend):
+    """``HistoryMixin.save_all()`` (one save per instance) stopped at its second instance by PynamoDB's
+    ``AttributeNullError`` raises ``BulkSaveError`` whose ``saved`` holds the first instance, which landed, and
+    ``unsaved`` the rest, instead of the bare error, which hid that the first was stored."""
+    Doc = auto_model(backend, "Doc", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(),
+                                  "revision": VersionAttribute()},
+                 bases=(HistoryMixin, AutoIncrementMixin), history_model=doc_history(backend), autoinc_gapless=False)
+    first, broken, last = Doc(name="a"), Doc(), Doc(name="c")
+    with pytest.raises(BulkSaveError, match="1 of 3 saved; AttributeNullError") as caught:
+        Doc.save_all([first, broken, last])
+    assert caught.value.saved == [first] and caught.value.unsaved == [broken, last]
+    assert first.id == 1 and broken.id is None and last.id is None
+
+
+def _doc_history(backend: Any) -> Any:
+    meta = type("Meta", (), {"table_name": backend.table_name("doc-history"), **backend.meta})
+    model = type("DocVersion", (Model,), {
+        "Meta": meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(model)
+    return model
+
+
+@pytest.mark.modes("fast", "block")
+@pytest.mark.parametrize("extension", ["history", "counters"])
+def test_save_all_of_an_extension_refuses_another_models_instances(make_model, backend, mode, extension):
+    """``save_all()`` of a HistoryMixin or CounterMixin model refuses an instance of another model before
+    anything is written, as ``AutoIncrementMixin.save_all()`` does, instead of saving it through that
+    instance's own ``save()`` (the call named one model and wrote another)."""
+    if extension == "history":
+        Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=_doc_history(backend),
+                         title=UnicodeAttribute(null=True))
+    else:
+        Doc = make_model("Doc", bases=(CounterMixin,), views=CounterAttribute(), title=UnicodeAttribute(null=True))
+    Other = make_model("Other")
+    with pytest.raises(TypeError, match="save_all\\(\\) of Doc was given a Other"):
+        Doc.save_all([Doc(title="mine"), Other(id=5)])
+    assert list(Other.scan(consistent_read=True)) == []
+    assert list(Doc.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_refuses_an_explicit_id_equal_to_a_new_one(make_model, mode):
+    """save_all() of an explicit id=1 and a new item on a fresh counter refuses the explicit one; nothing is
+    overwritten or ids, and gapless mode spends nothing."""
+    Item = make_model("Item", name=UnicodeAttribute())
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    with pytest.raises(ItemExistsError, match="explicit Item with id=1") as info:
+        Item.save_all([explicit, new])
+    assert isinstance(info.value, BulkSaveError) and info.value.saved == []
+    assert new.id is None and ids(Item) == []
+    assert currval(Item) == (1 if mode == "fast" else None)
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_refuses_two_explicit_items_with_one_key(make_model):
+    """Two explicit items with the same key in one save_all() are refused before anything is sent."""
+    Item = make_model("Item", name=UnicodeAttribute())
+    with pytest.raises(BulkSaveError, match="id=5 and Item with id=5 have the same key"):
+        Item.save_all([Item(id=5, name="a"), Item(name="new"), Item(id=5, name="b")])
+    assert ids(Item) == [] and currval(Item) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_refuses_the_same_instance_twice_before_spending(make_model):
+    """save_all([a, b, a]) is refused before any value is spent."""
+    Item = make_model("Item")
+    a, b = Item(), Item()
+    with pytest.raises(BulkSaveError, match="given twice"):
+        Item.save_all([a, b, a])
+    assert [a.id, b.id] == [None, None]
+    assert ids(Item) == [] and currval(Item) is None
+
+
+@pytest.mark.modes("query")
+def test_query_save_all_refuses_an_explicit_key_a_new_item_took(make_model):
+    """Query strategy: a new item numbered 1 and an explicit id=1 later in the same call: the explicit put
+    is refused, the new item is not overwritten."""
+    Item = make_model("Item", name=UnicodeAttribute())
+    new, explicit = Item(name="new"), Item(id=1, name="explicit")
+    with pytest.raises(ItemExistsError, match="explicit Item with part='p', id=1"):
+        Item.save_all([new, explicit])
+    assert [(i.id, i.name) for i in Item.scan()] == []
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_checks_explicit_ids_as_save_does(make_model):
+    """An explicit ID that save() refuses (2.5) is refused by save_all() too, before anything is tracked."""
+    Item = make_model("Item", autoinc_track_explicit=True)
+    with pytest.raises(InvalidIdError):
+        Item(id=2.5).save()
+    with pytest.raises(InvalidIdError, match="2.5 is not an integer"):
+        Item.save_all([Item(), Item(id=2.5)])
+    assert ids(Item) == [] and currval(Item) is None
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_past_the_bound_says_how_many_are_left(make_model):
+    """save_all() of five with three left says so; a single save still gets the next value."""
+    Item = make_model("Item", autoinc_max=10)
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 7)
+    items = [Item() for _ in range(5)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 5 values of sequence .*only 3 are left before "
+                                                     "its maximum .*10") as info:
+        Item.save_all(items)
+    assert isinstance(info.value, BulkSaveError)
+    assert [i.id for i in items] == [None] * 5
+    single = Item()
+    single.save()
+    assert single.id == 8

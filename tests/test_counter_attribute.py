@@ -5,13 +5,30 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
 from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from pynamodb_autoinc import AutoIncrementMixin, CounterAttribute, CounterMixin, TransactWrite, after_save, before_save
-from pynamodb_autoinc.exceptions import ConfigurationError
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    TransactWrite,
+    after_save,
+    before_save,
+)
+from pynamodb_autoinc.exceptions import (
+    ConfigurationError,
+    CounterValueError,
+    UnassignedIdError,
+)
 from pynamodb_autoinc.iam import required_actions
+from tests.helpers import auto_model, stored_names
 from tests.test_faults import Faults
 
 
@@ -248,3 +265,87 @@ def test_resent_update_counts_twice(backend):
     assert fault.count("UpdateItem") == 2
     assert page.views == 2
     assert stored(Page, "a").views == 2
+
+
+def test_counter_mixin_after_auto_increment_raises_configuration_error_itself():
+    """CounterMixin after AutoIncrementMixin raises ConfigurationError when the class is created (not a
+    RuntimeError wrapping it, as an error from __set_name__ is before Python 3.12)."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "t"})
+    with pytest.raises(ConfigurationError, match="put CounterMixin before AutoIncrementMixin"):
+        type("Bad", (AutoIncrementMixin, CounterMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "n": CounterAttribute()})
+
+
+def test_counter_mixin_before_auto_increment_is_still_accepted():
+    """class Order(CounterMixin, AutoIncrementMixin, Model), the documented order, is accepted."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "orders"})
+    type("Order", (CounterMixin, AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                                              "n": CounterAttribute()})
+
+
+class _Audited(Model):
+    """A user's base class whose update() also records, in an attribute it does not declare, that the item
+    was written."""
+
+    def update(self, actions: Any, condition: Any = None, **kwargs: Any) -> Any:
+        return super().update(list(actions) + [Path(["audited"]).set(1)], condition, **kwargs)
+
+
+@pytest.mark.modes()
+def test_counter_mixin_update_runs_an_update_override_of_a_later_base(backend):
+    """``CounterMixin.update()`` (and ``save()`` of a stored item, which updates it) goes on to the
+    ``update()`` of a base listed after CounterMixin, as ``super().update()`` does: its actions are sent in
+    the same UpdateItem as the counters'."""
+    meta = type("Meta", (), {"table_name": backend.table_name("stat"), **backend.meta})
+    Stat: Any = type("Stat", (CounterMixin, _Audited), {
+        "Meta": meta, "key": UnicodeAttribute(hash_key=True), "views": CounterAttribute()})
+    backend.create(Stat)
+    # the same table, read as a plain model that declares the attribute
+    Raw: Any = type("Raw", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                      "audited": NumberAttribute(null=True)})
+    for write in (lambda s: s.save(), lambda s: s.update([Stat.views.add(2)])):
+        stat = Stat(key="s")
+        stat.save()  # a new item, or the stored one written over
+        Raw("s").update([Raw.audited.remove()])
+        write(stat)
+        assert Raw.get("s", consistent_read=True).audited == 1
+
+
+@pytest.mark.modes()
+def test_counter_mixin_update_of_a_new_instance_names_the_fix(backend):
+    """A ``CounterMixin`` model's ``update()`` of a new auto-increment instance (which sends its own
+    ``UpdateItem``) is refused with ``UnassignedIdError`` naming save(), and creates no item."""
+    Page = auto_model(backend, "Page", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True),
+                                    "views": CounterAttribute()}, bases=(CounterMixin, AutoIncrementMixin))
+    page = Page(name="home")
+    with pytest.raises(UnassignedIdError, match=r"save\(\) it first"):
+        page.update(actions=[Page.name.set("index")])
+    assert page.id is None and stored_names(Page) == []
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_counter_attribute_as_the_auto_increment_attribute_is_refused_at_class_creation(backend):
+    """A ``CounterMixin`` model whose ``Meta.autoinc_attribute`` names a ``CounterAttribute`` is refused with a
+    ``ConfigurationError`` when the class is created: ``save()`` sets the counter to its start value first, so
+    a new instance was stored with that value and no ``attribute_not_exists``, overwriting an item with its
+    key."""
+    meta = type("Meta", (), {"table_name": "pages", "autoinc_attribute": "number", **backend.meta})
+    with pytest.raises(ConfigurationError, match="'number' is a CounterAttribute.*NumberAttribute\\(null=True\\)"):
+        type("Page", (CounterMixin, AutoIncrementMixin, Model), {
+            "Meta": meta, "url": UnicodeAttribute(hash_key=True), "number": CounterAttribute()})
+
+
+def test_counter_attribute_refuses_a_fraction(backend):
+    """A CounterAttribute cannot be added to or set to a fraction: refused when the action is built."""
+    meta = type("Meta", (), {"table_name": backend.table_name("pages"), **backend.meta})
+    page: Any = type("Page", (CounterMixin, Model), {
+        "Meta": meta, "url": UnicodeAttribute(hash_key=True), "views": CounterAttribute()})
+    with pytest.raises(CounterValueError, match="'views' counts in whole steps, but was given float 1.5"):
+        page.views.add(1.5)
+    with pytest.raises(CounterValueError, match="bool True"):
+        page.views.set(True)

@@ -6,18 +6,34 @@ fast the queue is under load is measured by ``benchmarks/throughput.py``.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-from pynamodb.attributes import NumberAttribute
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+)
 from pynamodb.expressions.operand import Path
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from pynamodb_autoinc import _budget, _contention, _group
-from pynamodb_autoinc.exceptions import ConditionFailedError, ContentionError
+from pynamodb_autoinc import (
+    _budget,
+    _contention,
+    _group,
+)
+from pynamodb_autoinc.exceptions import (
+    AutoIncrementError,
+    ConditionFailedError,
+    ContentionError,
+    ItemWriteError,
+    SequenceExhaustedError,
+)
 from pynamodb_autoinc.testing import reset_counters
+from tests.helpers import currval, ids, run_in_threads
 from tests.simulation.scheduler import VirtualClock
 
 pytestmark = pytest.mark.modes("gapless")
@@ -537,3 +553,250 @@ def test_a_come_back_wait_learns_from_how_its_swaps_fared():
     assert queue.lead(("counter", "other")) == 1.0
     queue.forget()
     assert queue.lead(chain) == 1.0
+
+
+def _in_threads(saves: List[Any], waiting: int) -> dict:
+    return in_threads(HoldFirstTransaction(waiting), saves)
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_at_the_bound_with_cycle_wraps(make_model):
+    """Gapless with autoinc_cycle, max 10, counter at 8, three threads: IDs 9, 10 and the minimum 1, all stored."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=10, autoinc_cycle=True,
+                      name=UnicodeAttribute())
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 8)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = _in_threads([i.save for i in items], 2)
+    assert errors == {}
+    assert sorted(i.id for i in items) == [1, 9, 10]
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == sorted((i.id, i.name) for i in items)
+
+
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
+@pytest.mark.modes("gapless")
+def test_group_commit_at_the_bound_all_exhausted_keep_no_id(make_model):
+    """Gapless, counter at the maximum, three threads: each gets SequenceExhaustedError, none keeps an ID."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=10, name=UnicodeAttribute())
+    Item(id=10, name="last").save()
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 10)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = run_in_threads([i.save for i in items])
+    assert sorted(errors) == [0, 1, 2]
+    assert all(isinstance(e, SequenceExhaustedError) for e in errors.values())
+    assert [i.id for i in items] == [None] * 3
+    assert [(i.id, i.name) for i in Item.scan(consistent_read=True)] == [(10, "last")]
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_item_too_large_in_the_leader_fails_alone(make_model):
+    """The held leader's item too large: it fails alone, the queued threads' items are stored."""
+    from pynamodb_autoinc.exceptions import ItemWriteError
+
+    Item = make_model("Item", autoinc_gapless=True, body=UnicodeAttribute(null=True))
+    items = [Item(body="x" * 410_000), Item(body="a"), Item(body="b")]
+    errors = _in_threads([i.save for i in items], 2)
+    assert list(errors) == [0] and isinstance(errors[0], ItemWriteError)
+    assert items[0].id is None
+    assert sorted(i.id for i in items[1:]) == [1, 2] and ids(Item) == [1, 2]
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("timeout", [3, None])
+def test_gapless_save_after_reset_counters_with_threads(make_model, timeout):
+    """After gapless saves from threads (places in the queue) and testing.reset_counters(), a save gets 1."""
+    import threading
+
+    from pynamodb_autoinc.testing import reset_counters
+
+    Item = make_model("Item", autoinc_gapless=True, autoinc_timeout=timeout)
+
+    def work() -> None:
+        for _ in range(3):
+            Item().save()
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert ids(Item) == list(range(1, 13))
+    for item in Item.scan():
+        item.delete()
+    reset_counters(Item)
+    item = Item()
+    done = threading.Event()
+    errors: List[BaseException] = []
+
+    def save() -> None:
+        try:
+            item.save()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            errors.append(exc)
+        done.set()
+
+    threading.Thread(target=save, daemon=True).start()
+    assert done.wait(20), "the save after reset_counters() did not finish"
+    assert errors == [] and item.id == 1
+
+
+@pytest.mark.modes("gapless")
+def test_gapless_save_after_the_counter_item_vanished(make_model):
+    """After threads' gapless saves, the counter item deleted by another process (no reset in this one): the
+    next save finishes (an ID past the stored ones, or a clear error), it does not spin to a ContentionError."""
+    import threading
+
+    from pynamodb_autoinc.exceptions import ContentionError
+
+    Item = make_model("Item", autoinc_gapless=True, autoinc_timeout=5)
+
+    def work() -> None:
+        for _ in range(3):
+            Item().save()
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    opts = Item.autoinc_options()
+    hash_key, range_key = opts.counter._item_key(opts.key)
+    opts.counter._get_connection().delete_item(hash_key, range_key=range_key)
+    for item in Item.scan():
+        item.delete()
+    item = Item()
+    try:
+        item.save()
+    except ContentionError as exc:
+        pytest.fail(f"spun until the timeout: {exc}")
+    except AutoIncrementError:
+        return
+    assert item.id == 1
+
+
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
+@pytest.mark.modes("gapless")
+def test_two_models_sharing_a_gapless_counter_from_threads_number_once(make_model):
+    """Two gapless models with one counter key, saved from threads of one process: every value once, no gap."""
+    A = make_model("A", autoinc_gapless=True, autoinc_key="shared")
+    B = make_model("B", autoinc_gapless=True, autoinc_key="shared")
+
+    def work(model: Any) -> Any:
+        return lambda: [model().save() for _ in range(3)]
+
+    errors = run_in_threads([work(A), work(B), work(A), work(B)])
+    assert errors == {}
+    assert sorted(ids(A) + ids(B)) == list(range(1, 13))
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="needs POSIX signals")
+def test_save_interrupted_while_queued_behind_a_group_leader_keeps_no_id(make_model):
+    """A gapless save whose thread is interrupted (Ctrl-C: KeyboardInterrupt) while it waits in the group-commit
+    queue behind another thread's transaction leaves that queue: its ID goes back to None, no later group
+    stores it, and its value is not spent (the counter holds only the leader's)."""
+    Item = make_model("Item", autoinc_gapless=True, name=UnicodeAttribute(null=True))
+    Item(name="warm").save()  # the counter is known to this process: the next claims read nothing
+    sending, release = threading.Event(), threading.Event()
+    leader_id = threading.get_ident()
+
+    def hold(_: Any, operation_name: str, **__: Any) -> None:
+        if operation_name == "TransactWriteItems" and threading.get_ident() == leader_id:
+            sending.set()
+            release.wait(10)
+
+    first, second = Item(name="leader"), Item(name="queued")
+    errors: List[BaseException] = []
+
+    def lead() -> None:
+        nonlocal leader_id
+        leader_id = threading.get_ident()
+        try:
+            first.save()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            errors.append(exc)
+
+    # Python raises KeyboardInterrupt on SIGINT only with its default handler, which it does not install in a
+    # process started with SIGINT ignored (a background job of a shell script, as CI may run the suite)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    with pre_dynamodb_send.connected_to(hold):
+        leader = threading.Thread(target=lead)
+        leader.start()
+        assert sending.wait(10)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                second.save()
+        finally:
+            timer.cancel()
+            release.set()
+            leader.join(10)
+            signal.signal(signal.SIGINT, previous)
+    assert errors == [] and first.id == 2
+    assert second.id is None
+    assert sorted(i.name for i in Item.scan(consistent_read=True)) == ["leader", "warm"]
+    opts = Item.autoinc_options()
+    assert opts.counter.currval(opts.key) == 2
+
+
+def in_threads(hold: HoldFirstTransaction, saves: List[Callable[[], Any]]) -> Dict[int, BaseException]:
+    """Run ``saves`` in threads, the first one's transaction held until the others are queued; their errors."""
+    errors: Dict[int, BaseException] = {}
+
+    def run(i: int) -> None:
+        try:
+            saves[i]()
+        except BaseException as exc:  # noqa: BLE001 - recorded and checked by the test
+            errors[i] = exc
+
+    with pre_dynamodb_send.connected_to(hold):
+        run_leader_first(hold, [lambda i=i: run(i) for i in range(len(saves))])
+    return errors
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_at_the_bound_saves_what_fits(make_model):
+    """Three threads saving with one value left after the first: the first gets 9, one gets 10, the
+    third gets SequenceExhaustedError and keeps no ID; nothing is overwritten."""
+    Item = make_model("Item", autoinc_gapless=True, autoinc_max=10, name=UnicodeAttribute())
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 8)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = in_threads(HoldFirstTransaction(2), [i.save for i in items])
+    assert [type(e) for e in errors.values()] == [SequenceExhaustedError]
+    failed, = errors
+    assert items[failed].id is None
+    assert sorted(i.id for i in items if i.id is not None) == [9, 10]
+    assert sorted((i.id, i.name) for i in Item.scan()) == sorted((i.id, i.name) for i in items if i.id)
+    with pytest.raises(SequenceExhaustedError):
+        items[failed].save()  # no ID left over from the group: it cannot replace another thread's item
+    assert sorted((i.id, i.name) for i in Item.scan()) == sorted((i.id, i.name) for i in items if i.id)
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_failing_whole_gives_each_thread_its_own_error(make_model):
+    """When every item of a group commit fails, each thread's error names its own item."""
+    Item = make_model("Item", autoinc_gapless=True, score=NumberAttribute(null=True))
+    items = [Item() for _ in range(3)]
+    refused = Item.score.exists()  # no new item has a score: the condition fails
+    errors = in_threads(HoldFirstTransaction(2),
+                        [items[0].save, lambda: items[1].save(condition=refused),
+                         lambda: items[2].save(condition=refused)])
+    assert sorted(errors) == [1, 2]
+    assert all(type(e) is ConditionFailedError for e in errors.values())
+    assert errors[1] is not errors[2]
+    assert sorted(str(e).split(":")[0] for e in errors.values()) == ["Item with id=2", "Item with id=3"]
+    assert [items[1].id, items[2].id] == [None, None]
+    assert ids(Item) == [1] and currval(Item) == 1
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_item_too_large_fails_alone(make_model):
+    """An item too large for DynamoDB fails its own thread only; the other threads' items are ids."""
+    Item = make_model("Item", autoinc_gapless=True, body=UnicodeAttribute(null=True))
+    items = [Item(body="first"), Item(body="x" * 410_000), Item(body="small")]
+    errors = in_threads(HoldFirstTransaction(2), [i.save for i in items])
+    assert list(errors) == [1]
+    assert isinstance(errors[1], ItemWriteError) and "ValidationException" in str(errors[1])
+    assert items[1].id is None
+    assert sorted(i.id for i in (items[0], items[2])) == [1, 2]
+    assert ids(Item) == [1, 2] and currval(Item) == 2

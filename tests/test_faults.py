@@ -16,8 +16,12 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
 from botocore.httpsession import URLLib3Session
+from pynamodb.attributes import NumberAttribute, NumberSetAttribute
 
-from pynamodb_autoinc.exceptions import CounterError, ItemWriteError
+from pynamodb_autoinc.exceptions import (
+    CounterError,
+    ItemWriteError,
+)
 from tests.conftest import Backend
 
 OPERATIONS = {"fast": ("UpdateItem", "PutItem"), "gapless": ("GetItem", "TransactWriteItems")}
@@ -281,3 +285,45 @@ def test_unknown_outcome_is_said_and_the_id_kept(model, mode, faults_for):
     faults.remove()
     stored, _ = state(model)
     assert user.id not in stored
+
+
+@pytest.fixture
+def lost_answers(local):
+    """A fast-mode model on DynamoDB Local (which normalises numbers) and a Faults on its clients."""
+    from tests.test_faults import Faults
+
+    made: List[Any] = []
+
+    def build(model: Any) -> Any:
+        made.append(Faults(model, model.autoinc_options().counter))
+        return made[-1]
+
+    yield build
+    for faults in made:
+        faults.remove()
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("then", ["resend-refused", "no-answer"])
+def test_landed_write_with_normalised_numbers_is_kept(local, lost_answers, then):
+    """A put applied but unanswered, whose numbers DynamoDB ids normalised (5.0 as 5, 1e20 in full, a
+    set in its own order), is recognised as landed: saved once, the ID kept."""
+    from pynamodb.models import Model
+
+    from pynamodb_autoinc import AutoIncrementMixin
+
+    meta = type("Meta", (), {"table_name": local.table_name("normalised"), "autoinc_gapless": False,
+                             "max_retry_attempts": 2, **local.meta})
+    Reading: Any = type("Reading", (AutoIncrementMixin, Model), {
+        "Meta": meta, "id": NumberAttribute(hash_key=True), "value": NumberAttribute(),
+        "marks": NumberSetAttribute()})
+    local.counter(model=Reading)
+    local.create(Reading)
+    faults = lost_answers(Reading)
+    faults.inject("PutItem", "drop-after-commit")
+    if then == "no-answer":
+        faults.inject("PutItem", "no-answer", times=2)
+    reading = Reading(value=5.0, marks={1e20, 2.50, 3, 4, 5, 6, 7})
+    reading.save()
+    assert reading.id == 1
+    assert [(r.id, r.value) for r in Reading.scan(consistent_read=True)] == [(1, 5)]

@@ -17,17 +17,29 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 from botocore.exceptions import ClientError
+from pynamodb.attributes import (
+    VersionAttribute,
+)
 
-from pynamodb_autoinc import NextId, SequenceOptions, regions
+from pynamodb_autoinc import (
+    HistoryMixin,
+    NextId,
+    SequenceOptions,
+    TransactWrite,
+    regions,
+)
 from pynamodb_autoinc.counter import bind_counter
 from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ConfigurationError,
     ContentionError,
     GlobalTableError,
+    OutOfBoundsError,
     SequenceMismatchError,
 )
 from pynamodb_autoinc.testing import reset_state
+from tests.helpers import REGIONS, auto_history_doc, region_model
+from tests.test_history import history_model
 
 pytestmark = pytest.mark.modes("fast", "block", "gapless")
 
@@ -258,9 +270,6 @@ def test_replicated_write_conflicts_use_up_the_retry_budget(make_model, describe
 
 
 # -- scheme 1: region-homed sequences -------------------------------------------------------------------------
-
-REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
-
 
 def separate_regions(backend: Any) -> None:
     """Skip on DynamoDB Local: with ``-sharedDb`` it keeps one database for every region."""
@@ -816,3 +825,113 @@ def test_policy_for_one_region_includes_the_home_regions_tables(make_model, monk
             resources.setdefault(table, set()).add(arn.split(":")[3])
     assert resources["NextId"] == {"us-east-1"}
     assert resources[User.Meta.table_name] == ({"eu-west-1", "us-east-1"} if mode == "gapless" else {"eu-west-1"})
+
+
+def test_history_explicit_id_on_strong_consistency_is_refused(backend, monkeypatch):
+    """An auto-ID history model on MRSC: an explicit-ID save (still a transaction) is refused too."""
+    from pynamodb_autoinc import regions
+    from pynamodb_autoinc.exceptions import GlobalTableError
+
+    Doc, _ = auto_history_doc(backend, autoinc_gapless=False)
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(MRSC, TableName=table))
+    with pytest.raises(GlobalTableError):
+        Doc(id=5).save()
+    assert Doc.count() == 0
+
+
+@pytest.mark.modes("fast")
+def test_api_setval_refuses_a_value_off_the_region_subsequence(make_model, backend):
+    """NextId.setval/restart of a region counter to another region's value is refused (the API, not only the
+    CLI), naming a value on the subsequence; a value on it is taken."""
+    from pynamodb_autoinc.exceptions import OutOfBoundsError
+
+    table = backend.table_name("user")
+    User = region_model(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    User().save()  # 1
+    counter, key = User.autoinc_options().counter, f"{table}@us-east-1"
+    with pytest.raises(OutOfBoundsError, match="off the subsequence of region 'us-east-1'.*such as 7 \\(or 5\\)"):
+        counter.setval(key, 6)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence"):
+        counter.setval(key, 4, is_called=False)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence"):
+        counter.restart(key, counter.stored_options(key), 8)
+    assert counter.currval(key) == 1
+    counter.setval(key, 5)
+    user = User()
+    user.save()
+    assert user.id == 7
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_an_appended_region_is_refused_in_a_transaction(make_model, backend, monkeypatch, mode):
+    """TransactWrite.save() of a new item in a region appended before seed: SequenceMismatchError, nothing spent."""
+    from pynamodb_autoinc import regions
+    from pynamodb_autoinc.exceptions import SequenceMismatchError
+    from tests.test_global_tables import SINGLE, counter_of, replicate_counters
+
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(SINGLE, TableName=table))
+    table = backend.table_name("user")
+    Two = region_model(make_model, backend, "us-east-1", table, autoinc_regions=REGIONS[:2])
+    for _ in range(3):
+        Two().save()
+    Three = region_model(make_model, backend, "ap-south-1", table, autoinc_regions=REGIONS)
+    replicate_counters(Two, Three)
+    user = Three()
+    with pytest.raises(SequenceMismatchError), TransactWrite(connection=Three._get_connection().connection) as tx:
+        tx.save(user)
+    assert user.id is None
+    assert counter_of(Three, f"{table}@ap-south-1") == (None, None)
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("key", ["a@b", "orders#x@example.com"])
+def test_setval_of_an_own_key_holding_an_at_sign_is_not_checked_as_a_region_counter(backend, key):
+    """``NextId.setval`` and ``NextId.restart`` of an ordinary counter whose key holds ``@`` (a key of your own,
+    or a scope value such as an e-mail address) with a step of 2 take any value within the bounds, as a
+    PostgreSQL sequence does; only a key ending ``@`` and a region name is checked against a region's
+    subsequence."""
+    counter = backend.counter()
+    sequence = SequenceOptions.of(step=2)
+    assert counter.nextval(key, sequence) == 1
+    counter.setval(key, 4)
+    assert counter.nextval(key, sequence) == 6
+    counter.restart(key, sequence, 10)
+    assert counter.nextval(key, sequence) == 10
+
+
+@pytest.mark.modes()
+def test_setval_of_a_region_counter_off_its_subsequence_is_still_refused(backend):
+    """A counter key ending ``@`` and a region name, with a step of 2 recorded, is still a region counter:
+    ``setval`` to a value of the other region's subsequence is refused with ``OutOfBoundsError``."""
+    counter = backend.counter()
+    sequence = SequenceOptions.of(step=2)
+    counter.nextval("user@us-east-1", sequence)
+    with pytest.raises(OutOfBoundsError, match="off the subsequence of region 'us-east-1'"):
+        counter.setval("user@us-east-1", 4)
+    assert counter.currval("user@us-east-1") == 1
+
+
+@pytest.mark.modes("fast", "block")
+def test_history_on_strong_consistency_is_refused_before_a_value_is_spent(make_model, backend, monkeypatch):
+    """On an MRSC global table, a history save is refused with GlobalTableError and no counter value is spent."""
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(MRSC, TableName=table))
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    with pytest.raises(GlobalTableError, match="MRSC"):
+        Doc().save()
+    opts = Doc.autoinc_options()
+    assert opts.counter.currval(opts.key) is None
+
+
+@pytest.mark.modes("fast")
+def test_history_save_all_on_strong_consistency_is_refused_before_any_save(make_model, backend, monkeypatch):
+    """On an MRSC global table, save_all() of a history model raises GlobalTableError before saving any item."""
+    monkeypatch.setattr(regions, "describe_table", lambda connection, table: dict(MRSC, TableName=table))
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    docs = [Doc(), Doc()]
+    with pytest.raises(GlobalTableError, match="MRSC"):
+        Doc.save_all(docs)
+    assert [d.id for d in docs] == [None, None]
+    opts = Doc.autoinc_options()
+    assert opts.counter.currval(opts.key) is None

@@ -7,23 +7,41 @@ import json
 import subprocess
 import sys
 import time
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from botocore.awsrequest import AWSResponse
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
-from pynamodb.models import Model
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.models import BatchWrite, Model
 
-from pynamodb_autoinc import CounterAttribute, CounterMixin, HistoryMixin, TransactWrite, history
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    HistoryMixin,
+    TransactWrite,
+    history,
+)
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
     ConfigurationError,
     HistoryWriteError,
+    ItemExistsError,
     VersionConflictError,
 )
+from pynamodb_autoinc.history import item_key
 from pynamodb_autoinc.iam import required_actions
+from tests.helpers import auto_history_doc, plain_history
 from tests.history_worker import build_models
 from tests.test_faults import Faults, _Body
 
@@ -511,3 +529,270 @@ def test_copy_saved_as_new_item_is_version_one(make_model, backend):
     assert (copy.id, copy.revision) == (2, 1)
     assert Doc.get(2, consistent_read=True).revision == 1
     assert [v.version for v in Doc.history(2, consistent_read=True)] == [1]
+
+
+def _ranged_page(backend: Any, range_attr: Any) -> Any:
+    history = plain_history(backend)
+    m = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history, **backend.meta})
+    Page: Any = type("Page", (HistoryMixin, Model), {
+        "Meta": m, "site": UnicodeAttribute(hash_key=True), "n": range_attr,
+        "title": UnicodeAttribute(null=True), "revision": VersionAttribute()})
+    backend.create(Page)
+    return Page, history
+
+
+def test_history_after_counter_mixin_order_refused_or_recorded():
+    """class Doc(AutoIncrementMixin, HistoryMixin, Model) with a str key is refused too."""
+    meta = type("Meta", (), {"table_name": "doc"})
+    with pytest.raises(ConfigurationError):
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
+
+
+@pytest.mark.parametrize("block", [None, 3])
+def test_history_auto_save_all_records_version_one(backend, block):
+    """HistoryMixin first, save_all of new items (fast mode, blocks): each gets version 1 in the history."""
+    Doc, history = auto_history_doc(backend, autoinc_gapless=False, **({"autoinc_block": block} if block else {}))
+    docs = [Doc(title="a"), Doc(title="b")]
+    try:
+        Doc.save_all(docs)
+    except AutoIncrementError:
+        return  # refused outright: nothing written without history
+    assert sorted((h.item, h.version) for h in history.scan(consistent_read=True)) == [("1", 1), ("2", 1)]
+
+
+def test_pynamodb_batch_write_on_auto_history_model_is_refused(backend):
+    """PynamoDB's BatchWrite(Doc) of an auto-ID history model cannot overwrite without a version."""
+    Doc, history = auto_history_doc(backend, autoinc_gapless=False)
+    d = Doc(title="one")
+    d.save()
+    d.title = "two"
+    with pytest.raises((HistoryWriteError, AutoIncrementError)), BatchWrite(Doc) as batch:
+        batch.save(d)
+    assert Doc.get(1, consistent_read=True).title == "one"
+
+
+def test_history_new_instance_with_explicit_id_over_unversioned_item(backend):
+    """A new explicit-ID instance of an auto-ID history model over an item stored without version is refused."""
+    Doc, history = auto_history_doc(backend, autoinc_gapless=False)
+    plain: Any = type("Plain", (Model,), {"Meta": Doc.Meta, "id": NumberAttribute(hash_key=True),
+                                          "title": UnicodeAttribute(null=True)})
+    plain(id=5, title="before").save()
+    with pytest.raises((VersionConflictError, ItemExistsError)):
+        Doc(id=5, title="new").save()
+    assert Doc.get(5, consistent_read=True).title == "before"
+
+
+def test_history_float_and_int_number_keys_share_history(backend):
+    """A numeric-key history model: id=7.0 then the item read back as 7: one history under one key."""
+    history = plain_history(backend)
+    m = type("Meta", (), {"table_name": backend.table_name("acct"), "history_model": history, **backend.meta})
+    Acct: Any = type("Acct", (HistoryMixin, Model), {
+        "Meta": m, "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(Acct)
+    Acct(id=7.0, title="a").save()
+    a = Acct.get(7, consistent_read=True)
+    a.title = "b"
+    a.save()
+    Acct(id=8.50, title="x").save()
+    b = Acct.get(8.5, consistent_read=True)
+    b.save()
+    assert sorted({h.item for h in history.scan(consistent_read=True)}) == ["7", "8.5"]
+
+
+def test_history_auto_id_collision_is_item_exists(backend):
+    """History + auto ID, the counter behind stored items: ItemExistsError, not a version conflict."""
+    Doc, _ = auto_history_doc(backend, autoinc_gapless=False)
+    Doc(id=1, title="explicit").save()
+    Doc(id=2, title="explicit").save()
+    with pytest.raises(ItemExistsError):
+        Doc(title="new").save()
+    with pytest.raises(ItemExistsError):
+        Doc(title="new").save(merge=lambda mine, theirs: None)
+    assert Doc.get(1, consistent_read=True).title == "explicit"
+
+
+def test_history_new_instance_does_not_overwrite_an_unversioned_ranged_item(backend):
+    """With a range key, a new instance over an item stored without a version is refused; the item stays."""
+    Page, _ = _ranged_page(backend, NumberAttribute(range_key=True))
+    plain: Any = type("Plain", (Model,), {"Meta": Page.Meta, "site": UnicodeAttribute(hash_key=True),
+                                          "n": NumberAttribute(range_key=True), "title": UnicodeAttribute(null=True)})
+    plain("s", 1, title="before").save()
+    plain("s", 2, title="other").save()
+    with pytest.raises((VersionConflictError, ItemExistsError)):
+        Page("s", 1, title="new").save()
+    assert Page.get("s", 1, consistent_read=True).title == "before"
+    Page("s", 3, title="fresh").save()  # a key not stored is saved
+    assert Page.get("s", 3, consistent_read=True).revision == 1
+
+
+def test_history_float_and_int_range_keys_share_history(backend):
+    """A numeric range key: (s, 7.0) then the item read back as (s, 7): one history key."""
+    Page, history = _ranged_page(backend, NumberAttribute(range_key=True))
+    Page("s", 7.0, title="a").save()
+    p = Page.get("s", 7, consistent_read=True)
+    p.title = "b"
+    p.save()
+    assert len({h.item for h in history.scan(consistent_read=True)}) == 1
+
+
+def page_models(backend: Any, key: Any = None) -> Tuple[Any, Any]:
+    """A history model and ``Page`` (HistoryMixin, a VersionAttribute) keyed by ``key`` (default: a string url)."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history, **backend.meta})
+    page = type("Page", (HistoryMixin, Model), {
+        "Meta": meta, "url": key or UnicodeAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(page)
+    return page, history
+
+
+def _put_unversioned(Page: Any, url: str, title: str) -> None:
+    Page._get_connection().put_item(url, attributes={"title": {"S": title}})
+
+
+def _read_back(number: Any) -> Any:
+    """``number`` as PynamoDB reads it back from DynamoDB, which stores the normalised decimal."""
+    text = format(Decimal(NumberAttribute().serialize(number)).normalize(Context(prec=38)), "f")
+    return NumberAttribute().deserialize(text)
+
+
+def test_history_after_auto_increment_is_refused_when_the_class_is_created():
+    """A class listing HistoryMixin after AutoIncrementMixin is refused as it is created, naming the right order."""
+    meta = type("Meta", (), {"table_name": "doc"})
+    with pytest.raises(ConfigurationError, match=r"class Doc\(HistoryMixin, AutoIncrementMixin, Model\)"):
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
+
+
+@pytest.mark.modes("fast")
+def test_history_after_auto_increment_is_refused_before_anything_is_written(backend, requests):
+    """A Doc(AutoIncrementMixin, HistoryMixin, Model) is refused when it is created, with no request sent."""
+    history = history_model(backend)
+    meta = type("Meta", (), {"table_name": backend.table_name("doc"), "history_model": history, **backend.meta})
+    requests.clear()
+    with pytest.raises(ConfigurationError, match="put HistoryMixin first"):
+        type("Doc", (AutoIncrementMixin, HistoryMixin, Model), {
+            "Meta": meta, "id": NumberAttribute(hash_key=True), "revision": VersionAttribute()})
+    assert requests == []
+
+
+def test_batch_write_made_directly_cannot_put(backend):
+    """BatchWrite(Page).save() is refused at commit, naming save(); the stored item keeps its version."""
+    Page, _ = page_models(backend)
+    page = Page("a", title="one")
+    page.save()
+    page.title = "two"
+    with pytest.raises(HistoryWriteError, match=r"use its save\(\)"), BatchWrite(Page) as batch:
+        batch.save(page)
+    stored = Page.get("a", consistent_read=True)
+    assert (stored.title, stored.revision) == ("one", 1)
+
+
+def test_batch_write_made_directly_cannot_delete(backend):
+    """BatchWrite(Page).delete() is refused at commit, naming delete(); the item stays, with no tombstone needed."""
+    Page, _ = page_models(backend)
+    page = Page("a")
+    page.save()
+    with pytest.raises(HistoryWriteError, match=r"delete\(\)"), BatchWrite(Page) as batch:
+        batch.delete(page)
+    assert Page.count("a", consistent_read=True) == 1
+    assert [v.version for v in page.versions(consistent_read=True)] == [1]
+
+
+def test_new_instance_does_not_overwrite_an_unversioned_item(backend):
+    """A new instance saved over an item stored before HistoryMixin (no version) is refused; the item stays."""
+    Page, _ = page_models(backend)
+    _put_unversioned(Page, "a", "before")
+    with pytest.raises(VersionConflictError):
+        Page("a", title="new").save()
+    assert Page.get("a", consistent_read=True).title == "before"
+    assert list(Page("a").versions(consistent_read=True)) == []
+
+
+def test_read_unversioned_item_is_saved_as_version_one(backend):
+    """An item stored before HistoryMixin, read and saved, becomes version 1 with its history."""
+    Page, _ = page_models(backend)
+    _put_unversioned(Page, "a", "before")
+    page = Page.get("a", consistent_read=True)
+    assert page.revision is None
+    page.title = "after"
+    page.save()
+    assert page.revision == 1
+    assert [(v.version, v.title) for v in page.versions(consistent_read=True)] == [(1, "after")]
+
+
+def test_merge_adopts_an_unversioned_item(backend):
+    """With merge=, a new instance over an unversioned item merges with it and saves version 1."""
+    Page, _ = page_models(backend)
+    _put_unversioned(Page, "a", "before")
+    page = Page("a", title="mine")
+    page.save(merge=lambda me, stored: setattr(me, "title", f"{stored.title}+{me.title}"))
+    stored = Page.get("a", consistent_read=True)
+    assert (stored.title, stored.revision) == ("before+mine", 1)
+
+
+def test_float_and_int_keys_share_one_history(backend):
+    """Account(id=7.0) and the same item read back as id=7 write one history, under "7"."""
+    Account, history = page_models(backend, key=NumberAttribute(hash_key=True))
+    Account(7.0, title="a").save()
+    again = Account.get(7, consistent_read=True)
+    again.title = "b"
+    again.save()
+    assert [(v.item, v.version) for v in Account.history(7.0, consistent_read=True)] == [("7", 2), ("7", 1)]
+    assert Account(Decimal("7.00")).history_key() == "7"
+
+
+@pytest.mark.parametrize("value, text", [(7.0, "7"), (1e20, "100000000000000000000"), (Decimal("2.50"), "2.5"),
+                                         (-0.0, "0"), (10 ** 20, "100000000000000000000")])
+def test_item_key_normalises_numbers_as_dynamodb_does(value, text):
+    """A number key is written in DynamoDB's normal form, alone and in a [hash, range] key."""
+    assert item_key(value) == text
+    assert item_key("h", value) == f'["h", {text}]'
+
+
+@given(st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                 st.decimals(allow_nan=False, allow_infinity=False, places=4).map(float)))
+@example(10 ** 38 - 1)
+@example(10 ** 38 + 10)
+def test_item_key_survives_a_round_trip(number):
+    """Any number key DynamoDB can store has the same history key before it is stored and as it is read back
+    (DynamoDB refuses a number of more than 38 significant digits, so such a key is never read back)."""
+    assume(len(Decimal(NumberAttribute().serialize(number)).normalize().as_tuple().digits) <= 38)
+    assert item_key(number) == item_key(_read_back(number))
+    assert item_key(number, "r") == item_key(_read_back(number), "r")
+
+
+@given(st.integers(min_value=-10 ** 30, max_value=10 ** 30), st.integers(min_value=0, max_value=6))
+def test_item_key_ignores_trailing_zeros(number, zeros):
+    """An integer written with trailing decimal zeros (7.000) keys the same history as the integer."""
+    padded = Decimal(f"{number}.{'0' * zeros}" if zeros else str(number))
+    assert item_key(padded) == item_key(number) == str(number)
+
+
+@pytest.mark.modes("fast")
+def test_auto_id_collision_is_item_exists(make_model, backend):
+    """A new history item whose auto ID is taken raises ItemExistsError advising setval, not a version conflict."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), title=UnicodeAttribute(null=True), revision=VersionAttribute(),
+                     history_model=history)
+    taken = Doc(id=1, title="explicit")
+    taken.save()
+    with pytest.raises(ItemExistsError, match=r"setval\('doc-") as raised:
+        Doc(title="new").save()
+    assert not isinstance(raised.value, VersionConflictError)
+    assert Doc.get(1, consistent_read=True).title == "explicit"
+
+
+@pytest.mark.modes("fast")
+def test_auto_id_collision_with_merge_reads_nothing(make_model, backend, requests):
+    """With merge=, an auto ID collision raises ItemExistsError without calling merge or reading get(None)."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    Doc(id=1).save()
+    calls = []
+    requests.clear()
+    with pytest.raises(ItemExistsError):
+        Doc().save(merge=lambda me, stored: calls.append(stored))
+    assert calls == [] and "GetItem" not in [op for op, _ in requests]

@@ -8,6 +8,7 @@ Writers are threads: each thread counts under its own writer attribute.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import uuid
@@ -16,12 +17,18 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.expressions.operand import Path
+from pynamodb.models import Model
+from pynamodb.signals import pre_dynamodb_send
 
 from pynamodb_autoinc import NextId
 from pynamodb_autoinc import counter as counter_module
-from pynamodb_autoinc.exceptions import CounterError
-from pynamodb_autoinc.periods import clock
+from pynamodb_autoinc.exceptions import (
+    CounterError,
+    CounterValueError,
+)
+from pynamodb_autoinc.periods import clock, increment_in_period
 from tests.conftest import Backend
 from tests.test_faults import Faults
 
@@ -276,3 +283,86 @@ def test_threads_count_exactly_through_lost_answers(local: Backend, faults):
     assert len(fault.fired) == 20
     assert len(results) == 400 and max(results) == 400
     assert counter.current(key, period=None) == 400
+
+
+@pytest.fixture
+def resent_api_key(backend):
+    """An API key item counting requests per month, its client resending a request whose answer was lost."""
+    meta = type("Meta", (), {"table_name": backend.table_name("apikeys"), "max_retry_attempts": 4, **backend.meta})
+    model: Any = type("ApiKey", (Model,), {
+        "Meta": meta, "key": UnicodeAttribute(hash_key=True), "request_count": NumberAttribute(null=True),
+        "active_period": UnicodeAttribute(null=True)})
+    backend.create(model)
+    model(key="k1").save()
+    faults = Faults(model)
+    yield model, faults
+    faults.remove()
+
+
+def _count_at(model: Any, now: datetime, by: Any = 1) -> int:
+    return increment_in_period(model, "k1", count_attribute="request_count", period_attribute="active_period",
+                               now=now, by=by)
+
+
+@contextlib.contextmanager
+def _answer_lost(faults: Faults, nth: int) -> Iterator[None]:
+    """Inside the block, the ``nth`` UpdateItem sent is applied, its answer lost, and botocore resends it."""
+    seen: List[str] = []
+
+    def before(_: Any, operation_name: str, **__: Any) -> None:
+        if operation_name == "UpdateItem":
+            seen.append(operation_name)
+            if len(seen) == nth:
+                faults.inject("UpdateItem", "drop-after-commit")
+
+    with pre_dynamodb_send.connected_to(before):
+        yield
+
+
+def test_period_reset_resent_counts_once(resent_api_key):
+    """At a period change, a reset applied whose answer was lost is resent: the event counts once (1, not 2)."""
+    model, faults = resent_api_key
+    _count_at(model, datetime(2026, 11, 3))
+    with _answer_lost(faults, 2):  # the increment fails its condition; the reset is the second
+        assert _count_at(model, datetime(2026, 12, 1)) == 1
+    assert faults.fired == [("UpdateItem", "drop-after-commit")]
+    assert model.get("k1", consistent_read=True).request_count == 1
+
+
+def test_increment_in_period_resent_counts_once(resent_api_key):
+    """Within a period, an increment applied whose answer was lost is resent: it counts ``by`` once."""
+    model, faults = resent_api_key
+    _count_at(model, datetime(2026, 11, 3))
+    faults.inject("UpdateItem", "drop-after-commit")
+    assert _count_at(model, datetime(2026, 11, 4), by=5) == 6
+    assert faults.fired == [("UpdateItem", "drop-after-commit")]
+    assert model.get("k1", consistent_read=True).request_count == 6
+
+
+def test_idle_writers_leave_the_counted_item(resent_api_key):
+    """Writer attributes idle for over an hour are removed from the counted item by a later writer's counts."""
+    model, _ = resent_api_key
+
+    def writer_attrs() -> List[str]:
+        raw = model._get_connection().get_item("k1", consistent_read=True)["Item"]
+        return [name for name in raw if name.startswith(counter_module.WRITER_PREFIX)]
+
+    with clock.frozen(datetime(2026, 11, 3)):
+        for _ in range(3):
+            thread = threading.Thread(target=_count_at, args=(model, datetime(2026, 11, 3)))
+            thread.start()
+            thread.join()
+    assert len(writer_attrs()) == 3
+    with clock.frozen(datetime(2026, 11, 3, 2)):
+        _count_at(model, datetime(2026, 11, 3, 2))  # sees the idle ones
+        _count_at(model, datetime(2026, 11, 3, 2))  # removes them
+    assert writer_attrs() == [counter_module._this_writer().attr]
+    assert model.get("k1", consistent_read=True).request_count == 5
+
+
+def test_increment_in_period_refuses_a_non_integer(resent_api_key):
+    """increment_in_period(by=1.5) is refused before anything is written."""
+    model, _ = resent_api_key
+    with pytest.raises(CounterValueError, match="by must be an int, not float 1.5"):
+        _count_at(model, datetime(2026, 11, 3), by=1.5)
+    assert model.get("k1", consistent_read=True).request_count is None

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any, List
 
 import pytest
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc.exceptions import ConfigurationError, CounterError, CounterValueError
+from pynamodb_autoinc.exceptions import (
+    ConfigurationError,
+    CounterError,
+    CounterValueError,
+)
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 
 
@@ -127,3 +137,115 @@ def test_clock_behind_the_stored_period(api_key):
     with pytest.raises(CounterError, match="holds '2026-12', which is not an older period than '2026-11'"):
         count(api_key, datetime(2026, 11, 30))
     assert api_key.get("k1").request_count == 1
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("by", [1.5, 2.0, True, "1"])
+def test_next_id_increment_refuses_every_non_int(backend, by):
+    """NextId.increment(by=...) refuses floats (even 2.0), bools and strings, writing nothing."""
+    counter = backend.counter()
+    with pytest.raises(CounterValueError):
+        counter.increment("hits", by=by)
+    assert counter.increment("hits") == 1
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("count, period", [("missing", "active"), ("requests", "missing"), ("active", "requests"),
+                                           ("key", "active")])
+def test_increment_in_period_names_attributes_that_cannot_count(backend, count, period):
+    """``periods.increment_in_period`` given a ``count_attribute`` that is not a NumberAttribute outside the
+    key, or a ``period_attribute`` that is not a UnicodeAttribute outside the key, raises the library's
+    ``ConfigurationError`` naming the attributes that would do, not a ``KeyError`` or PynamoDB's
+    ``ValueError``; the item is left as it was."""
+    meta = type("Meta", (), {"table_name": backend.table_name("apikey"), **backend.meta})
+    ApiKey: Any = type("ApiKey", (Model,), {"Meta": meta, "key": UnicodeAttribute(hash_key=True),
+                                       "requests": NumberAttribute(null=True),
+                                       "active": UnicodeAttribute(null=True)})
+    backend.create(ApiKey)
+    ApiKey(key="k").save()
+    with pytest.raises(ConfigurationError, match="must name a .*Attribute of ApiKey outside its key; choose from"):
+        increment_in_period(ApiKey, "k", count_attribute=count, period_attribute=period)
+    stored = ApiKey.get("k", consistent_read=True)
+    assert (stored.requests, stored.active) == (None, None)
+
+
+def _count(model: Any, *args: Any, **kwargs: Any) -> int:
+    return increment_in_period(model, *args, count_attribute="request_count", period_attribute="active_period",
+                               **kwargs)
+
+
+@pytest.mark.parametrize("now", ["2026-11-24", date(2026, 11, 24), 1764000000])
+def test_increment_in_period_refuses_a_time_that_is_not_a_datetime(api_key, now):
+    """``increment_in_period(now=...)`` given something other than a datetime (a string, a date, a timestamp)
+    raises ConfigurationError naming ``now`` and what to pass, not an AttributeError; nothing is counted."""
+    with pytest.raises(ConfigurationError, match="now=.*datetime"):
+        _count(api_key, "k1", now=now)
+    assert api_key.get("k1", consistent_read=True).request_count is None
+
+
+@pytest.mark.parametrize("now", ["2026-11-24", date(2026, 11, 24)])
+def test_period_label_and_frozen_clock_refuse_a_time_that_is_not_a_datetime(now):
+    """``periods.label()`` and ``periods.clock.frozen()`` given something other than a datetime raise
+    ConfigurationError naming the value, not an AttributeError."""
+    with pytest.raises(ConfigurationError, match="datetime"):
+        label("month", now)
+    with pytest.raises(ConfigurationError, match="datetime"), clock.frozen(now):
+        pass  # pragma: no cover - refused on entry
+
+
+@pytest.mark.parametrize("period", [["month"], {"month": 1}, 7])
+def test_unknown_period_of_any_type_is_named(period):
+    """A period that is not a period name, whatever its type (a list is unhashable), raises ConfigurationError
+    naming the known periods, not a TypeError."""
+    with pytest.raises(ConfigurationError, match="unknown period"):
+        label(period)
+
+
+def test_increment_in_period_refuses_a_missing_hash_key(api_key):
+    """``increment_in_period`` given None for the item's hash key raises ConfigurationError naming it (not an
+    IndexError from inside the library); nothing is sent."""
+    with pytest.raises(ConfigurationError, match="hash_key"):
+        _count(api_key, None)
+
+
+def test_increment_in_period_refuses_a_range_key_the_model_does_not_have(api_key):
+    """``increment_in_period`` given a range key for a model without one raises ConfigurationError saying the
+    model has no range key (not an AttributeError); nothing is counted."""
+    with pytest.raises(ConfigurationError, match="range key"):
+        _count(api_key, "k1", "extra")
+    assert api_key.get("k1", consistent_read=True).request_count is None
+
+
+def test_increment_in_period_refuses_what_is_not_a_model():
+    """``increment_in_period`` given something other than a PynamoDB model class raises ConfigurationError
+    saying what to pass, not an AttributeError."""
+    with pytest.raises(ConfigurationError, match="model class"):
+        _count("ApiKey", "k1")
+
+
+def test_increment_in_period_refuses_a_missing_range_key(backend):
+    """``increment_in_period`` of a model with a range key, given the hash key alone, raises ConfigurationError
+    naming the range key before anything is sent (not DynamoDB's bare ValidationException)."""
+    meta = type("Meta", (), {"table_name": backend.table_name("usage"), **backend.meta})
+    model: Any = type("Usage", (Model,), {
+        "Meta": meta,
+        "key": UnicodeAttribute(hash_key=True),
+        "api": UnicodeAttribute(range_key=True),
+        "request_count": NumberAttribute(null=True),
+        "active_period": UnicodeAttribute(null=True),
+    })
+    backend.create(model)
+    model(key="k1", api="search").save()
+    with pytest.raises(ConfigurationError, match="range key \\(api\\)"):
+        _count(model, "k1")
+    assert _count(model, "k1", "search") == 1
+
+
+@pytest.mark.parametrize("by", [1.5, True, Decimal("2"), "1"])
+def test_next_id_increment_refuses_a_non_integer(backend, by):
+    """NextId.increment(by=...) refuses anything but an int, naming the value; nothing is written."""
+    counter = backend.counter()
+    with pytest.raises(CounterValueError, match=f"by must be an int, not {type(by).__name__}"):
+        counter.increment("hits", period=None, by=by)
+    assert counter.current("hits", period=None) is None
+    assert counter.increment("hits", period=None) == 1

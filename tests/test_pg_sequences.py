@@ -7,12 +7,20 @@ its docstring quotes the SQL it mirrors.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+)
 
-from pynamodb_autoinc import SequenceOptions, TransactWrite
+from pynamodb_autoinc import (
+    NextId,
+    SequenceOptions,
+    TransactWrite,
+)
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     ItemExistsError,
@@ -356,3 +364,564 @@ def test_setval_not_called_needs_the_step_of_an_unrecorded_counter(make_model):
     assert opts.counter.currval(opts.key) is None
     opts.counter.setval(opts.key, 40, is_called=False, sequence=opts.sequence)
     assert save_many(User, 2) == [40, 45]
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("count", [0, -1, 1.5, True])
+def test_reserve_refuses_a_count_that_is_not_a_positive_int(backend, count):
+    """``NextId.reserve`` with a count that is not an int of 1 or more raises ``OutOfBoundsError`` at once and
+    leaves the counter as it was: 1.5 stored a fraction in the counter (every later save failed on it), and 0
+    or -1 sent a hundred requests before a misleading ``ContentionError``."""
+    counter = backend.counter()
+    counter.nextval("orders")
+    with pytest.raises(OutOfBoundsError, match="count must be an int of 1 or more"):
+        counter.reserve("orders", count)
+    assert counter.currval("orders") == 1
+    assert counter.nextval("orders") == 2
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("expected, value", [(1, 2.5), (1.0, 2), (None, "3")])
+def test_compare_and_set_refuses_values_that_are_not_ints(backend, expected, value):
+    """``NextId.compare_and_set`` with a value (or an expected value other than None) that is not an int raises
+    ``OutOfBoundsError`` and leaves the counter as it was, instead of storing a fraction or text in it."""
+    counter = backend.counter()
+    counter.nextval("orders")
+    with pytest.raises(OutOfBoundsError, match="the values must be ints"):
+        counter.compare_and_set("orders", expected, value)
+    assert counter.currval("orders") == 1
+
+
+#: ``CREATE SEQUENCE s START 24 INCREMENT 4 MINVALUE 5 MAXVALUE 36``
+UP = SequenceOptions.of(24, 4, 5, 36)
+
+
+#: ``CREATE SEQUENCE s START -24 INCREMENT -4 MINVALUE -36 MAXVALUE -5``
+DOWN = SequenceOptions.of(-24, -4, -36, -5)
+
+
+#: Numbers that are not ints, each refused by every operation that takes a counter value.
+NOT_INTS = [True, False, 7.9, 7.0, Decimal("7.5"), "7", None, [7]]
+
+
+@pytest.fixture
+def counter(backend: Any) -> Any:
+    """The NextId table on the test's backend."""
+    return backend.counter()
+
+
+def take(counter: Any, key: str, seq: Any, n: int) -> List[int]:
+    return [counter.nextval(key, seq) for _ in range(n)]
+
+
+def test_nextval_starts_at_start_with_not_minvalue(counter):
+    """``CREATE SEQUENCE s START 24 INCREMENT 4 MINVALUE 5 MAXVALUE 36``: nextval gives 24, 28, 32, 36."""
+    assert take(counter, "s", UP, 4) == [24, 28, 32, 36]
+
+
+def test_currval_before_any_nextval_is_none(counter):
+    """PostgreSQL raises "currval of sequence is not yet defined in this session"; here (documented in
+    docs/postgresql.md) currval is the counter's last value, None for a counter never advanced, and reading it
+    does not advance it."""
+    assert counter.currval("s") is None
+    assert counter.currval("s") is None
+    assert counter.nextval("s", UP) == 24
+    assert counter.currval("s") == 24
+
+
+def test_currval_after_setval_not_called_is_one_step_behind(counter):
+    """After ``setval('s', 31, false)`` or ``RESTART``, ``pg_sequences.last_value`` is NULL; here currval is the
+    value one step before the next (docs/postgresql.md), so nextval is always currval + step."""
+    take(counter, "s", UP, 1)
+    counter.setval("s", 31, is_called=False, sequence=UP)
+    assert counter.currval("s") == 27
+    counter.restart("s", UP)
+    assert counter.currval("s") == 20
+    assert counter.nextval("s", UP) == 24
+
+
+def test_currval_follows_every_process(counter):
+    """currval is ``pg_sequences.last_value`` (docs/postgresql.md): a value another process took shows, even
+    after this process's state is reset."""
+    take(counter, "s", UP, 2)
+    reset_state()
+    assert counter.currval("s") == 28
+
+
+def test_there_is_no_lastval():
+    """``lastval()`` has no counterpart (docs/postgresql.md): NextId has no lastval to mislead a PostgreSQL user."""
+    assert not hasattr(NextId, "lastval")
+
+
+def test_nextval_without_options_follows_the_recorded_ones(counter):
+    """``nextval('s')`` names only the sequence: its options are the ones it was created (or altered) with. Here a
+    call without ``sequence`` follows what the counter records: step 4, and "reached maximum value" at 36;
+    setval without ``sequence`` is checked against those bounds too."""
+    take(counter, "s", UP, 1)
+    assert counter.nextval("s") == 28
+    with pytest.raises(OutOfBoundsError):
+        counter.setval("s", 37)
+    counter.setval("s", 36)
+    with pytest.raises(SequenceExhaustedError, match="maximum"):
+        counter.nextval("s")
+
+
+def test_setval_then_nextval_is_one_step_on(counter):
+    """``setval('s', 30); nextval('s')`` gives 34 (30 + 4); currval after setval is 30; a value off the
+    step grid is taken as PostgreSQL takes it."""
+    take(counter, "s", UP, 1)
+    counter.setval("s", 30, sequence=UP)
+    assert counter.currval("s") == 30
+    assert take(counter, "s", UP, 1) == [34]
+
+
+def test_setval_returns_its_value(counter):
+    """``SELECT setval('s', 30)`` returns 30, and ``setval('s', 31, false)`` returns 31 (not the counter's 27)."""
+    take(counter, "s", UP, 1)
+    assert counter.setval("s", 30, sequence=UP) == 30
+    assert counter.setval("s", 31, is_called=False) == 31
+
+
+def test_setval_not_called_hands_out_the_value(counter):
+    """``setval('s', 31, false); nextval('s')`` gives 31, then 35."""
+    take(counter, "s", UP, 1)
+    counter.setval("s", 31, is_called=False, sequence=UP)
+    assert take(counter, "s", UP, 2) == [31, 35]
+
+
+def test_setval_counting_down(counter):
+    """Descending: ``setval('s', -30)`` gives -34 next; ``setval('s', -31, false)`` gives -31."""
+    take(counter, "s", DOWN, 1)
+    counter.setval("s", -30, sequence=DOWN)
+    assert take(counter, "s", DOWN, 1) == [-34]
+    counter.setval("s", -31, is_called=False, sequence=DOWN)
+    assert take(counter, "s", DOWN, 2) == [-31, -35]
+
+
+def test_setval_to_the_maximum_then_nextval_reached_maximum(counter):
+    """``setval('s', 36); nextval('s')``: "reached maximum value of sequence" and the counter stays at 36;
+    ``setval('s', 36, false)`` hands out 36 once more, then the same error."""
+    take(counter, "s", UP, 1)
+    counter.setval("s", 36)
+    with pytest.raises(SequenceExhaustedError, match="maximum") as info:
+        counter.nextval("s", UP)
+    assert info.value.last == 36 and counter.currval("s") == 36
+    with pytest.raises(SequenceExhaustedError):
+        counter.nextval("s", UP)  # still exhausted: the failed call spent nothing
+    counter.setval("s", 36, is_called=False)
+    assert counter.nextval("s", UP) == 36
+    with pytest.raises(SequenceExhaustedError, match="maximum"):
+        counter.nextval("s", UP)
+
+
+def test_setval_to_the_minimum_counting_down_then_reached_minimum(counter):
+    """Descending: ``setval('s', -36); nextval('s')``: "reached minimum value of sequence"."""
+    take(counter, "s", DOWN, 1)
+    counter.setval("s", -36)
+    with pytest.raises(SequenceExhaustedError, match="minimum"):
+        counter.nextval("s", DOWN)
+    counter.setval("s", -36, is_called=False)
+    assert counter.nextval("s", DOWN) == -36
+
+
+def test_setval_to_the_minimum_not_called(counter):
+    """``setval('s', 5, false)`` at MINVALUE itself: nextval gives 5 (the counter may lie one step behind)."""
+    take(counter, "s", UP, 1)
+    counter.setval("s", 5, is_called=False)
+    assert take(counter, "s", UP, 2) == [5, 9]
+
+
+@pytest.mark.parametrize("seq, value", [(UP, 4), (UP, 37), (DOWN, -37), (DOWN, -4)])
+def test_setval_outside_the_bounds_is_refused_whether_called_or_not(counter, seq, value):
+    """``setval: value 37 is out of bounds for sequence "s" (5..36)``: OutOfBoundsError, counter unchanged,
+    with is_called either way."""
+    first = counter.nextval("s", seq)
+    for called in (True, False):
+        with pytest.raises(OutOfBoundsError, match=f"value {value} is out of bounds"):
+            counter.setval("s", value, is_called=called, sequence=seq)
+    assert counter.currval("s") == first
+
+
+def test_setval_at_the_maximum_of_a_cycling_sequence_wraps_to_minvalue(counter):
+    """``CYCLE``: ``setval('s', 36); nextval('s')`` gives MINVALUE 5, not START 24."""
+    seq = SequenceOptions.of(24, 4, 5, 36, cycle=True)
+    take(counter, "s", seq, 1)
+    counter.setval("s", 36)
+    assert take(counter, "s", seq, 2) == [5, 9]
+
+
+@pytest.mark.parametrize("flag", ["no", 0, 1, None, "false"])
+def test_setval_is_called_must_be_a_bool(counter, flag):
+    """``setval(regclass, bigint, boolean)``: is_called is a boolean; any other value is refused with the
+    library's error, and the counter is not touched."""
+    take(counter, "s", UP, 1)
+    with pytest.raises(ConfigurationError, match="is_called must be True or False"):
+        counter.setval("s", 30, is_called=flag, sequence=UP)
+    assert counter.currval("s") == 24
+
+
+@pytest.mark.parametrize("flag", ["no", 0, None])
+def test_reserve_partial_must_be_a_bool(counter, flag):
+    """reserve's ``partial`` is a flag, as setval's is_called is: "no" must not be taken as True; nothing is
+    taken."""
+    take(counter, "s", UP, 3)
+    with pytest.raises(ConfigurationError, match="partial must be True or False"):
+        counter.reserve("s", 5, UP, partial=flag)
+    assert counter.currval("s") == 32
+
+
+@pytest.mark.parametrize("value", NOT_INTS)
+def test_setval_refuses_a_value_that_is_not_an_int(counter, value):
+    """setval takes a bigint: a bool, a float (even 7.0), a Decimal, a string or None is refused with
+    OutOfBoundsError, not truncated; nothing is changed."""
+    take(counter, "s", UP, 1)
+    with pytest.raises(OutOfBoundsError, match="must be an int"):
+        counter.setval("s", value, sequence=UP)
+    assert counter.currval("s") == 24
+
+
+def test_restart_goes_back_to_start_with_not_minvalue(counter):
+    """``ALTER SEQUENCE s RESTART``: the next value is START (24), not MINVALUE (5); ``RESTART WITH 9``: 9."""
+    take(counter, "s", UP, 3)
+    counter.restart("s", UP)
+    assert take(counter, "s", UP, 1) == [24]
+    counter.restart("s", UP, 9)
+    assert take(counter, "s", UP, 2) == [9, 13]
+
+
+def test_restart_counting_down(counter):
+    """Descending ``RESTART``: -24 again; ``RESTART WITH -5`` (MAXVALUE): -5, -9."""
+    take(counter, "s", DOWN, 3)
+    counter.restart("s", DOWN)
+    assert take(counter, "s", DOWN, 1) == [-24]
+    counter.restart("s", DOWN, -5)
+    assert take(counter, "s", DOWN, 2) == [-5, -9]
+
+
+def test_restart_resumes_an_exhausted_sequence(counter):
+    """A sequence that "reached maximum value" hands out values again after ``RESTART``."""
+    take(counter, "s", UP, 4)
+    with pytest.raises(SequenceExhaustedError):
+        counter.nextval("s", UP)
+    counter.restart("s", UP)
+    assert counter.nextval("s", UP) == 24
+
+
+@pytest.mark.parametrize("seq, value", [(UP, 4), (UP, 37), (DOWN, -37), (DOWN, -4)])
+def test_restart_with_outside_the_bounds_is_refused(counter, seq, value):
+    """``RESTART WITH 37``: "RESTART value (37) cannot be greater than MAXVALUE (36)": OutOfBoundsError,
+    the counter unchanged."""
+    first = counter.nextval("s", seq)
+    with pytest.raises(OutOfBoundsError, match=str(value)):
+        counter.restart("s", seq, value)
+    assert counter.currval("s") == first
+
+
+@pytest.mark.parametrize("value", [v for v in NOT_INTS if v is not None])
+def test_restart_refuses_a_value_that_is_not_an_int(counter, value):
+    """``RESTART WITH`` takes a bigint: anything else is refused with OutOfBoundsError; nothing changes."""
+    take(counter, "s", UP, 1)
+    with pytest.raises(OutOfBoundsError, match="must be an int"):
+        counter.restart("s", UP, value)
+    assert counter.currval("s") == 24
+
+
+def test_alter_increment_by_keeps_the_value(counter):
+    """``ALTER SEQUENCE s INCREMENT BY 10`` after 24, 28: the next value is 38 (28 + 10)."""
+    take(counter, "s", UP, 2)
+    wider = SequenceOptions.of(24, 10, 5, 100)
+    assert counter.alter("s", wider) == UP
+    assert take(counter, "s", wider, 2) == [38, 48]
+
+
+def test_alter_increment_by_negative_turns_it_around(counter):
+    """``ALTER SEQUENCE s INCREMENT BY -1`` after 24, 28 (bounds 5..36 kept): the next value is 27, down to 5."""
+    take(counter, "s", UP, 2)
+    back = SequenceOptions.of(24, -1, 5, 36)
+    counter.alter("s", back)
+    assert take(counter, "s", back, 2) == [27, 26]
+    counter.setval("s", 6)
+    assert counter.nextval("s", back) == 5
+    with pytest.raises(SequenceExhaustedError, match="minimum"):
+        counter.nextval("s", back)
+
+
+def test_alter_increment_by_after_restart_then_restart_again(counter):
+    """``ALTER SEQUENCE s RESTART; ALTER SEQUENCE s INCREMENT BY 10; nextval('s')`` gives START (24) in
+    PostgreSQL. The counter keeps no is_called flag (docs/postgresql.md): the new step goes on from one old step
+    before the restart value (30); restarting after the change gives PostgreSQL's 24, then 34."""
+    take(counter, "s", UP, 3)
+    counter.restart("s", UP)
+    wider = SequenceOptions.of(24, 10, 5, 100)
+    counter.alter("s", wider)
+    assert counter.nextval("s", wider) == 30
+    counter.restart("s", wider)
+    assert take(counter, "s", wider, 2) == [24, 34]
+
+
+def test_alter_maxvalue_up_continues_an_exhausted_sequence(counter):
+    """``ALTER SEQUENCE s MAXVALUE 44`` on a sequence that reached 36: nextval gives 40, 44."""
+    take(counter, "s", UP, 4)
+    with pytest.raises(SequenceExhaustedError):
+        counter.nextval("s", UP)
+    higher = SequenceOptions.of(24, 4, 5, 44)
+    counter.alter("s", higher)
+    assert take(counter, "s", higher, 2) == [40, 44]
+
+
+def test_alter_maxvalue_below_the_value_is_refused(counter):
+    """``ALTER SEQUENCE s MAXVALUE 30`` with last_value 32: refused ("cannot be greater than MAXVALUE");
+    the recorded options stay."""
+    take(counter, "s", UP, 3)
+    with pytest.raises(OutOfBoundsError, match="past the maximum 30"):
+        counter.alter("s", SequenceOptions.of(24, 4, 5, 30))
+    assert counter.stored_options("s") == UP and counter.currval("s") == 32
+
+
+def test_alter_minvalue_above_the_value_is_refused(counter):
+    """``ALTER SEQUENCE s MINVALUE 40`` (MAXVALUE 50) with last_value 28: refused, nothing recorded."""
+    take(counter, "s", UP, 2)
+    with pytest.raises(OutOfBoundsError):
+        counter.alter("s", SequenceOptions.of(40, 4, 40, 50))
+    assert counter.stored_options("s") == UP
+
+
+def test_alter_cycle_then_no_cycle(counter):
+    """``ALTER SEQUENCE s CYCLE`` on an exhausted sequence: it wraps to MINVALUE 5; ``NO CYCLE`` again: it stops
+    at MAXVALUE."""
+    take(counter, "s", UP, 4)
+    cycling = SequenceOptions.of(24, 4, 5, 36, cycle=True)
+    counter.alter("s", cycling)
+    assert take(counter, "s", cycling, 2) == [5, 9]
+    counter.alter("s", UP)
+    counter.setval("s", 36)
+    with pytest.raises(SequenceExhaustedError):
+        counter.nextval("s", UP)
+
+
+def test_alter_start_with_changes_only_where_restart_goes(counter):
+    """``ALTER SEQUENCE s START WITH 8``: nextval goes on (32); a later ``RESTART`` gives 8."""
+    take(counter, "s", UP, 2)
+    moved = SequenceOptions.of(8, 4, 5, 36)
+    counter.alter("s", moved)
+    assert counter.nextval("s", moved) == 32
+    counter.restart("s", moved)
+    assert counter.nextval("s", moved) == 8
+
+
+def test_other_options_than_recorded_are_refused(counter):
+    """A process with other options than the counter records (an ALTER not yet recorded) is refused."""
+    take(counter, "s", UP, 1)
+    with pytest.raises(SequenceMismatchError):
+        counter.nextval("s", SequenceOptions.of(24, 4, 5, 40))
+    with pytest.raises(SequenceMismatchError):
+        counter.setval("s", 30, sequence=SequenceOptions.of(24, 4, 5, 40))
+
+
+def test_descending_defaults():
+    """``CREATE SEQUENCE s INCREMENT BY -1``: MINVALUE -2**63, MAXVALUE -1, START -1; with ``MAXVALUE -10``
+    the start is -10; ``MINVALUE 5`` going up starts at 5."""
+    assert SequenceOptions.of(step=-1) == SequenceOptions(-1, -1, BIGINT_MIN, -1, False)
+    assert SequenceOptions.of(step=-1, maximum=-10).start == -10
+    assert SequenceOptions.of(step=-3, minimum=-100, maximum=100).start == 100
+    assert SequenceOptions.of(minimum=5).start == 5
+    assert SequenceOptions.of() == SequenceOptions(1, 1, 1, BIGINT_MAX, False)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"step": 0}, "must not be 0"),
+    ({"start": 0}, "lies below the minimum"),
+    ({"start": 11, "maximum": 10}, "lies above the maximum"),
+    ({"step": -1, "start": 1}, "lies above the maximum"),
+    ({"step": -1, "start": -20, "minimum": -10}, "lies below the minimum"),
+    ({"minimum": 10, "maximum": 10}, "must be less than"),
+    ({"minimum": 10, "maximum": 5}, "must be less than"),
+    ({"step": -1, "minimum": 5}, "must be less than"),
+])
+def test_create_sequence_errors(kwargs, message):
+    """``INCREMENT must not be zero``, ``START value cannot be less than MINVALUE`` / ``greater than MAXVALUE``,
+    ``MINVALUE must be less than MAXVALUE``: ConfigurationError naming the problem."""
+    with pytest.raises(ConfigurationError, match=message):
+        SequenceOptions.of(**kwargs)
+
+
+@pytest.mark.parametrize("field", ["start", "step", "minimum", "maximum"])
+@pytest.mark.parametrize("value", [True, 1.5, 2.0, Decimal("2.5"), "2"])
+def test_options_must_be_ints(field, value):
+    """A sequence's numbers are bigints: a bool, a float, a Decimal or a string is refused with ConfigurationError,
+    whether through SequenceOptions.of or the constructor."""
+    with pytest.raises(ConfigurationError, match="must be an int"):
+        SequenceOptions.of(**{field: value})
+    with pytest.raises(ConfigurationError, match="must be an int"):
+        SequenceOptions(**{field: value})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cycle": "yes"}, "must be True or False"),
+    ({"step": 0}, "must not be 0"),
+    ({"start": 0}, "lies below the minimum"),
+    ({"minimum": 5, "maximum": 5, "start": 5}, "must be less than"),
+    ({"step": None}, "must be an int"),
+])
+def test_constructor_checks_as_of_does(kwargs, message):
+    """``SequenceOptions(...)`` built directly is checked as ``of`` checks it: a sequence PostgreSQL would refuse
+    is refused with ConfigurationError, not used."""
+    with pytest.raises(ConfigurationError, match=message):
+        SequenceOptions(**kwargs)
+
+
+@pytest.mark.parametrize("sequence", ["s", 5, {"step": 1}])
+def test_a_sequence_that_is_not_sequence_options_is_refused(counter, sequence):
+    """Every NextId operation taking ``sequence=`` refuses anything but a SequenceOptions with ConfigurationError
+    naming SequenceOptions, and changes nothing."""
+    take(counter, "s", UP, 1)
+    calls = [
+        lambda: counter.nextval("s", sequence),
+        lambda: counter.reserve("s", 2, sequence),
+        lambda: counter.compare_and_set("s", 24, 28, sequence),
+        lambda: counter.setval("s", 30, sequence=sequence),
+        lambda: counter.restart("s", sequence),
+        lambda: counter.restart("s", sequence, 28),
+        lambda: counter.alter("s", sequence),
+    ]
+    for call in calls:
+        with pytest.raises(ConfigurationError, match="SequenceOptions"):
+            call()
+    assert counter.currval("s") == 24 and counter.stored_options("s") == UP
+
+
+def test_restart_and_alter_need_a_sequence(counter):
+    """RESTART and ALTER need the sequence's options: None is refused with ConfigurationError naming
+    SequenceOptions."""
+    with pytest.raises(ConfigurationError, match="SequenceOptions"):
+        counter.restart("s", None)
+    with pytest.raises(ConfigurationError, match="SequenceOptions"):
+        counter.alter("s", None)
+
+
+@pytest.mark.parametrize("value", NOT_INTS)
+def test_raise_to_refuses_a_value_that_is_not_an_int(counter, value):
+    """``raise_to(key, 7.9)`` once truncated to 7: a value that is not an int is refused with OutOfBoundsError,
+    and the counter is not moved."""
+    counter.nextval("s", SequenceOptions.of())
+    with pytest.raises(OutOfBoundsError, match="must be an int"):
+        counter.raise_to("s", value)
+    assert counter.currval("s") == 1
+
+
+@pytest.mark.parametrize("step", [0, True, 1.5, "1", None])
+def test_raise_to_refuses_a_step_that_is_not_a_direction(counter, step):
+    """raise_to's ``step`` gives the direction: 0, a bool, a float, a string or None is refused."""
+    counter.nextval("s", SequenceOptions.of())
+    with pytest.raises(OutOfBoundsError, match="step"):
+        counter.raise_to("s", 9, step=step)
+    assert counter.currval("s") == 1
+
+
+@pytest.mark.parametrize("value", [10**38, -(10**38) - 1, 10**40 + 1])
+def test_a_value_dynamodb_cannot_hold_exactly_is_refused(counter, value):
+    """A bigint always fits its sequence's storage in PostgreSQL; here a number of more than 38 digits cannot be
+    stored exactly (DynamoDB refuses it, moto would keep it): setval, RESTART WITH, raise_to and compare_and_set
+    refuse it with OutOfBoundsError naming the 38 digits, and nothing is written."""
+    counter.nextval("s", SequenceOptions.of())
+    calls = [lambda: counter.setval("s", value), lambda: counter.raise_to("s", value),
+             lambda: counter.raise_to("s", value, step=-1), lambda: counter.compare_and_set("s", 1, value),
+             lambda: counter.compare_and_set("s", value, 2)]
+    for call in calls:
+        with pytest.raises(OutOfBoundsError, match="more digits than a DynamoDB number holds exactly"):
+            call()
+    assert counter.currval("s") == 1
+
+
+def test_raise_to_moves_only_forward(counter):
+    """raise_to is ``setval(greatest(...))``: it moves the counter forward in its direction, never back."""
+    counter.nextval("s", SequenceOptions.of())
+    assert counter.raise_to("s", 9) and counter.currval("s") == 9
+    assert not counter.raise_to("s", 5) and counter.currval("s") == 9
+    assert counter.raise_to("s", 3, step=-1) and counter.currval("s") == 3
+
+
+@pytest.mark.parametrize("value", [v for v in NOT_INTS if v is not None])
+def test_compare_and_set_and_reserve_refuse_non_ints(counter, value):
+    """compare_and_set and reserve refuse a value or count that is not an int, as setval and raise_to do."""
+    with pytest.raises(OutOfBoundsError, match="int"):
+        counter.compare_and_set("s", None, value)
+    with pytest.raises(OutOfBoundsError, match="int"):
+        counter.reserve("s", value)
+    assert counter.currval("s") is None
+
+
+def test_model_descending_with_maxvalue_starts_there(make_model):
+    """``CREATE SEQUENCE s INCREMENT BY -2 MAXVALUE -10``: -10, -12, -14."""
+    Down = make_model("Down", autoinc_step=-2, autoinc_max=-10)
+    assert save_many(Down, 3) == [-10, -12, -14]
+
+
+def test_model_cycle_wraps_to_minvalue_not_start(make_model):
+    """``START 8 INCREMENT 3 MINVALUE 2 MAXVALUE 12 CYCLE``: 8, 11, then MINVALUE 2 (12 is no step of the way)."""
+    Seq = make_model("Seq", autoinc_start=8, autoinc_step=3, autoinc_min=2, autoinc_max=12, autoinc_cycle=True)
+    assert save_many(Seq, 4) == [8, 11, 2, 5]
+
+
+def test_model_descending_cycle_wraps_to_maxvalue_not_start(make_model):
+    """``START -8 INCREMENT -3 MINVALUE -12 MAXVALUE -2 CYCLE``: -8, -11, then MAXVALUE -2."""
+    Seq = make_model("Seq", autoinc_start=-8, autoinc_step=-3, autoinc_min=-12, autoinc_max=-2, autoinc_cycle=True)
+    assert save_many(Seq, 4) == [-8, -11, -2, -5]
+
+
+def test_model_no_cycle_reached_maximum(make_model):
+    """``MAXVALUE 3 NO CYCLE``: 1, 2, 3, then "reached maximum value"; the item gets no ID."""
+    Seq = make_model("Seq", autoinc_max=3)
+    assert save_many(Seq, 3) == [1, 2, 3]
+    item = Seq()
+    with pytest.raises(SequenceExhaustedError, match="maximum"):
+        item.save()
+    assert item.id is None
+
+
+def test_model_setval_and_restart(make_model):
+    """setval and RESTART through a model's counter: the model's next saves follow them."""
+    Seq = make_model("Seq", autoinc_start=10, autoinc_step=5, autoinc_max=1000)
+    opts = Seq.autoinc_options()
+    assert save_many(Seq, 2) == [10, 15]
+    opts.counter.setval(opts.key, 100)
+    assert save_many(Seq, 1) == [105]
+    opts.counter.setval(opts.key, 200, is_called=False)
+    assert save_many(Seq, 1) == [200]
+    opts.counter.restart(opts.key, opts.sequence, 500)
+    assert save_many(Seq, 1) == [500]
+
+
+@pytest.mark.modes()
+def test_model_cache_leaves_gaps_per_process(make_model):
+    """``CACHE 5``: a session takes 5 values at once; another session then starts after them, and the first
+    session's unused values are gaps (``Meta.autoinc_block = 5``)."""
+    Seq = make_model("Seq", autoinc_block=5)
+    assert save_many(Seq, 2) == [1, 2]
+    reset_state()  # another process
+    assert save_many(Seq, 1) == [6]
+    assert Seq.autoinc_options().counter.currval(Seq.autoinc_options().key) == 10
+
+
+@pytest.mark.modes()
+def test_model_cache_stops_at_maxvalue(make_model):
+    """``CACHE 5 MAXVALUE 7``: the second session gets 6 and 7, then "reached maximum value"."""
+    Seq = make_model("Seq", autoinc_block=5, autoinc_max=7)
+    assert save_many(Seq, 1) == [1]
+    reset_state()
+    assert save_many(Seq, 2) == [6, 7]
+    with pytest.raises(SequenceExhaustedError):
+        Seq().save()
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("option, value", [
+    ("autoinc_step", 0), ("autoinc_step", 1.5), ("autoinc_step", True), ("autoinc_start", 1.0),
+    ("autoinc_min", Decimal("1")), ("autoinc_max", "10"), ("autoinc_cycle", "yes"), ("autoinc_cycle", 1),
+    ("autoinc_block", 0), ("autoinc_block", True), ("autoinc_block", 2.5), ("autoinc_start", 0),
+])
+def test_model_options_refuse_what_postgresql_refuses(make_model, option, value):
+    """Meta options PostgreSQL's CREATE SEQUENCE would refuse (INCREMENT 0, START below MINVALUE, CACHE 0,
+    a number that is no integer) are refused with ConfigurationError when the class is made."""
+    with pytest.raises(ConfigurationError, match=option):
+        make_model("Seq", autoinc_gapless=False, **{option: value})

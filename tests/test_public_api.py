@@ -6,14 +6,22 @@ import warnings
 from typing import Any, Dict
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
 from pynamodb.models import Model
 from pynamodb.transactions import Transaction
 from pynamodb.transactions import TransactWrite as PynamoTransactWrite
 
 import pynamodb_autoinc
-from pynamodb_autoinc import AutoIncrementMixin, ModelOptions, TransactWrite
-from pynamodb_autoinc.exceptions import ConfigurationError, UnassignedIdError
+from pynamodb_autoinc import AutoIncrementMixin, HistoryMixin, ModelOptions, TransactWrite
+from pynamodb_autoinc.exceptions import (
+    ConfigurationError,
+    UnassignedIdError,
+)
 
 pytestmark = pytest.mark.modes("fast", "gapless")
 
@@ -236,3 +244,73 @@ def test_scan_takes_the_parameters_of_pynamodb_scan():
         return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
 
     assert shape(AutoIncrementMixin.scan) == shape(Model.scan)
+
+
+class _Stamped:
+    """A user's mixin overriding save() (and delete())."""
+
+    def save(self, *args: Any, **kwargs: Any) -> Any:
+        return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        return super().delete(*args, **kwargs)  # type: ignore[misc]
+
+
+def test_mixin_overriding_save_after_auto_increment_is_run_or_refused():
+    """class M(AutoIncrementMixin, Stamped, Model): refused at class creation (it would be skipped)."""
+
+    class Stamped:
+        def save(self, *args: Any, **kwargs: Any) -> Any:
+            self.stamped = True
+            return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    meta = type("Meta", (), {"table_name": "m"})
+    with pytest.raises(ConfigurationError):
+        type("M", (AutoIncrementMixin, Stamped, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+
+
+@pytest.mark.modes("fast")
+def test_mixin_overriding_save_before_auto_increment_runs_for_new_items(backend):
+    """class M(Stamped, AutoIncrementMixin, Model) runs Stamped.save for a new item."""
+    calls = []
+
+    class Stamped:
+        def save(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append(self)
+            return super().save(*args, **kwargs)  # type: ignore[misc]
+
+    meta = type("Meta", (), {"table_name": backend.table_name("m"), "autoinc_gapless": False, **backend.meta})
+    M: Any = type("M", (Stamped, AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+    backend.counter(model=M)
+    backend.create(M)
+    m = M()
+    m.save()
+    assert calls == [m] and m.id == 1
+
+
+def test_mixin_overriding_save_after_history_is_refused():
+    """class Doc(HistoryMixin, Stamped, Model): Stamped.save would never run (HistoryMixin writes its own
+    transaction), so the class is refused when it is created, naming the order that works."""
+    hist_meta = type("Meta", (), {"table_name": "hist"})
+    history = type("Hist", (Model,), {"Meta": hist_meta, "item": UnicodeAttribute(hash_key=True),
+                                      "version": NumberAttribute(range_key=True),
+                                      "deleted": BooleanAttribute(default=False)})
+    meta = type("Meta", (), {"table_name": "doc", "history_model": history})
+    with pytest.raises(ConfigurationError, match=r"class Doc\(_Stamped, HistoryMixin, Model\)"):
+        type("Doc", (HistoryMixin, _Stamped, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                      "revision": VersionAttribute()})
+    type("Doc", (_Stamped, HistoryMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                  "revision": VersionAttribute()})
+
+
+def test_mixin_overriding_save_after_counter_mixin_is_refused():
+    """class Page(CounterMixin, Stamped, Model): Stamped.save would be skipped (CounterMixin writes an
+    UpdateItem itself), so the class is refused when it is created."""
+    from pynamodb_autoinc import CounterAttribute, CounterMixin
+
+    meta = type("Meta", (), {"table_name": "page"})
+    with pytest.raises(ConfigurationError, match=r"class Page\(_Stamped, CounterMixin, Model\)"):
+        type("Page", (CounterMixin, _Stamped, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                       "n": CounterAttribute()})
+    type("Page", (_Stamped, CounterMixin, Model), {"Meta": meta, "url": UnicodeAttribute(hash_key=True),
+                                                   "n": CounterAttribute()})

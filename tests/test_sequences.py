@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from hypothesis import given
+from hypothesis import strategies as st
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+    UnicodeSetAttribute,
+)
+from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    NextId,
+)
 from pynamodb_autoinc.counter import RESERVED_PREFIX
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
@@ -17,6 +28,8 @@ from pynamodb_autoinc.exceptions import (
     UnassignedIdError,
 )
 from pynamodb_autoinc.periods import clock
+from tests.helpers import auto_model, ids, run_in_threads
+from tests.hypothesis_setup import budget
 
 pytestmark = pytest.mark.modes('fast', 'block', 'gapless')
 
@@ -305,3 +318,207 @@ def test_counter_in_a_table_with_a_range_key(make_model):
     raw = Events._get_connection().get_item(f"{RESERVED_PREFIX}{Events.Meta.table_name}", range_key="__autoinc__",
                                             consistent_read=True)
     assert raw["Item"]["NextId"] == {"N": "2"}
+
+
+@pytest.mark.parametrize("mode_options", [{"autoinc_gapless": False}, {"autoinc_gapless": True},
+                                          {"autoinc_block": 5}])
+def test_scope_on_the_only_key_is_refused(mode_options):
+    """autoinc_scope when the ID is the only key is refused when the class is created, in every counter mode."""
+    meta = type("Meta", (), {"table_name": "m", "autoinc_scope": "tenant", **mode_options})
+    with pytest.raises(ConfigurationError):
+        type("M", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                                 "tenant": UnicodeAttribute()})
+
+
+def test_scope_on_a_hash_key_id_with_a_range_key_is_refused():
+    """ID as hash key and a range key scoped: every scope would still collide on the hash key alone? The
+    scope is the range key, so each scope's 1 is a distinct key: accepted."""
+    meta = type("Meta", (), {"table_name": "m", "autoinc_scope": "tenant", "autoinc_gapless": False})
+    type("M", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True),
+                                             "tenant": UnicodeAttribute(range_key=True)})
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_keys_below_min_in_save_all(make_model):
+    """Query strategy, keys below autoinc_min: save_all() numbers from autoinc_start."""
+    Item = make_model("Item", autoinc_min=100, autoinc_start=100)
+    Item("p", 3).save()
+    items = [Item(), Item()]
+    Item.save_all(items)
+    assert [i.id for i in items] == [100, 101]
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_keys_above_max_are_not_the_sequences(make_model):
+    """Query strategy, a key stored above autoinc_max: the next new item is still numbered within bounds."""
+    Item = make_model("Item", autoinc_max=50)
+    Item("p", 1).save()
+    Item("p", 1000).save()
+    item = Item()
+    item.save()
+    assert item.id == 2
+
+
+@pytest.mark.backends("local")  # threads racing on one counter: moto has no request locking
+@pytest.mark.modes("fast", "block")
+def test_threads_at_the_bound_take_what_is_left_and_overwrite_nothing(make_model, mode):
+    """Fast and block modes, max 10, counter at 8, three threads: 9 and 10 are stored, the third gets
+    SequenceExhaustedError and keeps no ID; saving it again is refused too."""
+    Item = make_model("Item", autoinc_max=10, name=UnicodeAttribute())
+    Item.autoinc_options().counter.setval(Item.autoinc_options().key, 8)
+    items = [Item(name=f"t{i}") for i in range(3)]
+    errors = run_in_threads([i.save for i in items])
+    assert [type(e) for e in errors.values()] == [SequenceExhaustedError]
+    failed, = errors
+    assert items[failed].id is None
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == \
+        sorted((i.id, i.name) for i in items if i.id is not None)
+    assert ids(Item) == [9, 10]
+    with pytest.raises(SequenceExhaustedError):
+        items[failed].save()
+    assert ids(Item) == [9, 10]
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_counting_down_ignores_keys_outside_its_bounds(make_model):
+    """Query strategy counting down from 100 (min 10): keys stored above the maximum or below the minimum are
+    not the sequence's; new items get 100, then 99."""
+    Item = make_model("Item", autoinc_step=-1, autoinc_start=100, autoinc_max=100, autoinc_min=10)
+    Item("p", 500).save()
+    Item("p", 3).save()
+    first, second = Item(), Item()
+    first.save()
+    second.save()
+    assert (first.id, second.id) == (100, 99)
+
+
+@pytest.mark.modes()
+def test_query_strategy_range_key_stored_under_a_dotted_name(backend):
+    """The query strategy reads the partition's last range key also when its name in the table holds a dot
+    (``attr_name="seq.no"``): a dot in a stored name is part of the name, not a path into a map."""
+    Line = auto_model(backend, "Line", {
+        "order": UnicodeAttribute(hash_key=True),
+        "number": NumberAttribute(range_key=True, attr_name="seq.no"),
+    }, counter_table=False, autoinc_strategy="query", autoinc_attribute="number")
+    numbers = []
+    for _ in range(3):
+        line = Line(order="o-1")
+        line.save()
+        numbers.append(line.number)
+    assert numbers == [1, 2, 3]
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_counter_table_and_counter_in_table_together_are_refused_at_class_creation(backend):
+    """A model setting both ``Meta.autoinc_counter`` (a counter table of its own) and
+    ``Meta.autoinc_counter_in_table`` is refused with a ``ConfigurationError`` when the class is created, rather
+    than keeping its counter in its own table and silently ignoring the counter model it named."""
+
+    class Sequences(NextId):
+        class Meta:
+            table_name = "sequences"
+
+    meta = type("Meta", (), {"table_name": "docs", "autoinc_attribute": "number", "autoinc_counter": Sequences,
+                             "autoinc_counter_in_table": True, **backend.meta})
+    with pytest.raises(ConfigurationError, match="autoinc_counter and Meta.autoinc_counter_in_table .* choose one"):
+        type("Doc", (AutoIncrementMixin, Model), {
+            "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True)})
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_scope_by_a_set_attribute_is_refused_at_class_creation(backend):
+    """``Meta.autoinc_scope`` naming a set attribute is refused with a ``ConfigurationError`` when the class is
+    created: the counter key was the set's text, whose order differs between processes (hash randomisation),
+    so one scope got several counters and handed out its IDs more than once."""
+    meta = type("Meta", (), {"table_name": "tickets", "autoinc_attribute": "number", "autoinc_scope": "tags",
+                             **backend.meta})
+    with pytest.raises(ConfigurationError, match="autoinc_scope names 'tags', a UnicodeSetAttribute"):
+        type("Ticket", (AutoIncrementMixin, Model), {
+            "Meta": meta, "key": UnicodeAttribute(hash_key=True), "number": NumberAttribute(null=True),
+            "tags": UnicodeSetAttribute(null=True)})
+
+
+class _OwnCounter(NextId):
+    class Meta:
+        table_name = "own_sequences"
+        region = "us-east-1"
+
+
+def _query_model(**meta: Any) -> Any:
+    """A query-strategy model (numbers within each partition) with extra ``Meta`` options; nothing is sent."""
+    meta_cls = type("Meta", (), {"table_name": "lines", "region": "us-east-1", "autoinc_strategy": "query",
+                                 "autoinc_attribute": "line", **meta})
+    return type("Line", (AutoIncrementMixin, Model), {
+        "Meta": meta_cls, "order": UnicodeAttribute(hash_key=True), "line": NumberAttribute(range_key=True)})
+
+
+#: Options the query strategy never reads, each with a value other than its default.
+IGNORED = {
+    "autoinc_key": st.text(min_size=1, max_size=12),
+    "autoinc_counter": st.just(_OwnCounter),
+    "autoinc_gapless": st.just(True),
+}
+
+
+#: Options the query strategy does read, each with values it accepts.
+READ = {
+    "autoinc_step": st.sampled_from([1, 2, -1]),
+    "autoinc_retries": st.sampled_from([None, 0, 5]),
+    "autoinc_timeout": st.sampled_from([None, 1, 10.0]),
+    "autoinc_backoff": st.sampled_from([0, 0.01]),
+    "autoinc_single_region_writes": st.booleans(),
+}
+
+
+@budget("moto", moto=100, local=100)  # nothing is sent: the backend does not matter
+@given(ignored=st.dictionaries(st.sampled_from(sorted(IGNORED)), st.none(), min_size=1).flatmap(
+    lambda names: st.fixed_dictionaries({name: IGNORED[name] for name in names})),
+    read=st.fixed_dictionaries({}, optional=READ))
+def test_query_strategy_refuses_options_it_ignores(ignored: Dict[str, Any], read: Dict[str, Any]) -> None:
+    """A query-strategy model that sets an option the strategy never reads (a counter key, a counter table,
+    gapless mode, which it always is) is refused when the class is created, with a ConfigurationError naming
+    one of those options and saying it has no effect, whatever options it reads are set beside them."""
+    with pytest.raises(ConfigurationError, match="has no effect with the query strategy") as caught:
+        _query_model(**ignored, **read)
+    assert any(f"Meta.{name} " in str(caught.value) for name in ignored), str(caught.value)
+
+
+@budget("moto", moto=50, local=50)
+@given(read=st.fixed_dictionaries({}, optional=READ))
+def test_query_strategy_accepts_the_defaults_of_the_options_it_ignores(read: Dict[str, Any]) -> None:
+    """A query-strategy model may still spell out the defaults of the options it ignores (no counter key,
+    NextId, not gapless): they say nothing the strategy contradicts, so the class is created."""
+    model = _query_model(autoinc_key=None, autoinc_counter=NextId, autoinc_gapless=False, **read)
+    assert model.autoinc_options().strategy == "query"
+
+
+@pytest.mark.parametrize("fmt", ["__autoinc__#{value}", "__autoinc__#{period}-{value:04d}"])
+def test_in_table_counter_refuses_a_format_that_makes_ids_look_like_counter_items(fmt):
+    """``Meta.autoinc_counter_in_table`` hides the items whose hash key starts with ``__autoinc__#`` (its counter
+    items) from ``scan()``; a ``Meta.autoinc_format`` that makes every ID of the hash key start with it would
+    hide every item, so the class is refused when it is created, naming the format and the prefix."""
+    meta = type("Meta", (), {"table_name": "codes", "region": "us-east-1", "autoinc_counter_in_table": True,
+                             "autoinc_format": fmt, "autoinc_period": "year" if "period" in fmt else None})
+    with pytest.raises(ConfigurationError, match="autoinc_format.*__autoinc__#"):
+        type("Code", (AutoIncrementMixin, Model), {"Meta": meta, "id": UnicodeAttribute(hash_key=True)})
+
+
+def test_in_table_counter_accepts_a_format_outside_the_reserved_prefix():
+    """A format that does not start with the reserved prefix is still accepted with an in-table counter (the
+    refusal above is about the prefix, not about formats)."""
+    meta = type("Meta", (), {"table_name": "codes", "region": "us-east-1", "autoinc_counter_in_table": True,
+                             "autoinc_format": "__autoinc__{value}"})
+    model: Any = type("Code", (AutoIncrementMixin, Model), {"Meta": meta, "id": UnicodeAttribute(hash_key=True)})
+    assert model.autoinc_options().fmt == "__autoinc__{value}"
+
+
+@pytest.mark.modes("query")
+def test_query_strategy_ignores_keys_below_its_minimum(make_model):
+    """Keys ids below autoinc_min are not the sequence's: the first new item gets autoinc_start."""
+    Item = make_model("Item", autoinc_min=100, autoinc_start=100)
+    Item(id=3).save()
+    item = Item()
+    item.save()
+    assert item.id == 100

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import pytest
-from pynamodb.attributes import UnicodeAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.models import Model
 
-from pynamodb_autoinc import after_save, before_save
-from pynamodb_autoinc.exceptions import ConditionFailedError, UnassignedIdError
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    HistoryMixin,
+    after_save,
+    before_save,
+)
+from pynamodb_autoinc.exceptions import (
+    ConditionFailedError,
+    UnassignedIdError,
+)
+from tests.helpers import auto_model, doc_history
 
 
 def test_before_save_is_sent_with_the_instance(make_model):
@@ -124,3 +139,65 @@ def test_after_save_not_sent_when_the_write_fails(make_model):
             pytest.raises(ConditionFailedError):
         User().save(condition=User.id == 99)
     assert seen == []
+
+
+@pytest.mark.modes()
+def test_signal_receivers_may_serialize_a_history_item(backend):
+    """A ``before_save`` or ``after_save`` receiver may call ``instance.serialize()`` on a HistoryMixin
+    model's instance (to log it, or to publish it): the save goes through, in its one transaction with the
+    version, and each receiver saw the item as it is written (the version it is saved as, after it)."""
+    history_meta = type("Meta", (), {"table_name": backend.table_name("page-history"), **backend.meta})
+    history: Any = type("PageVersion", (Model,), {
+        "Meta": history_meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    backend.create(history)
+    meta = type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history,
+                             "autoinc_gapless": False, **backend.meta})
+    Page = type("Page", (HistoryMixin, AutoIncrementMixin, Model), {
+        "Meta": meta, "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True),
+        "revision": VersionAttribute()})
+    backend.create(Page)
+    backend.counter(model=Page)
+    seen: List[Tuple[str, Any]] = []
+
+    def before(sender: Any, instance: Any, **_: Any) -> None:
+        if sender is Page and instance.id is not None:
+            seen.append(("before", instance.serialize()["title"]))
+
+    def after(sender: Any, instance: Any, **_: Any) -> None:
+        if sender is Page:
+            seen.append(("after", instance.serialize()["revision"]))
+
+    with before_save.connected_to(before), after_save.connected_to(after):
+        page = Page(title="one")
+        page.save()
+        page.title = "two"
+        page.save()
+    assert seen == [("after", {"N": "1"}), ("before", {"S": "two"}), ("after", {"N": "2"})]
+    assert [v.title for v in history.query(page.history_key(), consistent_read=True)] == ["one", "two"]
+
+
+@pytest.mark.modes()
+def test_history_save_reports_operation_save_to_signal_receivers(backend):
+    """``save()`` of a ``HistoryMixin`` auto-increment model is reported to ``before_save`` and ``after_save``
+    receivers as ``operation="save"`` (what the signals document for ``Model.save()``), for a new item and for
+    a later save of it, not as ``"transaction"``, which names ``TransactWrite.save()``."""
+    Doc = auto_model(backend, "Doc", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True),
+                                  "revision": VersionAttribute()},
+                 bases=(HistoryMixin, AutoIncrementMixin), history_model=doc_history(backend), autoinc_gapless=False)
+    seen: List[Any] = []
+
+    def before(sender: Any, instance: Any, is_new: bool, operation: str, **_: Any) -> None:
+        seen.append(("before", is_new, operation))
+
+    def after(sender: Any, instance: Any, is_new: bool, operation: str, **_: Any) -> None:
+        seen.append(("after", is_new, operation))
+
+    doc = Doc(name="draft")
+    with before_save.connected_to(before, sender=Doc), after_save.connected_to(after, sender=Doc):
+        doc.save()
+        doc.name = "final"
+        doc.save()
+    assert seen == [("before", True, "save"), ("after", True, "save"),
+                    ("before", False, "save"), ("after", False, "save")]
+    assert doc.id == 1 and doc.revision == 2

@@ -5,11 +5,26 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
-from pynamodb.attributes import UnicodeAttribute
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
 
-from pynamodb_autoinc import TransactWrite, after_save, before_save
-from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError
+from pynamodb_autoinc import (
+    TransactWrite,
+    after_save,
+    before_save,
+)
+from pynamodb_autoinc.exceptions import (
+    AutoIncrementError,
+    InvalidIdError,
+    TransactionCanceledError,
+    UnassignedIdError,
+)
+from pynamodb_autoinc.testing import reset_counters
+from tests.helpers import auto_model, stored_names
 
 
 def counter_of(model):
@@ -143,3 +158,111 @@ def test_plain_batchwrite_cannot_store_without_id(make_model):
     with pytest.raises(UnassignedIdError, match="has no id yet"):
         batch.commit()
     assert list(User.scan()) == []
+
+
+@pytest.mark.modes("fast")
+def test_transaction_explicit_equal_to_new_is_refused(make_model):
+    """In a TransactWrite, an explicit id=1 and a new item on a fresh counter do not overwrite each other."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    explicit, new = Item(id=1, name="explicit"), Item(name="new")
+    with pytest.raises(AutoIncrementError), TransactWrite(connection=Item._get_connection().connection) as tx:
+        tx.save(new)
+        tx.save(explicit)
+    stored = sorted((i.id, i.name) for i in Item.scan(consistent_read=True))
+    assert stored in ([], [(1, "new")], [(1, "explicit")])
+    assert len(stored) <= 1
+
+
+def _connection(backend: Any) -> Connection:
+    return Connection(region=backend.meta["region"], host=backend.meta.get("host"))
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("operation", ["update", "delete"])
+def test_transaction_update_or_delete_of_a_new_instance_names_the_fix(backend, operation):
+    """``TransactWrite.update()`` or ``.delete()`` of a new auto-increment instance is refused as it is added,
+    with ``UnassignedIdError`` naming save(); the transaction sends nothing."""
+    User = auto_model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)})
+    user = User(name="Ada")
+    refused = pytest.raises(UnassignedIdError, match=r"save\(\) it first")
+    with refused, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(User(name="kept out"))
+        if operation == "update":
+            tx.update(user, actions=[User.name.set("Bob")])
+        else:
+            tx.delete(user)
+    assert user.id is None and stored_names(User) == []
+
+
+@pytest.mark.modes()
+@pytest.mark.parametrize("gapless", [False, True])
+def test_transaction_new_id_taking_an_explicit_key_of_the_same_transaction(backend, gapless):
+    """A ``TransactWrite`` holding an explicit ``id=1`` and a new item whose counter also hands it 1 fails with
+    the library's ``TransactionCanceledError`` naming the clash and the fix (``setval``), not DynamoDB's bare
+    "multiple operations on one item" (DynamoDB Local reports the clash as a failed condition, also named);
+    nothing is written and the new ID is back to None."""
+    User = auto_model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=gapless)
+    new = User(name="new")
+    with pytest.raises(TransactionCanceledError) as caught, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(User(id=1, name="explicit"))
+        tx.save(new)
+    message = str(caught.value)
+    assert "User with id=1" in message and "setval(" in message
+    assert new.id is None and stored_names(User) == []
+
+
+@pytest.mark.modes()
+def test_transaction_given_the_same_new_instance_twice(backend):
+    """Saving one new instance twice in a ``TransactWrite`` is refused at the second ``save()`` with the
+    library's ``TransactionCanceledError`` saying to save it once; nothing is sent and its ID is back to None."""
+    User = auto_model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=False)
+    user = User(name="twice")
+    refused = pytest.raises(TransactionCanceledError, match="given to this transaction twice.*save each instance once")
+    with refused, TransactWrite(connection=_connection(backend)) as tx:
+        tx.save(user)
+        tx.save(user)
+    assert user.id is None and stored_names(User) == []
+
+
+@pytest.mark.modes()
+def test_transaction_new_id_taking_the_key_of_an_item_it_updates(backend):
+    """A ``TransactWrite`` that updates the stored ``User`` 1 and saves a new user whose counter (reset behind
+    the stored IDs) hands it 1 fails with ``TransactionCanceledError`` naming the fix (``setval``); the stored
+    item is unchanged, nothing is written and the new ID is back to None."""
+    User = auto_model(backend, "User", {"id": NumberAttribute(hash_key=True), "name": UnicodeAttribute(null=True)},
+                  autoinc_gapless=False)
+    User(name="stored").save()
+    reset_counters(User)
+    new = User(name="new")
+    with pytest.raises(TransactionCanceledError, match=r"setval\(") as caught, \
+            TransactWrite(connection=_connection(backend)) as tx:
+        tx.update(User.get(1), actions=[User.name.set("updated")])
+        tx.save(new)
+    assert "User" in str(caught.value)
+    assert new.id is None and stored_names(User) == [(1, "stored")]
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("value", [7.5, True, "7"])
+def test_batch_write_refuses_an_explicit_id_that_is_not_an_integer(make_model, mode, value):
+    """``batch_write()`` refuses an ID set by hand that is not an integer with InvalidIdError, as ``save()``
+    and ``save_all()`` do, before anything is sent; it does not store 7.5 (or fail later in DynamoDB)."""
+    User = make_model("User")
+    with pytest.raises(InvalidIdError, match="is not an integer"), User.batch_write() as batch:
+        batch.save(User(id=value))
+    assert list(User.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+def test_batch_write_of_an_explicit_id_moves_a_tracking_counter(make_model, mode):
+    """With ``Meta.autoinc_track_explicit``, an item batch-written with an ID set by hand moves the counter
+    past it, as on the other write paths, so the next new instance gets the value after it instead of
+    failing on its key."""
+    User = make_model("User", autoinc_track_explicit=True)
+    with User.batch_write() as batch:
+        batch.save(User(id=5))
+    user = User()
+    user.save()
+    assert user.id == 6

@@ -18,6 +18,7 @@ from pynamodb_autoinc import AutoIncrementMixin, TransactWrite, after_save, iam
 from pynamodb_autoinc.exceptions import (
     BulkSaveError,
     ConfigurationError,
+    ItemExistsError,
     SequenceExhaustedError,
     SequenceMismatchError,
     TransactionCanceledError,
@@ -367,3 +368,13 @@ def test_required_pynamodb_gives_cancelled_items_their_old_item():
     assert lowest is not None, f"no lower bound on pynamodb in {requirement!r}"
     assert tuple(int(p) for p in lowest.group(1).split(".")) >= (6, 0, 1), requirement
     assert "raw_item" in inspect.signature(CancellationReason).parameters
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_a_collision_on_the_key_names_the_key(make_model):
+    """When the auto ID is outside the key, ItemExistsError names the key that collided, not only the ID."""
+    Member = make_model("Member", pk=UnicodeAttribute(hash_key=True), num=NumberAttribute(null=True),
+                        autoinc_attribute="num")
+    Member(pk="User#Alex").save()
+    with pytest.raises(ItemExistsError, match=r"Member with pk='User#Alex', num="):
+        Member(pk="User#Alex").save()
