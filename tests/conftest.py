@@ -36,6 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         os.environ.setdefault("HYPOTHESIS_PROFILE", "soak")
         os.environ.setdefault("SIM_RANDOM_RUNS", str(SOAK_RANDOM_RUNS))
+    import tests.hypothesis_setup  # noqa: F401  (loads the Hypothesis profile for every test)
 
 
 #: The ways a model can number its items; ``make_model`` builds a model in each.
