@@ -6,7 +6,6 @@ import difflib
 import string
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Type
-from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
@@ -153,13 +152,16 @@ def _scope_part(value: Any) -> str:
 
 def options_for(model: Type[Model]) -> Options:
     """The validated options of ``model``, computed on first use and cached."""
-    cached = _CACHE.get(model)
+    cached: Optional[Options] = model.__dict__.get(_CACHED)
     if cached is None:
-        cached = _CACHE[model] = _read(model)
+        cached = _read(model)
+        setattr(model, _CACHED, cached)
     return cached
 
 
-_CACHE: WeakKeyDictionary[type, Options] = WeakKeyDictionary()
+#: The attribute a model class keeps its options under, read from its own ``__dict__`` (a subclass has its own).
+#: Not a WeakKeyDictionary: the options refer to the class, so such a cache would keep every class alive.
+_CACHED = "_autoinc_options_cache"
 
 
 def check_options(model: Type[Model]) -> None:

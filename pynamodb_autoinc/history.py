@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextvars
 import json
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
-from weakref import WeakKeyDictionary
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.constants import TRANSACT_WRITE_ITEMS
@@ -150,14 +149,17 @@ def check_model(cls: type) -> None:
             "requests (a transaction, an UpdateItem); use one of them")
 
 
-_CONFIGS: WeakKeyDictionary[type, _Config] = WeakKeyDictionary()
-
-
 def _config(model: Type[Model]) -> _Config:
-    config = _CONFIGS.get(model)
+    """``model``'s history settings, kept in the class's own ``__dict__`` (a WeakKeyDictionary would keep the
+    class alive: the settings refer to it)."""
+    config: Optional[_Config] = model.__dict__.get(_CONFIG)
     if config is None:
-        config = _CONFIGS[model] = _Config(model)
+        config = _Config(model)
+        setattr(model, _CONFIG, config)
     return config
+
+
+_CONFIG = "_autoinc_history_config"
 
 
 def item_key(hash_key: Any, range_key: Any = None) -> str:

@@ -36,6 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         os.environ.setdefault("HYPOTHESIS_PROFILE", "soak")
         os.environ.setdefault("SIM_RANDOM_RUNS", str(SOAK_RANDOM_RUNS))
+    import tests.hypothesis_setup  # noqa: F401  (loads the Hypothesis profile for every test)
 
 
 #: The ways a model can number its items; ``make_model`` builds a model in each.
@@ -63,16 +64,26 @@ def _sets_own_mode(node: Any) -> bool:
     return marker is not None and not marker.args
 
 
+#: Fixtures that start DynamoDB Local: a test using one runs on the ``local`` backend only.
+LOCAL_FIXTURES = frozenset({"local", "dynamodb_local", "global_double", "global_tables"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    """Deselect a test marked ``backends(...)`` without one of the chosen backends (``--backend``), and keep
+    """Deselect a test marked ``backends(...)`` without one of the chosen backends (``--backend``), and a test
+    that needs DynamoDB Local (marked ``engine``, or using one of its fixtures) when ``local`` is not chosen; keep
     one copy of a parameter marked ``pytest.param(..., marks=pytest.mark.modes())`` (it sets its own mode)."""
     chosen = config.getoption("backend") or list(BACKENDS)
     kept, dropped = [], []
     seen = set()
     for item in items:
         marker = item.get_closest_marker("backends")
-        wanted = set(marker.args) if marker and marker.args and "backend_name" in getattr(item, "fixturenames", ()) \
-            else set(chosen)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("engine") or fixtures & LOCAL_FIXTURES:
+            wanted = {"local"}
+        elif marker and marker.args and "backend_name" in fixtures:
+            wanted = set(marker.args)
+        else:
+            wanted = set(chosen)
         callspec = getattr(item, "callspec", None)
         copy = None
         if callspec is not None and "mode" in callspec.params and _sets_own_mode(item):

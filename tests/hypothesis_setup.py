@@ -53,6 +53,8 @@ for _name in PROFILES:
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 if PROFILE not in PROFILES:
     raise RuntimeError(f"HYPOTHESIS_PROFILE={PROFILE!r}: choose one of {sorted(PROFILES)}")
+# Every test runs under the profile, a bare @given too: no example database on disk, no deadline.
+settings.load_profile(PROFILE)
 
 
 def budget(backend_name: str, *, moto: int, local: int) -> settings:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import gc
+import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -16,7 +18,8 @@ from pynamodb.signals import pre_dynamodb_send
 from pynamodb_autoinc import NextId, _budget, _transport
 from pynamodb_autoinc.attributes import CounterAttribute, CounterMixin
 from pynamodb_autoinc.periods import increment_in_period
-from pynamodb_autoinc.testing import reset_counters
+from pynamodb_autoinc.testing import reset_counters, reset_state
+from tests.helpers import auto_history_doc
 
 PACKAGE = Path(__file__).parent.parent / "pynamodb_autoinc"
 
@@ -224,3 +227,18 @@ def test_every_request_of_the_library_goes_through_the_send_point(make_model, ba
         assert reset_counters(fast, counter) >= 4
     assert sum(sent.values()) == len(dispatched)
     assert {"GetItem", "UpdateItem", "PutItem", "TransactWriteItems", "Query", "Scan", "DeleteItem"} <= set(sent)
+
+
+def test_a_model_class_nothing_refers_to_is_freed(backend):
+    """A model class that saved items (its options read, its history settings made) is freed, and its connection
+    with it, once the caller drops it and ``reset_state()`` forgets the tables: no cache of the library keeps a
+    class alive (a test suite making a class per test would otherwise hold every one, gigabytes in all)."""
+    Doc, _ = auto_history_doc(backend)
+    doc = Doc(title="a")
+    doc.save()
+    assert doc.id == 1
+    freed = weakref.ref(Doc)
+    del Doc, doc
+    reset_state()
+    gc.collect()
+    assert freed() is None

@@ -17,7 +17,7 @@ def run(pytester: pytest.Pytester):
 
     def go(source: str, *args: str) -> pytest.RunResult:
         pytester.makeconftest(CONFTEST)
-        pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    modes\n    backends\n")
+        pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    modes\n    backends\n    engine\n")
         pytester.makepyfile(test_module=source)
         return pytester.runpytest_inprocess("--backend", "moto", "-p", "no:cacheprovider", *args)
 
@@ -95,3 +95,22 @@ def test_local(backend):
 """)
     result.assert_outcomes()
     result.stdout.fnmatch_lines(["*1 deselected*"])
+
+
+def test_backend_moto_deselects_the_tests_that_need_dynamodb_local(run):
+    """With ``--backend moto``, a test marked ``engine`` or using a DynamoDB Local fixture (``local``) is
+    deselected, not skipped with a message; a test on the ``backend`` fixture runs on moto."""
+    result = run("""
+import pytest
+
+@pytest.mark.engine
+def test_engine():
+    pass
+
+def test_local(local):
+    pass
+
+def test_either(backend):
+    assert backend.name == "moto"
+""")
+    result.assert_outcomes(passed=1, deselected=2)

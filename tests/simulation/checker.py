@@ -71,7 +71,7 @@ class KnownBug:
 
     Each gets a strict ``xfail`` test that shows it; when the library is fixed
     the test passes (fails as XPASS), the mark and the entry go, and the test
-    stays as a regression test (``test_found_bugs.py``).
+    stays as a regression test (``test_save_replays.py``).
     """
 
     name: str
@@ -80,7 +80,7 @@ class KnownBug:
 
 
 #: Library bugs recognised while a fix is pending. Empty: the three this simulation found
-#: (see test_found_bugs.py) are fixed, so any recurrence now fails every run.
+#: (see test_save_replays.py) are fixed, so any recurrence now fails every run.
 KNOWN_BUGS: Tuple[KnownBug, ...] = ()
 
 

@@ -97,7 +97,8 @@ def replay_path() -> Optional[List[int]]:
 
 
 #: The random runs of a default session: a quarter of :data:`SOAK_RANDOM_RUNS`. The exhaustive tests prove every
-#: schedule within their bounds and test_found_bugs replays the seeds that found bugs; these sample larger runs.
+#: schedule within their bounds, test_save_replays and test_write_path_replays replay the schedules and seeds that
+#: found bugs; these sample larger runs.
 RANDOM_RUNS = 580
 
 #: The random runs of ``pytest --soak``: :data:`RANDOM_WEIGHTS` as they are.
