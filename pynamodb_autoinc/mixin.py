@@ -275,7 +275,11 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         entries.append(Entry(item, claim, index))
                     puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
                             for e in entries]
-                    _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                    try:
+                        _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                    except SequenceExhaustedError as exc:  # a lost race showed a counter with too few values left
+                        raise _exhausted(opts, [e.claim for e in entries if e.claim], fresh, saved, exc,
+                                         chunk[0]) from exc
                     saved.extend(chunk)
         except AutoIncrementError as exc:
             if isinstance(exc, BulkSaveError):
@@ -436,20 +440,72 @@ def _as_new(instance: Model) -> None:
 
 
 def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
-    """``save_all()``'s claim for a new item in a chunk; a sequence with too few values left says how many."""
+    """``save_all()``'s claim for a new item in a chunk.
+
+    The first claim of a counter (or partition) in a chunk checks that every
+    new item of the call left on it fits before the sequence's end bound, so
+    that a call asking for more values than are left writes nothing.
+
+    :raises SequenceExhaustedError: too few values are left; ``last`` is the counter's value (the partition's
+        last value), as a single save's error says
+    """
     try:
-        return strategies.take(item, opts, pending)
+        claim = strategies.take(item, opts, pending)
     except SequenceExhaustedError as exc:
-        period = opts.current_period()
-        key = opts.counter_key(item, period) if opts.strategy != "query" else strategies.partition_key(item, opts)
-        same = [f for f in fresh if not any(f is s for s in saved)
-                and (opts.counter_key(f, period) if opts.strategy != "query"
-                     else strategies.partition_key(f, opts)) == key]
-        if len(same) <= 1 or len(pending) >= opts.sequence.size:
-            raise
-        # the chunk's claims on the key so far fit; the one refused, and those after it, do not
-        left = len([c for c in pending if c.key == key])
-        raise strategies.too_few(opts, key, len(same), left, exc) from exc
+        raise _exhausted(opts, pending, fresh, saved, exc, item) from exc
+    if opts.sequence.cycle or any(c.chain == claim.chain for c in pending):
+        return claim
+    asked = len(_unsaved_on(claim.key, opts, fresh, saved))
+    if asked > opts.sequence.remaining(_before(claim)) and claim.kind == "swap":
+        try:  # the value this process remembers may be stale: read the counter before refusing
+            strategies.retake([claim], {})
+        except SequenceExhaustedError as exc:
+            claim.release()
+            raise _exhausted(opts, [], fresh, saved, exc, item) from exc
+    last = _before(claim)
+    if asked > opts.sequence.remaining(last):
+        claim.release()
+        raise _too_few(opts, claim.key, asked, last)
+    return claim
+
+
+def _unsaved_on(key: str, opts: Options, fresh: List[Model], saved: List[Model]) -> List[Model]:
+    """The new instances of a ``save_all()`` not saved yet whose values come from counter (or partition) ``key``."""
+    period = opts.current_period()
+    return [f for f in fresh if not any(f is s for s in saved)
+            and (opts.counter_key(f, period) if opts.strategy != "query" else strategies.partition_key(f, opts)) == key]
+
+
+def _before(head: Claim) -> Optional[int]:
+    """The last value handed out before ``head``, the first claim of its chain: its counter's value (None: a
+    new counter), or the largest number of its partition."""
+    if head.kind == "swap":
+        return head.expected
+    previous = head.value - head.opts.step
+    return previous if head.opts.sequence.contains(previous) else None
+
+
+def _too_few(opts: Options, key: str, asked: int, last: Optional[int],
+             exc: Optional[SequenceExhaustedError] = None) -> SequenceExhaustedError:
+    """The error for ``save_all()`` asking ``key`` for ``asked`` values when the sequence's last value was ``last``."""
+    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last),
+                               exc if exc is not None else SequenceExhaustedError(last=last))
+    error.last = last
+    return error
+
+
+def _exhausted(opts: Options, chain: List[Claim], fresh: List[Model], saved: List[Model],
+               exc: SequenceExhaustedError, item: Model) -> SequenceExhaustedError:
+    """``save_all()``'s error when ``item``'s claim, after the claims ``chain`` of its chunk on the same counter
+    (taken, or taken again after a lost race), met the end bound: how many values the call asked for, how many
+    are left, and in ``last`` the counter's value before them."""
+    head = chain[0] if chain else None
+    key = head.key if head is not None else (opts.counter_key(item, opts.current_period())
+                                             if opts.strategy != "query" else strategies.partition_key(item, opts))
+    asked = len(_unsaved_on(key, opts, fresh, saved))
+    if asked <= 1 or asked > opts.sequence.size:
+        return exc  # one value asked for, or more than the whole sequence holds: the error says so already
+    return _too_few(opts, key, asked, _before(head) if head is not None else exc.last, exc)
 
 
 def _key(item: Model) -> Optional[Tuple[Any, ...]]:

@@ -8,7 +8,7 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc import after_save, before_save
-from pynamodb_autoinc.exceptions import BulkSaveError
+from pynamodb_autoinc.exceptions import BulkSaveError, BulkSequenceExhaustedError, SequenceExhaustedError
 
 
 @pytest.mark.modes('fast', 'gapless')
@@ -94,3 +94,68 @@ def test_other_models_are_refused(make_model):
     Order = make_model("Order")
     with pytest.raises(TypeError, match="save_all\\(\\) of User was given a Order"):
         User.save_all([Order()])
+
+
+# -- a sequence near its end bound ------------------------------------------------------------------------
+
+def _currval(model: Any) -> Any:
+    opts = model.autoinc_options()
+    return opts.counter.currval(opts.key)
+
+
+@pytest.mark.modes('fast', 'block', 'gapless')
+def test_asking_for_more_than_is_left_says_the_last_value(make_model, mode):
+    """save_all() of new, explicit and stored items asking a sequence for more values than are left raises
+    SequenceExhaustedError whose ``last`` is the counter's value (the last value handed out), as a single save's
+    error says; nothing of the call is written and every new instance keeps no ID."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True), autoinc_max=10)
+    for _ in range(7):
+        Item(name="old").save()
+    last = _currval(Item)  # 7; 9 in block mode, whose process holds 8 and 9
+    stored = Item.get(1)
+    stored.name = "edited"
+    new = [Item(name=f"n{i}") for i in range(5)]
+    explicit = Item(id=50, name="explicit")
+    with pytest.raises(SequenceExhaustedError, match="asked for 5 values") as info:
+        Item.save_all([stored, *new, explicit])
+    assert isinstance(info.value, BulkSequenceExhaustedError)
+    assert info.value.last == last == {"block": 9}.get(mode, 7)
+    assert [i.id for i in new] == [None] * 5
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(n, "old") for n in range(1, 8)]
+    assert _currval(Item) == last
+
+
+@pytest.mark.modes('gapless')
+def test_gapless_asking_more_than_is_left_after_another_writer(make_model):
+    """Gapless: another process moved the counter since this one last wrote (it remembers 3, the counter holds
+    8, the maximum is 10): a save_all() of three raises SequenceExhaustedError with ``last`` 8, the counter's
+    value, and writes nothing."""
+    Item = make_model("Item", autoinc_max=10)
+    for _ in range(3):
+        Item().save()
+    opts = Item.autoinc_options()
+    for _ in range(5):
+        opts.counter.nextval(opts.key, opts.sequence)  # another process's values 4..8, items not stored yet
+    items = [Item() for _ in range(3)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 3 values.*only 2 are left") as info:
+        Item.save_all(items)
+    assert info.value.last == 8
+    assert [i.id for i in items] == [None] * 3
+    assert sorted(i.id for i in Item.scan(consistent_read=True)) == [1, 2, 3]
+    assert _currval(Item) == 8
+
+
+@pytest.mark.modes('gapless')
+def test_gapless_asking_more_than_is_left_over_several_transactions_writes_nothing(make_model):
+    """Gapless: a save_all() of 160 new items (two transactions of 99 and 61) with 150 values left is refused
+    before the first transaction is sent: nothing is written, not even the 99 that fit."""
+    Item = make_model("Item", autoinc_max=200)
+    opts = Item.autoinc_options()
+    opts.counter.setval(opts.key, 50)
+    items = [Item() for _ in range(160)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 160 values.*only 150 are left") as info:
+        Item.save_all(items)
+    assert isinstance(info.value, BulkSequenceExhaustedError) and info.value.saved == []
+    assert info.value.last == 50
+    assert [i.id for i in items] == [None] * 160
+    assert list(Item.scan(consistent_read=True)) == [] and _currval(Item) == 50
