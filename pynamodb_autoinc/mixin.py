@@ -592,6 +592,8 @@ class _Hook:
 
     def __init__(self) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
+        self.unsent: Optional[weakref.finalize] = None
+        """Releases the claims when the transaction is collected unsent; detached once it is sent."""
 
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
@@ -601,7 +603,7 @@ class _Hook:
         hook = transaction.__dict__.get("_autoinc_hook")
         if hook is None:
             hook = transaction.__dict__["_autoinc_hook"] = cls()
-            weakref.finalize(transaction, hook.release)
+            hook.unsent = weakref.finalize(transaction, hook.release)
         return hook
 
     def release(self) -> None:
@@ -609,6 +611,14 @@ class _Hook:
             claim.release()
 
     def commit(self, tx: TransactWrite) -> Any:
+        """Send the transaction; its claims end as the send ends them: committed, released, or (on
+        WriteOutcomeUnknownError) left on their instances, which collecting the transaction no longer changes."""
+        if self.unsent is not None:
+            self.unsent.detach()
+        with strategies.held(self.claims()):
+            return self._send(tx)
+
+    def _send(self, tx: TransactWrite) -> Any:
         homed = [e.claim for e, _ in self.entries
                  if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
         # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint

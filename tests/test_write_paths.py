@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any, List
 
 import pytest
@@ -9,7 +10,7 @@ from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import TransactWriteError
 
 from pynamodb_autoinc import TransactWrite, after_save, before_save
-from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError
+from pynamodb_autoinc.exceptions import TransactionCanceledError, UnassignedIdError, WriteOutcomeUnknownError
 
 
 def counter_of(model):
@@ -143,3 +144,27 @@ def test_plain_batchwrite_cannot_store_without_id(make_model):
     with pytest.raises(UnassignedIdError, match="has no id yet"):
         batch.commit()
     assert list(User.scan()) == []
+
+
+@pytest.mark.modes('fast', 'gapless')
+def test_transaction_with_unknown_outcome_keeps_its_id_after_it_is_collected(make_model, mode):
+    """A TransactWrite that ends in WriteOutcomeUnknownError keeps the new instance's ID (the item may be stored
+    under it), also once the transaction object is garbage-collected."""
+    from tests.test_faults import Faults
+
+    User = make_model("User", max_retry_attempts=1)
+    User().save()  # gapless: the counter's value is known, the transaction reads nothing
+    faults = Faults(User, User.autoinc_options().counter)
+    faults.inject("TransactWriteItems", "no-answer", times=10)
+    faults.inject("GetItem", "throttling", times=10)
+    user = User()
+    tx = transaction(User)
+    try:
+        with pytest.raises(WriteOutcomeUnknownError), tx:
+            tx.save(user)
+    finally:
+        faults.remove()
+    assert user.id == 2
+    del tx
+    gc.collect()
+    assert user.id == 2
