@@ -7,7 +7,8 @@
   writes them in transactions of up to 100 items;
 - ``TransactWrite.save()`` claims the ID inside the user's transaction; the
   transaction is then sent by the engine, which adds the gapless counter
-  swaps and, when a counter race is lost, sends it again with new values.
+  swaps and, when a counter race is lost, sends it again with new values
+  (not when operations added after the claim may hold the claimed ID).
   An exception in its ``with`` block, or a transaction dropped unsent,
   releases the claims (see the end of this module);
 - ``Model.batch_write()`` refuses new instances: a batch write cannot carry
@@ -35,6 +36,7 @@ from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import (
+    CONFLICT,
     AutoIncrementError,
     BulkItemExistsError,
     BulkSaveError,
@@ -45,6 +47,7 @@ from .exceptions import (
     SequenceExhaustedError,
     TransactionCanceledError,
     UnassignedIdError,
+    reasons_of,
 )
 from .signals import before_save, send_after_save
 from .strategies import Claim
@@ -145,6 +148,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 condition = _engine.key_absent(self, condition)
                 return_values_on_condition_failure = "ALL_OLD"
             kwargs = super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
+        if hook.claimed_in is None and any(c.kind != "counter" for c in claims):
+            hook.claimed_in = _operations(transaction) + 1
         hook.entries.append((Entry(self, claims[0] if claims else None, len(transaction._put_items)), is_new))
         return kwargs
 
@@ -594,6 +599,9 @@ class _Hook:
         self.entries: List[Tuple[Entry, bool]] = []
         self.unsent: Optional[weakref.finalize] = None
         """Releases the claims when the transaction is collected unsent; detached once it is sent."""
+        self.claimed_in: Optional[int] = None
+        """How many operations the transaction held once its first ID that a lost race would change (gapless,
+        or the query strategy) was claimed; an operation added after it may hold that ID."""
 
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
@@ -623,10 +631,13 @@ class _Hook:
                  if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
         # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint
         connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
-        write = Write(
+        # a lost race is sent again with new values only if no operation added after the first such claim can
+        # hold a claimed ID: its put is rewritten with the new value, another item would keep the old one
+        referred = self.claimed_in is not None and _operations(tx) > self.claimed_in
+        write = _TransactionWrite(
             connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
             checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
-            token=tx._client_request_token, retry=tx._client_request_token is None,
+            token=tx._client_request_token, retry=tx._client_request_token is None and not referred,
             extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
                                      ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v},
         )
@@ -643,6 +654,29 @@ class _Hook:
         for entry, is_new in self.entries:
             send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
         return response
+
+
+def _operations(tx: _PynamoTransactWrite) -> int:
+    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
+    return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
+
+
+class _TransactionWrite(Write):
+    """A user's transaction as the engine sends it; its error after a lost race it may not retry says why."""
+
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
+        if self.retry or self.token is not None:
+            return super().contention(exc, attempts, elapsed)
+        claim = next(c for c in self.claims if c.kind != "counter")
+        reasons = reasons_of(exc)
+        what = ("another transaction wrote one of its items at the same time (TransactionConflict)"
+                if any(r is not None and r.code == CONFLICT for r in reasons) else
+                f"another writer took {type(claim.instance).__name__}.{claim.opts.attribute}="
+                f"{getattr(claim.instance, claim.opts.attribute)!r} (or another value it claimed) since tx.save()")
+        return TransactionCanceledError(
+            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it "
+            "is not sent again with new ones. Nothing of it was written and the new instances' IDs are None: run "
+            "the transaction again", exc, cancellation_reasons=reasons)
 
 
 def _clash(write: Write) -> Optional[str]:
@@ -705,11 +739,16 @@ class TransactWrite(_PynamoTransactWrite):
 
     A new instance's ID is claimed in ``save()``. In gapless mode the counter
     swap joins the transaction, and a lost counter race sends it again with
-    new values (unless ``client_request_token`` is given: then it raises
-    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`). Leaving
-    the ``with`` block by an exception, or dropping the transaction unsent,
-    puts the IDs back to ``None``. PynamoDB's own ``TransactWrite`` refuses
-    new auto-increment items.
+    new values, unless ``client_request_token`` is given, or an operation was
+    added after the first such claim (a line item holding ``order.id``, which
+    a new value would leave pointing at another writer's item): then it
+    raises :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`,
+    nothing is written, and the IDs are ``None``; run the transaction again.
+    Leaving the ``with`` block by an exception, a cancellation, or dropping
+    the transaction unsent, puts the IDs back to ``None``; only
+    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves
+    them set. PynamoDB's own ``TransactWrite`` refuses new auto-increment
+    items.
     """
 
     def save(self, model: Model, condition: Optional[Condition] = None, return_values: Optional[str] = None) -> None:
