@@ -111,11 +111,11 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
-            with strategies.held(claims):
+            with strategies.held(claims):  # until the write ends, whatever ends it
                 put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
                 write = Write(regions.write_connection(type(self), opts), [put], [Entry(self, claims[0], 0)],
                               purpose="save")
-            data = _group.commit(write)
+                data = _group.commit(write)
             self.update_local_version_attribute()
         send_after_save(type(self), instance=self, is_new=is_new, operation="save")
         return data
