@@ -41,12 +41,14 @@ from .exceptions import (
     BulkItemExistsError,
     BulkSaveError,
     BulkSequenceExhaustedError,
+    BulkWriteOutcomeUnknownError,
     GlobalTableError,
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
     TransactionCanceledError,
     UnassignedIdError,
+    WriteOutcomeUnknownError,
     reasons_of,
 )
 from .signals import before_save, send_after_save
@@ -220,7 +222,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             share a key; ``saved`` and ``unsaved`` say which instances landed
             (new unsaved ones are left without IDs). Sharing a key raises
             :class:`BulkItemExistsError`, a sequence with too few values left
-            :class:`BulkSequenceExhaustedError`
+            :class:`BulkSequenceExhaustedError`, a transaction that got no
+            answer :class:`BulkWriteOutcomeUnknownError` (its new instances,
+            in ``unsaved``, keep the IDs they may be stored under)
         """
         items = list(instances)
         opts = options_for(cls)
@@ -262,6 +266,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
         saved: List[Model] = []
         claims: List[Claim] = []
+        unknown: List[Model] = []  # a transaction's items whose outcome is unknown: they may be stored
         try:
             with strategies.held(claims):
                 if not opts.gapless and fresh:
@@ -282,15 +287,27 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                             for e in entries]
                     try:
                         _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                    except WriteOutcomeUnknownError:
+                        unknown.extend(chunk)
+                        raise
                     except SequenceExhaustedError as exc:  # a lost race showed a counter with too few values left
                         raise _exhausted(opts, [e.claim for e in entries if e.claim], fresh, saved, exc,
                                          chunk[0]) from exc
                     saved.extend(chunk)
-        except AutoIncrementError as exc:
-            if isinstance(exc, BulkSaveError):
+        except BaseException as exc:
+            # every new instance not written gives its ID back: those of transactions not sent after one whose
+            # outcome is unknown, and those a reservation on several counters set before one of them failed
+            for claim in claims:
+                if not any(claim.instance is u for u in unknown):
+                    claim.release()
+            for item in fresh:
+                if not any(item is s for s in (*saved, *unknown)):
+                    setattr(item, opts.attribute, None)
+            if not isinstance(exc, AutoIncrementError) or isinstance(exc, BulkSaveError):
                 raise
             kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
-                    else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
+                    else BulkItemExistsError if isinstance(exc, ItemExistsError)
+                    else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
             raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}", items,
                               saved, exc) from exc
         finally:

@@ -8,7 +8,13 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc import after_save, before_save
-from pynamodb_autoinc.exceptions import BulkSaveError, BulkSequenceExhaustedError, SequenceExhaustedError
+from pynamodb_autoinc.exceptions import (
+    BulkSaveError,
+    BulkSequenceExhaustedError,
+    BulkWriteOutcomeUnknownError,
+    SequenceExhaustedError,
+    WriteOutcomeUnknownError,
+)
 
 
 @pytest.mark.modes('fast', 'gapless')
@@ -159,3 +165,48 @@ def test_gapless_asking_more_than_is_left_over_several_transactions_writes_nothi
     assert info.value.last == 50
     assert [i.id for i in items] == [None] * 160
     assert list(Item.scan(consistent_read=True)) == [] and _currval(Item) == 50
+
+
+# -- every new instance not written keeps no ID ---------------------------------------------------------------
+
+@pytest.mark.modes('fast', 'block', 'gapless')
+def test_one_scope_exhausted_leaves_every_new_instance_without_an_id(make_model):
+    """A save_all() over two scopes whose second scope has too few values left raises SequenceExhaustedError;
+    the new instance of the first scope keeps an ID only if it is stored (gapless mode sends its transaction
+    first; fast and block mode reserve every scope's values first, and send nothing)."""
+    Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
+                       autoinc_attribute="number", autoinc_scope="project", autoinc_max=2)
+    issues = [Issue(project=p) for p in "ABBB"]
+    with pytest.raises(SequenceExhaustedError) as info:
+        Issue.save_all(issues)
+    assert isinstance(info.value, BulkSaveError)
+    assert [i.number for i in issues[1:]] == [None] * 3
+    stored = [(i.project, i.number) for i in Issue.scan(consistent_read=True)]
+    assert stored == ([("A", 1)] if issues[0].number is not None else [])
+    assert info.value.saved == ([issues[0]] if stored else [])
+
+
+@pytest.mark.modes('fast', 'gapless')
+def test_unknown_outcome_keeps_only_that_transactions_ids(make_model):
+    """save_all() of 101 new items: the first transaction gets no answer and the check read fails too. The error
+    is a BulkSaveError and a WriteOutcomeUnknownError; that transaction's instances keep the IDs they may be
+    stored under, and the instances of the transaction never sent keep none."""
+    from tests.test_faults import Faults
+
+    User = make_model("User", max_retry_attempts=1)
+    User().save()  # gapless: the counter's value is known, the call reads nothing
+    users = [User() for _ in range(101)]
+    faults = Faults(User, User.autoinc_options().counter)
+    faults.inject("TransactWriteItems", "no-answer", times=10)
+    faults.inject("GetItem", "throttling", times=10)
+    try:
+        with pytest.raises(WriteOutcomeUnknownError) as info:
+            User.save_all(users)
+    finally:
+        faults.remove()
+    assert isinstance(info.value, BulkWriteOutcomeUnknownError) and info.value.saved == []
+    first = [u for u in users if u.id is not None]
+    assert first == users[:len(first)] and len(first) in (99, 100)  # gapless: 99 and the swap
+    assert [u.id for u in first] == list(range(2, len(first) + 2))
+    assert all(u.id is None for u in users[len(first):])
+    assert faults.count("TransactWriteItems") == 2  # the first transaction and its retry; the next never sent
