@@ -8,7 +8,8 @@ condition failed) gets its own error; the others are sent again. Near the
 sequence's end bound the group saves the items that fit; the others get
 :class:`~pynamodb_autoinc.exceptions.SequenceExhaustedError` and keep no ID.
 A failure that names no item (an item too large) sends each item on its
-own, so that it fails alone.
+own, so that it fails alone. An interrupt (``KeyboardInterrupt``) in one of
+the threads leaves every item as its write ended (see :func:`joined`).
 
 This sits above the commit engine (:mod:`pynamodb_autoinc._engine`), which
 sends each group as one write.
@@ -21,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _engine, _state, strategies
 from ._engine import Write
+from .exceptions import ItemWriteError
 
 #: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
 GROUP_LIMIT = 25
@@ -55,7 +57,12 @@ class _Member:
 
     def __init__(self, write: Write) -> None:
         self.write = write
+        self.claim = write.claims[0]
+        """The claim its item is sent with (a new one when a split group sends it alone)."""
+        self.taken = False
+        """A leader took it from the queue: it ends as that leader sends it."""
         self.done = False
+        self.finished = threading.Event()
         self.response: Dict[str, Any] = {}
         self.error: Optional[BaseException] = None
 
@@ -77,77 +84,115 @@ def joins_group(write: Write) -> bool:
 
 
 def joined(write: Write, commit: Callable[[Write], Dict[str, Any]]) -> Dict[str, Any]:
-    """Commit ``write`` together with the same counter's writes of other threads of this process."""
-    claim = write.claims[0]
-    groups = _groups()
-    with groups.guard:
-        group = groups.by_place.setdefault((claim.chain, id(write.connection)), _Group())
+    """Commit ``write`` together with the same counter's writes of other threads of this process.
+
+    A thread interrupted (``KeyboardInterrupt``, any ``BaseException``) while
+    its write waits in the queue leaves the queue and gives its claim back;
+    one whose write a leader already took waits for that leader's request
+    to end, so that its ID says whether the item was stored. A leader
+    interrupted while it sends gives back every claim not committed: those
+    members get :class:`~pynamodb_autoinc.exceptions.ItemWriteError`, their
+    IDs back to None, and the leader's thread the interrupt.
+    """
     member = _Member(write)
-    with group.guard:
-        group.queue.append(member)
+    group: Optional[_Group] = None
     try:
+        groups = _groups()
+        with groups.guard:
+            group = groups.by_place.setdefault((member.claim.chain, id(write.connection)), _Group())
+        with group.guard:
+            group.queue.append(member)
         while not member.done:
             with group.lead:
-                if member.done:
-                    break
-                with group.guard:
-                    batch: List[_Member] = []
-                    size = 0
-                    for other in list(group.queue):
-                        bytes_ = len(repr(other.write.puts[0]))
-                        if other is member or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
-                            batch.append(other)
-                            size += bytes_
-                            group.queue.remove(other)
-                    batch.sort(key=lambda m: m is not member)  # the leader's own write first
-                _lead(batch, commit)
+                if not member.done:
+                    _lead(group, member, commit)
     except BaseException:
-        # interrupted (KeyboardInterrupt) while still waiting in the queue: leave it, so that no later leader
-        # stores the item, and give the claim back (a write a leader already took ends as that leader sends it)
-        with group.guard:
-            waiting = member in group.queue
-            if waiting:
-                group.queue.remove(member)
-        if waiting:
-            for taken in write.claims:
-                taken.release()
+        _leave(group, member)
         raise
     if member.error is not None:
         raise member.error
     return member.response
 
 
-def _lead(batch: List[_Member], commit: Callable[[Write], Dict[str, Any]]) -> None:
-    group: Optional[_engine.GroupWrite] = None
+def _leave(group: Optional[_Group], member: _Member) -> None:
+    """``member``'s thread was interrupted: take its write out of the queue and give its claim back, or, if a
+    leader took it, wait until that leader's request ended (its claim then says whether the item is stored)."""
+    waiting = False
+    if group is not None:
+        with group.guard:
+            waiting = member in group.queue
+            if waiting:
+                group.queue.remove(member)
+    if member.taken and not waiting:
+        member.finished.wait()
+    else:
+        member.claim.release()
+
+
+def _lead(group: _Group, leader: _Member, commit: Callable[[Write], Dict[str, Any]]) -> None:
+    """Send the queue's writes (the leader's first) as one transaction; every member taken ends done, with its
+    response or its own error, whatever ends the request, an interrupt included."""
+    batch: List[_Member] = []
+    sent: Optional[_engine.GroupWrite] = None
     try:
+        with group.guard:
+            size = 0
+            for other in list(group.queue):
+                bytes_ = len(repr(other.write.puts[0]))
+                if other is leader or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
+                    other.taken = True
+                    batch.append(other)
+                    group.queue.remove(other)
+                    size += bytes_
+        batch.sort(key=lambda m: m is not leader)  # the leader's own write first
         if len(batch) == 1:
             batch[0].write.grouped = True
             batch[0].response = commit(batch[0].write)
-        else:
-            group = _engine.GroupWrite([m.write for m in batch])
-            group.grouped = True
-            try:
-                with strategies.held(list(group.claims)):
-                    group.rechain()  # the members past the sequence's end bound are taken out
-                    response = commit(group)
-            except _engine.Split:  # a failure that names no item: each item on its own
-                for m in batch:
-                    if id(m.write) not in group.failures:
-                        try:
-                            m.response = commit(_engine.alone(m.write))
-                        except Exception as error:
-                            m.error = error
-                response = {}
+            return
+        sent = _engine.GroupWrite([m.write for m in batch])
+        sent.grouped = True
+        try:
+            with strategies.held(list(sent.claims)):
+                sent.rechain()  # the members past the sequence's end bound are taken out
+                response = commit(sent)
+        except _engine.Split:  # a failure that names no item: each item on its own
             for m in batch:
-                m.error = group.failures.get(id(m.write), m.error)
-                if m.error is None:
-                    m.response = m.response or response
+                if id(m.write) not in sent.failures:
+                    try:
+                        single = _engine.alone(m.write)
+                        m.claim = single.claims[0]
+                        m.response = commit(single)
+                    except Exception as error:
+                        m.error = error
+            response = {}
+        for m in batch:
+            m.error = sent.failures.get(id(m.write), m.error)
+            if m.error is None:
+                m.response = m.response or response
     except BaseException as error:  # every member learns how the request ended: its own error, if it has one
         for m in batch:
-            if m.error is None:
-                m.error = group.failures.get(id(m.write), error) if group is not None else error
+            if m.error is None and sent is not None:
+                m.error = sent.failures.get(id(m.write))
+            if m.error is not None or m.claim.state == "committed":
+                continue  # its own error, or stored before the request ended
+            if isinstance(error, Exception):
+                m.error = error
+            elif m is not leader:
+                # interrupted: nothing of it counts as written (as a save's own interrupt), so its ID is given back
+                m.error = ItemWriteError(
+                    f"{_engine.describe(m.write.entries[0].instance)}: the thread sending it with other threads' "
+                    f"saves in one transaction was interrupted ({type(error).__name__}); it was not written and "
+                    "its ID is back to None. Save it again")
+                m.claim.release()
+            else:
+                m.claim.release()
         if not isinstance(error, Exception):
             raise  # KeyboardInterrupt and the like stop the leader's thread too
     finally:
+        with group.guard:
+            for m in batch:
+                if m in group.queue:
+                    group.queue.remove(m)
         for m in batch:
             m.done = True
+            m.finished.set()

@@ -230,11 +230,18 @@ class BulkSequenceExhaustedError(BulkSaveError, SequenceExhaustedError):
     for them."""
 
 
+class BulkWriteOutcomeUnknownError(BulkSaveError, WriteOutcomeUnknownError):
+    """A transaction of ``save_all()`` got no answer, and checking whether it landed failed too: its new
+    instances (in ``unsaved``) keep their IDs, under which they may be stored; read them before saving again.
+    The instances after it were not sent and keep no ID."""
+
+
 __all__ = [
     "AutoIncrementError",
     "BulkItemExistsError",
     "BulkSaveError",
     "BulkSequenceExhaustedError",
+    "BulkWriteOutcomeUnknownError",
     "ConditionFailedError",
     "ConfigurationError",
     "ContentionError",

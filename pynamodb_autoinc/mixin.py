@@ -7,7 +7,8 @@
   writes them in transactions of up to 100 items;
 - ``TransactWrite.save()`` claims the ID inside the user's transaction; the
   transaction is then sent by the engine, which adds the gapless counter
-  swaps and, when a counter race is lost, sends it again with new values.
+  swaps and, when a counter race is lost, sends it again with new values
+  (not when operations added after the claim may hold the claimed ID).
   An exception in its ``with`` block, or a transaction dropped unsent,
   releases the claims (see the end of this module);
 - ``Model.batch_write()`` refuses new instances: a batch write cannot carry
@@ -36,16 +37,20 @@ from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import (
+    CONFLICT,
     AutoIncrementError,
     BulkItemExistsError,
     BulkSaveError,
     BulkSequenceExhaustedError,
+    BulkWriteOutcomeUnknownError,
     GlobalTableError,
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
     TransactionCanceledError,
     UnassignedIdError,
+    WriteOutcomeUnknownError,
+    reasons_of,
 )
 from .signals import before_save, send_after_save
 from .strategies import Claim
@@ -109,11 +114,11 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
-            with strategies.held(claims):
+            with strategies.held(claims):  # until the write ends, whatever ends it
                 put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
                 write = Write(regions.write_connection(type(self), opts), [put], [Entry(self, claims[0], 0)],
                               purpose="save")
-            data = _group.commit(write)
+                data = _group.commit(write)
             self.update_local_version_attribute()
         send_after_save(type(self), instance=self, is_new=is_new, operation="save")
         return data
@@ -146,6 +151,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 condition = _engine.key_absent(self, condition)
                 return_values_on_condition_failure = "ALL_OLD"
             kwargs = super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
+        if hook.claimed_in is None and any(c.kind != "counter" for c in claims):
+            hook.claimed_in = _operations(transaction) + 1
         hook.entries.append((Entry(self, claims[0] if claims else None, len(transaction._put_items)), is_new))
         return kwargs
 
@@ -231,7 +238,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             share a key; ``saved`` and ``unsaved`` say which instances landed
             (new unsaved ones are left without IDs). Sharing a key raises
             :class:`BulkItemExistsError`, a sequence with too few values left
-            :class:`BulkSequenceExhaustedError`
+            :class:`BulkSequenceExhaustedError`, a transaction that got no
+            answer :class:`BulkWriteOutcomeUnknownError` (its new instances,
+            in ``unsaved``, keep the IDs they may be stored under)
         """
         items = list(instances)
         opts = options_for(cls)
@@ -273,6 +282,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
         saved: List[Model] = []
         claims: List[Claim] = []
+        unknown: List[Model] = []  # a transaction's items whose outcome is unknown: they may be stored
         try:
             with strategies.held(claims):
                 if not opts.gapless and fresh:
@@ -291,13 +301,29 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         entries.append(Entry(item, claim, index))
                     puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
                             for e in entries]
-                    _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                    try:
+                        _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                    except WriteOutcomeUnknownError:
+                        unknown.extend(chunk)
+                        raise
+                    except SequenceExhaustedError as exc:  # a lost race showed a counter with too few values left
+                        raise _exhausted(opts, [e.claim for e in entries if e.claim], fresh, saved, exc,
+                                         chunk[0]) from exc
                     saved.extend(chunk)
-        except AutoIncrementError as exc:
-            if isinstance(exc, BulkSaveError):
+        except BaseException as exc:
+            # every new instance not written gives its ID back: those of transactions not sent after one whose
+            # outcome is unknown, and those a reservation on several counters set before one of them failed
+            for claim in claims:
+                if not any(claim.instance is u for u in unknown):
+                    claim.release()
+            for item in fresh:
+                if not any(item is s for s in (*saved, *unknown)):
+                    setattr(item, opts.attribute, None)
+            if not isinstance(exc, AutoIncrementError) or isinstance(exc, BulkSaveError):
                 raise
             kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
-                    else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
+                    else BulkItemExistsError if isinstance(exc, ItemExistsError)
+                    else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
             raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}", items,
                               saved, exc) from exc
         finally:
@@ -452,20 +478,72 @@ def _as_new(instance: Model) -> None:
 
 
 def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
-    """``save_all()``'s claim for a new item in a chunk; a sequence with too few values left says how many."""
+    """``save_all()``'s claim for a new item in a chunk.
+
+    The first claim of a counter (or partition) in a chunk checks that every
+    new item of the call left on it fits before the sequence's end bound, so
+    that a call asking for more values than are left writes nothing.
+
+    :raises SequenceExhaustedError: too few values are left; ``last`` is the counter's value (the partition's
+        last value), as a single save's error says
+    """
     try:
-        return strategies.take(item, opts, pending)
+        claim = strategies.take(item, opts, pending)
     except SequenceExhaustedError as exc:
-        period = opts.current_period()
-        key = opts.counter_key(item, period) if opts.strategy != "query" else strategies.partition_key(item, opts)
-        same = [f for f in fresh if not any(f is s for s in saved)
-                and (opts.counter_key(f, period) if opts.strategy != "query"
-                     else strategies.partition_key(f, opts)) == key]
-        if len(same) <= 1 or len(pending) >= opts.sequence.size:
-            raise
-        # the chunk's claims on the key so far fit; the one refused, and those after it, do not
-        left = len([c for c in pending if c.key == key])
-        raise strategies.too_few(opts, key, len(same), left, exc) from exc
+        raise _exhausted(opts, pending, fresh, saved, exc, item) from exc
+    if opts.sequence.cycle or any(c.chain == claim.chain for c in pending):
+        return claim
+    asked = len(_unsaved_on(claim.key, opts, fresh, saved))
+    if asked > opts.sequence.remaining(_before(claim)) and claim.kind == "swap":
+        try:  # the value this process remembers may be stale: read the counter before refusing
+            strategies.retake([claim], {})
+        except SequenceExhaustedError as exc:
+            claim.release()
+            raise _exhausted(opts, [], fresh, saved, exc, item) from exc
+    last = _before(claim)
+    if asked > opts.sequence.remaining(last):
+        claim.release()
+        raise _too_few(opts, claim.key, asked, last)
+    return claim
+
+
+def _unsaved_on(key: str, opts: Options, fresh: List[Model], saved: List[Model]) -> List[Model]:
+    """The new instances of a ``save_all()`` not saved yet whose values come from counter (or partition) ``key``."""
+    period = opts.current_period()
+    return [f for f in fresh if not any(f is s for s in saved)
+            and (opts.counter_key(f, period) if opts.strategy != "query" else strategies.partition_key(f, opts)) == key]
+
+
+def _before(head: Claim) -> Optional[int]:
+    """The last value handed out before ``head``, the first claim of its chain: its counter's value (None: a
+    new counter), or the largest number of its partition."""
+    if head.kind == "swap":
+        return head.expected
+    previous = head.value - head.opts.step
+    return previous if head.opts.sequence.contains(previous) else None
+
+
+def _too_few(opts: Options, key: str, asked: int, last: Optional[int],
+             exc: Optional[SequenceExhaustedError] = None) -> SequenceExhaustedError:
+    """The error for ``save_all()`` asking ``key`` for ``asked`` values when the sequence's last value was ``last``."""
+    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last),
+                               exc if exc is not None else SequenceExhaustedError(last=last))
+    error.last = last
+    return error
+
+
+def _exhausted(opts: Options, chain: List[Claim], fresh: List[Model], saved: List[Model],
+               exc: SequenceExhaustedError, item: Model) -> SequenceExhaustedError:
+    """``save_all()``'s error when ``item``'s claim, after the claims ``chain`` of its chunk on the same counter
+    (taken, or taken again after a lost race), met the end bound: how many values the call asked for, how many
+    are left, and in ``last`` the counter's value before them."""
+    head = chain[0] if chain else None
+    key = head.key if head is not None else (opts.counter_key(item, opts.current_period())
+                                             if opts.strategy != "query" else strategies.partition_key(item, opts))
+    asked = len(_unsaved_on(key, opts, fresh, saved))
+    if asked <= 1 or asked > opts.sequence.size:
+        return exc  # one value asked for, or more than the whole sequence holds: the error says so already
+    return _too_few(opts, key, asked, _before(head) if head is not None else exc.last, exc)
 
 
 def _key(item: Model) -> Optional[Tuple[Any, ...]]:
@@ -552,6 +630,11 @@ class _Hook:
 
     def __init__(self) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
+        self.unsent: Optional[weakref.finalize] = None
+        """Releases the claims when the transaction is collected unsent; detached once it is sent."""
+        self.claimed_in: Optional[int] = None
+        """How many operations the transaction held once its first ID that a lost race would change (gapless,
+        or the query strategy) was claimed; an operation added after it may hold that ID."""
 
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
@@ -561,7 +644,7 @@ class _Hook:
         hook = transaction.__dict__.get("_autoinc_hook")
         if hook is None:
             hook = transaction.__dict__["_autoinc_hook"] = cls()
-            weakref.finalize(transaction, hook.release)
+            hook.unsent = weakref.finalize(transaction, hook.release)
         return hook
 
     def release(self) -> None:
@@ -569,14 +652,25 @@ class _Hook:
             claim.release()
 
     def commit(self, tx: TransactWrite) -> Any:
+        """Send the transaction; its claims end as the send ends them: committed, released, or (on
+        WriteOutcomeUnknownError) left on their instances, which collecting the transaction no longer changes."""
+        if self.unsent is not None:
+            self.unsent.detach()
+        with strategies.held(self.claims()):
+            return self._send(tx)
+
+    def _send(self, tx: TransactWrite) -> Any:
         homed = [e.claim for e, _ in self.entries
                  if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
         # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint
         connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
-        write = Write(
+        # a lost race is sent again with new values only if no operation added after the first such claim can
+        # hold a claimed ID: its put is rewritten with the new value, another item would keep the old one
+        referred = self.claimed_in is not None and _operations(tx) > self.claimed_in
+        write = _TransactionWrite(
             connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
             checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
-            token=tx._client_request_token, retry=tx._client_request_token is None,
+            token=tx._client_request_token, retry=tx._client_request_token is None and not referred,
             extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
                                      ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v},
         )
@@ -593,6 +687,29 @@ class _Hook:
         for entry, is_new in self.entries:
             send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
         return response
+
+
+def _operations(tx: _PynamoTransactWrite) -> int:
+    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
+    return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
+
+
+class _TransactionWrite(Write):
+    """A user's transaction as the engine sends it; its error after a lost race it may not retry says why."""
+
+    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
+        if self.retry or self.token is not None:
+            return super().contention(exc, attempts, elapsed)
+        claim = next(c for c in self.claims if c.kind != "counter")
+        reasons = reasons_of(exc)
+        what = ("another transaction wrote one of its items at the same time (TransactionConflict)"
+                if any(r is not None and r.code == CONFLICT for r in reasons) else
+                f"another writer took {type(claim.instance).__name__}.{claim.opts.attribute}="
+                f"{getattr(claim.instance, claim.opts.attribute)!r} (or another value it claimed) since tx.save()")
+        return TransactionCanceledError(
+            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it "
+            "is not sent again with new ones. Nothing of it was written and the new instances' IDs are None: run "
+            "the transaction again", exc, cancellation_reasons=reasons)
 
 
 def _clash(write: Write) -> Optional[str]:
@@ -655,11 +772,16 @@ class TransactWrite(_PynamoTransactWrite):
 
     A new instance's ID is claimed in ``save()``. In gapless mode the counter
     swap joins the transaction, and a lost counter race sends it again with
-    new values (unless ``client_request_token`` is given: then it raises
-    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`). Leaving
-    the ``with`` block by an exception, or dropping the transaction unsent,
-    puts the IDs back to ``None``. PynamoDB's own ``TransactWrite`` refuses
-    new auto-increment items.
+    new values, unless ``client_request_token`` is given, or an operation was
+    added after the first such claim (a line item holding ``order.id``, which
+    a new value would leave pointing at another writer's item): then it
+    raises :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`,
+    nothing is written, and the IDs are ``None``; run the transaction again.
+    Leaving the ``with`` block by an exception, a cancellation, or dropping
+    the transaction unsent, puts the IDs back to ``None``; only
+    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves
+    them set. PynamoDB's own ``TransactWrite`` refuses new auto-increment
+    items.
     """
 
     def save(self, model: Model, condition: Optional[Condition] = None, return_values: Optional[str] = None) -> None:

@@ -24,9 +24,12 @@ from pynamodb_autoinc import (
 )
 from pynamodb_autoinc.exceptions import (
     BulkSaveError,
+    BulkSequenceExhaustedError,
+    BulkWriteOutcomeUnknownError,
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
+    WriteOutcomeUnknownError,
 )
 from tests.helpers import auto_history_doc, auto_model, currval, doc_history, ids
 
@@ -430,3 +433,111 @@ def test_save_all_past_the_bound_says_how_many_are_left(make_model):
     single = Item()
     single.save()
     assert single.id == 8
+# -- a sequence near its end bound ------------------------------------------------------------------------
+
+def _currval(model: Any) -> Any:
+    opts = model.autoinc_options()
+    return opts.counter.currval(opts.key)
+
+
+@pytest.mark.modes('fast', 'block', 'gapless')
+def test_asking_for_more_than_is_left_says_the_last_value(make_model, mode):
+    """save_all() of new, explicit and stored items asking a sequence for more values than are left raises
+    SequenceExhaustedError whose ``last`` is the counter's value (the last value handed out), as a single save's
+    error says; nothing of the call is written and every new instance keeps no ID."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True), autoinc_max=10)
+    for _ in range(7):
+        Item(name="old").save()
+    last = _currval(Item)  # 7; 9 in block mode, whose process holds 8 and 9
+    stored = Item.get(1)
+    stored.name = "edited"
+    new = [Item(name=f"n{i}") for i in range(5)]
+    explicit = Item(id=50, name="explicit")
+    with pytest.raises(SequenceExhaustedError, match="asked for 5 values") as info:
+        Item.save_all([stored, *new, explicit])
+    assert isinstance(info.value, BulkSequenceExhaustedError)
+    assert info.value.last == last == {"block": 9}.get(mode, 7)
+    assert [i.id for i in new] == [None] * 5
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == [(n, "old") for n in range(1, 8)]
+    assert _currval(Item) == last
+
+
+@pytest.mark.modes('gapless')
+def test_gapless_asking_more_than_is_left_after_another_writer(make_model):
+    """Gapless: another process moved the counter since this one last wrote (it remembers 3, the counter holds
+    8, the maximum is 10): a save_all() of three raises SequenceExhaustedError with ``last`` 8, the counter's
+    value, and writes nothing."""
+    Item = make_model("Item", autoinc_max=10)
+    for _ in range(3):
+        Item().save()
+    opts = Item.autoinc_options()
+    for _ in range(5):
+        opts.counter.nextval(opts.key, opts.sequence)  # another process's values 4..8, items not stored yet
+    items = [Item() for _ in range(3)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 3 values.*only 2 are left") as info:
+        Item.save_all(items)
+    assert info.value.last == 8
+    assert [i.id for i in items] == [None] * 3
+    assert sorted(i.id for i in Item.scan(consistent_read=True)) == [1, 2, 3]
+    assert _currval(Item) == 8
+
+
+@pytest.mark.modes('gapless')
+def test_gapless_asking_more_than_is_left_over_several_transactions_writes_nothing(make_model):
+    """Gapless: a save_all() of 160 new items (two transactions of 99 and 61) with 150 values left is refused
+    before the first transaction is sent: nothing is written, not even the 99 that fit."""
+    Item = make_model("Item", autoinc_max=200)
+    opts = Item.autoinc_options()
+    opts.counter.setval(opts.key, 50)
+    items = [Item() for _ in range(160)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 160 values.*only 150 are left") as info:
+        Item.save_all(items)
+    assert isinstance(info.value, BulkSequenceExhaustedError) and info.value.saved == []
+    assert info.value.last == 50
+    assert [i.id for i in items] == [None] * 160
+    assert list(Item.scan(consistent_read=True)) == [] and _currval(Item) == 50
+
+
+# -- every new instance not written keeps no ID ---------------------------------------------------------------
+
+@pytest.mark.modes('fast', 'block', 'gapless')
+def test_one_scope_exhausted_leaves_every_new_instance_without_an_id(make_model):
+    """A save_all() over two scopes whose second scope has too few values left raises SequenceExhaustedError;
+    the new instance of the first scope keeps an ID only if it is stored (gapless mode sends its transaction
+    first; fast and block mode reserve every scope's values first, and send nothing)."""
+    Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
+                       autoinc_attribute="number", autoinc_scope="project", autoinc_max=2)
+    issues = [Issue(project=p) for p in "ABBB"]
+    with pytest.raises(SequenceExhaustedError) as info:
+        Issue.save_all(issues)
+    assert isinstance(info.value, BulkSaveError)
+    assert [i.number for i in issues[1:]] == [None] * 3
+    stored = [(i.project, i.number) for i in Issue.scan(consistent_read=True)]
+    assert stored == ([("A", 1)] if issues[0].number is not None else [])
+    assert info.value.saved == ([issues[0]] if stored else [])
+
+
+@pytest.mark.modes('fast', 'gapless')
+def test_unknown_outcome_keeps_only_that_transactions_ids(make_model):
+    """save_all() of 101 new items: the first transaction gets no answer and the check read fails too. The error
+    is a BulkSaveError and a WriteOutcomeUnknownError; that transaction's instances keep the IDs they may be
+    stored under, and the instances of the transaction never sent keep none."""
+    from tests.test_faults import Faults
+
+    User = make_model("User", max_retry_attempts=1)
+    User().save()  # gapless: the counter's value is known, the call reads nothing
+    users = [User() for _ in range(101)]
+    faults = Faults(User, User.autoinc_options().counter)
+    faults.inject("TransactWriteItems", "no-answer", times=10)
+    faults.inject("GetItem", "throttling", times=10)
+    try:
+        with pytest.raises(WriteOutcomeUnknownError) as info:
+            User.save_all(users)
+    finally:
+        faults.remove()
+    assert isinstance(info.value, BulkWriteOutcomeUnknownError) and info.value.saved == []
+    first = [u for u in users if u.id is not None]
+    assert first == users[:len(first)] and len(first) in (99, 100)  # gapless: 99 and the swap
+    assert [u.id for u in first] == list(range(2, len(first) + 2))
+    assert all(u.id is None for u in users[len(first):])
+    assert faults.count("TransactWriteItems") == 2  # the first transaction and its retry; the next never sent

@@ -1,7 +1,9 @@
-"""Several real OS processes allocating from one counter on DynamoDB Local.
+"""Several real OS processes allocating from one counter on DynamoDB Local, and threads of one process.
 
-moto cannot be trusted here (no request locking); DynamoDB Local is AWS's
-own engine. Every ID every worker reported is checked against the table.
+moto cannot be trusted with processes (no request locking); DynamoDB Local is
+AWS's own engine. Every ID every worker reported is checked against the table.
+Threads of one process send their gapless saves together (group commit); an
+interrupt in one of them must leave every instance's ID as its write ended.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
 
+from pynamodb_autoinc.exceptions import ItemWriteError
 from tests.conftest import Backend
 from tests.workers import build_model
 
@@ -270,3 +275,159 @@ def test_cycle_with_deletes_across_processes(tmp_path, local, numbering):
     assert len({value for value, _ in saved}) < len(saved), "the sequence never wrapped"
     live = {(item.id, item.owner) for item in run.models["Ticket"].scan(consistent_read=True)}
     assert live == set(saved) - deleted
+
+
+# -- threads of one process: a group commit interrupted --------------------------------------------------------
+
+class Interrupt(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit raised in a thread: not an Exception."""
+
+
+def _interrupt_group_send(hold: Any, exc: BaseException) -> Any:
+    """A pre_dynamodb_send receiver: ``hold``'s first transaction waits for the queue, the second (the group's)
+    raises ``exc`` in the thread that sends it (the group's leader), before it is sent."""
+    sends: List[str] = []
+
+    def receiver(sender: Any, operation_name: str, **kwargs: Any) -> None:
+        if operation_name != "TransactWriteItems":
+            return
+        sends.append(threading.current_thread().name)
+        if len(sends) == 1:
+            hold(sender, operation_name, **kwargs)
+        elif len(sends) == 2:
+            raise exc
+
+    receiver.sends = sends  # type: ignore[attr-defined]
+    return receiver
+
+
+def _save_in_threads(items: List[Any], receiver: Any, hold: Any) -> Dict[int, BaseException]:
+    from pynamodb.signals import pre_dynamodb_send
+
+    from tests.test_fairness import run_leader_first
+
+    errors: Dict[int, BaseException] = {}
+
+    def run(i: int) -> None:
+        try:
+            items[i].save()
+        except BaseException as exc:  # noqa: BLE001 - checked by the test
+            errors[i] = exc
+
+    with pre_dynamodb_send.connected_to(receiver):
+        run_leader_first(hold, [lambda i=i: run(i) for i in range(len(items))])
+    return errors
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), Interrupt()], ids=["KeyboardInterrupt", "BaseException"])
+def test_group_leader_interrupted_while_sending_leaves_no_ids(make_model, exc):
+    """Three threads save gapless items; the first is stored alone while the other two queue, and the thread
+    leading their group commit is interrupted as it sends it: that thread gets the interrupt, the other its
+    own ItemWriteError (no interrupt of a thread that was not interrupted), both IDs are None, nothing of the
+    group is stored, no value is spent, and the next saves, grouped or not, take the next values."""
+    from tests.test_fairness import HoldFirstTransaction
+
+    Item = make_model("Item", autoinc_gapless=True, name=UnicodeAttribute())
+    items = [Item(name=f"t{i}") for i in range(3)]
+    hold = HoldFirstTransaction(2)
+    errors = _save_in_threads(items, _interrupt_group_send(hold, exc), hold)
+    assert sorted(errors) == [1, 2]
+    interrupted = [i for i, e in errors.items() if e is exc]
+    assert len(interrupted) == 1
+    other, = set(errors) - set(interrupted)
+    assert type(errors[other]) is ItemWriteError and "was interrupted" in str(errors[other])
+    assert [i.id for i in items] == [1, None, None]
+    assert [(i.id, i.name) for i in Item.scan(consistent_read=True)] == [(1, "t0")]
+    opts = Item.autoinc_options()
+    assert opts.counter.currval(opts.key) == 1
+    again = [items[1], items[2], Item(name="t3")]
+    hold = HoldFirstTransaction(2)
+    assert _save_in_threads(again, hold, hold) == {}
+    assert sorted(i.id for i in again) == [2, 3, 4]
+    assert sorted((i.id, i.name) for i in Item.scan(consistent_read=True)) == sorted(
+        (i.id, i.name) for i in [items[0], *again])
+
+
+def _queued() -> int:
+    from pynamodb_autoinc import _group
+
+    return sum(len(g.queue) for g in _group._groups().by_place.values())
+
+
+def _wait_for(check: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not check():
+        assert time.monotonic() < deadline, "the threads did not get there"
+        time.sleep(0.005)
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="needs POSIX signals")
+def test_thread_interrupted_after_a_leader_took_its_save_ends_as_the_leader_sends_it(make_model):
+    """Ctrl-C (KeyboardInterrupt) reaches a thread whose gapless save another thread's group commit already took:
+    the thread waits for that request to end, then raises KeyboardInterrupt with its ID as the request left it:
+    the item is stored under it, nothing is stored twice, and the next save takes the next value."""
+    from pynamodb.signals import pre_dynamodb_send
+
+    Item = make_model("Item", autoinc_gapless=True, name=UnicodeAttribute())
+    Item(name="warm").save()  # the counter is known to this process
+    main = threading.current_thread()
+    delivered = threading.Event()
+
+    def on_sigint(*_: Any) -> None:
+        delivered.set()
+        raise KeyboardInterrupt
+
+    def attempt(n: int) -> Optional[Any]:
+        """One round: a lone save in flight, then another thread's save and this thread's queue behind it; the
+        round counts when the other thread leads their group (this thread's save is taken, not sent by it)."""
+        sends: List[str] = []
+
+        def hook(_: Any, operation_name: str, **__: Any) -> None:
+            if operation_name != "TransactWriteItems":
+                return
+            sends.append(threading.current_thread().name)
+            if len(sends) == 1:
+                _wait_for(lambda: _queued() >= 2)
+            elif len(sends) == 2 and threading.current_thread() is not main:
+                os.kill(os.getpid(), signal.SIGINT)
+                assert delivered.wait(10)
+
+        first, other, mine = Item(name=f"first{n}"), Item(name=f"other{n}"), Item(name=f"mine{n}")
+        with pre_dynamodb_send.connected_to(hook):
+            threads = [threading.Thread(target=first.save), threading.Thread(target=other.save)]
+            threads[0].start()
+            _wait_for(lambda: len(sends) == 1)
+            threads[1].start()
+            _wait_for(lambda: _queued() >= 1)
+            try:
+                mine.save()
+            except KeyboardInterrupt:
+                assert delivered.is_set()
+                # the request that carried it has ended: the item is stored under the ID the instance holds
+                assert mine.id is not None and Item.get(mine.id, consistent_read=True).name == mine.name
+                for t in threads:
+                    t.join(10)
+                return mine
+            finally:
+                for t in threads:
+                    t.join(10)
+        return None
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        for n in range(20):  # which waiting thread leads is the OS's choice
+            mine = attempt(n)
+            if mine is not None:
+                break
+        else:
+            pytest.fail("this thread led every group")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    stored = {i.id: i.name for i in Item.scan(consistent_read=True)}
+    assert mine.id is not None and stored[mine.id] == mine.name
+    assert len(stored) == len(set(stored.values()))
+    after = Item(name="after")
+    after.save()
+    assert after.id == max(stored) + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any, List
 
 import pytest
@@ -22,6 +23,7 @@ from pynamodb_autoinc.exceptions import (
     InvalidIdError,
     TransactionCanceledError,
     UnassignedIdError,
+    WriteOutcomeUnknownError,
 )
 from pynamodb_autoinc.testing import reset_counters
 from tests.helpers import auto_model, stored_names
@@ -266,3 +268,100 @@ def test_batch_write_of_an_explicit_id_moves_a_tracking_counter(make_model, mode
     user = User()
     user.save()
     assert user.id == 6
+@pytest.mark.modes('fast', 'gapless')
+def test_transaction_with_unknown_outcome_keeps_its_id_after_it_is_collected(make_model, mode):
+    """A TransactWrite that ends in WriteOutcomeUnknownError keeps the new instance's ID (the item may be stored
+    under it), also once the transaction object is garbage-collected."""
+    from tests.test_faults import Faults
+
+    User = make_model("User", max_retry_attempts=1)
+    User().save()  # gapless: the counter's value is known, the transaction reads nothing
+    faults = Faults(User, User.autoinc_options().counter)
+    faults.inject("TransactWriteItems", "no-answer", times=10)
+    faults.inject("GetItem", "throttling", times=10)
+    user = User()
+    tx = transaction(User)
+    try:
+        with pytest.raises(WriteOutcomeUnknownError), tx:
+            tx.save(user)
+    finally:
+        faults.remove()
+    assert user.id == 2
+    del tx
+    gc.collect()
+    assert user.id == 2
+
+
+# -- references between the items of a transaction -----------------------------------------------------------
+
+def _order_and_line(make_model: Any) -> Any:
+    Order = make_model("Order", customer=UnicodeAttribute(), autoinc_gapless=True)
+    Line = make_model("Line", order_id=NumberAttribute(), autoinc_gapless=True)
+    return Order, Line
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_lost_race_with_a_reference_to_the_claimed_id_is_not_renumbered(make_model):
+    """Gapless: a line item refers to order.id as tx.save() claimed it; another writer stores an order under that
+    value before the commit. The transaction is not sent again with a new value (the line would point at the
+    other writer's order): TransactionCanceledError says why, nothing of it is written, and both IDs are None."""
+    Order, Line = _order_and_line(make_model)
+    order, line = Order(customer="mine"), Line()
+    with pytest.raises(TransactionCanceledError, match="operations added after that save may hold the IDs"), \
+            transaction(Order) as tx:
+        tx.save(order)
+        Order(customer="theirs").save()  # another writer takes the value between the claim and the commit
+        line.order_id = order.id
+        tx.save(line)
+    assert (order.id, line.id) == (None, None)
+    assert [(o.id, o.customer) for o in Order.scan(consistent_read=True)] == [(1, "theirs")]
+    assert list(Line.scan(consistent_read=True)) == []
+    assert counter_of(Order) == 1 and counter_of(Line) is None
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_lost_race_with_an_update_after_the_claim_is_not_renumbered(make_model):
+    """Gapless: an update added after the new item's save (it may carry the claimed ID) keeps a lost race from
+    being sent again with another value: nothing is written."""
+    Order, Line = _order_and_line(make_model)
+    Line(id=7, order_id=0).save()
+    order = Order(customer="mine")
+    with pytest.raises(TransactionCanceledError, match="not sent again"), transaction(Order) as tx:
+        tx.save(order)
+        Order(customer="theirs").save()
+        tx.update(Line(id=7, order_id=0), actions=[Line.order_id.set(order.id)])
+    assert order.id is None
+    assert Line.get(7, consistent_read=True).order_id == 0
+    assert [o.customer for o in Order.scan(consistent_read=True)] == ["theirs"]
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_lost_race_is_retried_when_the_new_item_is_the_last_operation(make_model):
+    """Gapless: operations added before the new item's save cannot hold its ID, so a lost race is still sent
+    again with the next value."""
+    Order, Line = _order_and_line(make_model)
+    Line(id=7, order_id=0).save()
+    order = Order(customer="mine")
+    with transaction(Order) as tx:
+        tx.update(Line(id=7, order_id=0), actions=[Line.order_id.set(99)])
+        tx.save(order)
+        Order(customer="theirs").save()  # takes 1 before the commit
+    assert order.id == 2
+    assert sorted((o.id, o.customer) for o in Order.scan(consistent_read=True)) == [(1, "theirs"), (2, "mine")]
+    assert Line.get(7, consistent_read=True).order_id == 99
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_query_strategy_lost_race_with_a_reference_is_not_renumbered(make_model):
+    """Query strategy: a second new issue of the same transaction refers to the first one's number; another
+    writer takes that number before the commit: nothing is written and both numbers are None."""
+    Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
+                       parent=NumberAttribute(null=True), autoinc_strategy="query", autoinc_attribute="number")
+    epic, task = Issue(project="p"), Issue(project="p")
+    with pytest.raises(TransactionCanceledError, match="not sent again"), transaction(Issue) as tx:
+        tx.save(epic)
+        task.parent = epic.number
+        tx.save(task)
+        Issue(project="p").save()  # another writer takes number 1
+    assert (epic.number, task.number) == (None, None)
+    assert [(i.number, i.parent) for i in Issue.scan(consistent_read=True)] == [(1, None)]
