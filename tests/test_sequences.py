@@ -234,6 +234,54 @@ def test_daily_period_without_format(make_model):
     assert seqs == [1, 2, 1]
 
 
+@pytest.fixture
+def receipt_model(make_model):
+    """Receipts numbered 1, 2, 3, ... again each year, an ID set by hand moving the year's counter past it."""
+    return make_model("Receipt", pk=UnicodeAttribute(hash_key=True), number=NumberAttribute(null=True),
+                      note=UnicodeAttribute(null=True), autoinc_attribute="number", autoinc_period="year",
+                      autoinc_track_explicit=True)
+
+
+def test_editing_last_years_item_leaves_this_years_counter(receipt_model):
+    """Saving again, in 2027, a 2026 receipt saved earlier moves no counter: 2027's numbers go 1, 2."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        old = [Receipt(pk=f"r{n}") for n in range(5)]
+        for receipt in old:
+            receipt.save()
+    with clock.frozen(datetime(2027, 1, 2)):
+        first = save_many(Receipt, 1, pk="n1")
+        old[4].note = "corrected"
+        old[4].save()
+        assert first + save_many(Receipt, 1, pk="n2") == [1, 2]
+
+
+def test_editing_a_read_item_of_last_year_leaves_this_years_counter(receipt_model):
+    """A 2026 receipt read from the table and saved in 2027 moves no counter (save and save_all alike)."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        for n in range(5):
+            Receipt(pk=f"r{n}").save()
+    last_year = counter_value(Receipt, f"{Receipt.Meta.table_name}#2026")
+    with clock.frozen(datetime(2027, 1, 2)):
+        read = Receipt.get("r4")
+        read.note = "corrected"
+        read.save()
+        Receipt.save_all([Receipt.get("r3")])
+        assert save_many(Receipt, 1, pk="n1") + save_many(Receipt, 1, pk="n2") == [1, 2]
+    assert counter_value(Receipt, f"{Receipt.Meta.table_name}#2026") == last_year
+
+
+def test_an_id_set_by_hand_is_tracked_on_this_periods_counter(receipt_model):
+    """A new receipt given number 7 by hand in 2027 moves 2027's counter to 7: the next new one gets 8."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        save_many(Receipt, 1, pk="old")
+    with clock.frozen(datetime(2027, 1, 2)):
+        Receipt(pk="by-hand", number=7).save()
+        assert save_many(Receipt, 1, pk="n") == [8]
+
+
 def test_format_without_period(make_model):
     """autoinc_format shapes the string ID; the counter stays a number."""
     Ticket = make_model("Ticket", id=UnicodeAttribute(hash_key=True), autoinc_format="T{value:04d}")
