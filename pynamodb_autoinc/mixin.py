@@ -151,9 +151,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def _instantiate(cls: Type[_T], attribute_values: Dict[str, Dict[str, Any]]) -> _T:
         # an item read from the table (get, query, scan, batch_get): saving it again is an edit
-        instance = super()._instantiate(attribute_values)  # type: ignore[misc]
+        instance = super()._instantiate(attribute_values)
         _mark_stored(instance)
-        return instance  # type: ignore[no-any-return]
+        return instance
 
     def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
         super().deserialize(attribute_values)  # refresh()
