@@ -314,6 +314,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         raise _fail(model, "Meta.autoinc_track_explicit moves a counter past an explicit integer ID, so it "
                            "needs plain integer IDs and a counter; it cannot be combined with autoinc_format "
                            "or the query strategy")
+    if opts["autoinc_track_explicit"] and sequence.cycle:
+        raise _fail(model, "Meta.autoinc_track_explicit moves the counter past an explicit ID, but a cycling "
+                           "sequence (Meta.autoinc_cycle) comes round to every value again, so no move keeps a "
+                           "new ID off an explicit one, and an ID behind the counter may be from the last pass "
+                           "or the next; leave autoinc_track_explicit off (after an import, move the counter "
+                           "with NextId.setval), or leave autoinc_cycle off")
     if strategy == "query":
         if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
             raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "

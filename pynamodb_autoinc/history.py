@@ -120,6 +120,11 @@ class _Config:
                     f"{model.__name__}: HistoryMixin needs a new item's ID before its transaction is sent, and a "
                     "gapless or query-strategy ID can change when the transaction is resent; use fast mode "
                     "(Meta.autoinc_gapless = False) or blocks")
+            if opts.sequence.cycle:
+                raise ConfigurationError(
+                    f"{model.__name__}: HistoryMixin keeps the versions of each key, and a cycling sequence "
+                    "(Meta.autoinc_cycle) hands a deleted item's ID to a new item, whose version 1 is already in "
+                    "that key's history, so its save would fail; leave autoinc_cycle off, or drop HistoryMixin")
         self.history: Type[Model] = history
         self.version = version
         item_attrs = model.get_attributes()

@@ -344,6 +344,8 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
         return "cycle on the query strategy, or on an ID outside the key"
     if options.get("autoinc_track_explicit", False) and (strategy == "query" or fmt is not None):
         return "tracking explicit IDs with the query strategy or a format"
+    if options.get("autoinc_track_explicit", False) and options.get("autoinc_cycle", False):
+        return "tracking explicit IDs on a cycling sequence (no move keeps a new ID off an explicit one)"
     if strategy == "query":
         if attribute != schema.range_key or kind != "number":
             return "query strategy on an attribute that is not a number range key"

@@ -268,6 +268,16 @@ def test_gapless_auto_increment_is_refused(make_model, backend):
         make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
 
 
+@pytest.mark.modes("fast", "block")
+def test_cycling_auto_increment_is_refused(make_model, backend):
+    """A cycling auto-increment model is refused when the class is created: a wrap would hand a deleted item's
+    ID to a new item, whose version 1 is already in that key's history."""
+    history = history_model(backend)
+    with pytest.raises(ConfigurationError, match="autoinc_cycle"):
+        make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history,
+                   autoinc_max=3, autoinc_cycle=True, create=False)
+
+
 def test_range_key_item(backend):
     """An item with a range key keeps its history under both keys, as JSON."""
     history = history_model(backend)
