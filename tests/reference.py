@@ -336,8 +336,8 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
     fmt = options.get("autoinc_format")
     if fmt is not None and (kind != "unicode" or not FORMATS[fmt]):
         return "unusable format"
-    if period is not None and attribute == schema.hash_key and "{period" not in (fmt or ""):
-        return "a sequence restarting each period in the hash key, without the period in its format"
+    if period is not None and is_key and "{period" not in (fmt or ""):
+        return "a sequence restarting each period in a key, without the period in its format"
     if strategy not in ("counter", "query"):
         return "unknown strategy"
     if options.get("autoinc_cycle", False) and (strategy == "query" or not is_key):

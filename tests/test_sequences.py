@@ -282,6 +282,28 @@ def test_an_id_set_by_hand_is_tracked_on_this_periods_counter(receipt_model):
         assert save_many(Receipt, 1, pk="n") == [8]
 
 
+def test_a_period_on_a_number_range_key_is_refused(make_model):
+    """A sequence restarting each year in a number range key is refused when the class is created, naming the
+    ways that work: a year's receipts would take the keys of the last year's under one hash key."""
+    with pytest.raises(ConfigurationError, match="range key 'num' repeats.*autoinc_scope = 'year'"):
+        make_model("Receipt", year=UnicodeAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                   autoinc_attribute="num", autoinc_period="year", create=False)
+
+
+def test_a_period_in_the_hash_key_numbers_the_range_key_per_period(make_model):
+    """A year held in a number hash key and named as the scope numbers each year's range keys from 1, a late
+    receipt of 2026 saved in 2027 included, on the counter of its own year."""
+    Receipt = make_model("Receipt", year=NumberAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                         autoinc_attribute="num", autoinc_scope="year")
+    with clock.frozen(datetime(2026, 12, 31)):
+        assert save_many(Receipt, 2, year=2026) == [1, 2]
+    with clock.frozen(datetime(2027, 1, 1)):
+        assert save_many(Receipt, 1, year=2027) + save_many(Receipt, 1, year=2026.0) == [1, 3]
+    assert sorted((int(r.year), r.num) for r in Receipt.scan(consistent_read=True)) == [
+        (2026, 1), (2026, 2), (2026, 3), (2027, 1)]
+    assert counter_value(Receipt, f"{Receipt.Meta.table_name}#2026") == 3
+
+
 def test_format_without_period(make_model):
     """autoinc_format shapes the string ID; the counter stays a number."""
     Ticket = make_model("Ticket", id=UnicodeAttribute(hash_key=True), autoinc_format="T{value:04d}")
