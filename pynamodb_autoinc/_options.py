@@ -297,12 +297,21 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
             raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
                                "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
 
-    if period is not None and attribute.is_hash_key:
+    if period is not None and (attribute.is_hash_key or attribute.is_range_key):
         fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
         if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
-            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the key {name!r} "
-                               "would repeat the last period's values; put the period in the ID with "
-                               "Meta.autoinc_format, e.g. '{period}-{value:06d}'")
+            if attribute.is_hash_key:
+                raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the key {name!r} "
+                                   "would repeat the last period's values; put the period in the ID with "
+                                   "Meta.autoinc_format, e.g. '{period}-{value:06d}'")
+            # a range key: the item's key repeats whenever its hash key does not change with the clock's period
+            # (a receipt of last year saved this year takes the key of last year's first receipt)
+            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the range key "
+                               f"{name!r} repeats last period's values, and an item whose hash key is not this "
+                               "period's would take the key of an item stored before; put the period in the ID "
+                               "(a UnicodeAttribute with Meta.autoinc_format = '{period}-{value:06d}'), or keep "
+                               f"the period in the hash key and number {name!r} per it with Meta.autoinc_scope = "
+                               f"{model._hash_keyname!r} (no autoinc_period), or move {name!r} outside the key")
 
     strategy = opts["autoinc_strategy"]
     if strategy not in STRATEGIES:
@@ -316,6 +325,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         raise _fail(model, "Meta.autoinc_track_explicit moves a counter past an explicit integer ID, so it "
                            "needs plain integer IDs and a counter; it cannot be combined with autoinc_format "
                            "or the query strategy")
+    if opts["autoinc_track_explicit"] and sequence.cycle:
+        raise _fail(model, "Meta.autoinc_track_explicit moves the counter past an explicit ID, but a cycling "
+                           "sequence (Meta.autoinc_cycle) comes round to every value again, so no move keeps a "
+                           "new ID off an explicit one, and an ID behind the counter may be from the last pass "
+                           "or the next; leave autoinc_track_explicit off (after an import, move the counter "
+                           "with NextId.setval), or leave autoinc_cycle off")
     if strategy == "query":
         if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
             raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Ty
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
+from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
@@ -43,8 +44,9 @@ from pynamodb.models import Model
 from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
-from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError
+from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError, error_code
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others
+from .sequence import NUMBER_LIMIT
 from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
@@ -66,7 +68,18 @@ class _Update(_transport.Exchange[Dict[str, Any]]):
         return UPDATE_ITEM, self.kwargs
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        return _transport.send(self.instance._get_connection().connection, operation, kwargs)
+        try:
+            return _transport.send(self.instance._get_connection().connection, operation, kwargs)
+        except UpdateError as exc:
+            names = ", ".join(repr(a.attr_name) for a in counters(type(self.instance)).values())
+            # DynamoDB: "... more than 38 significant digits ..." or "Number overflow"; DynamoDB Local: "... 38 digits"
+            said = str(exc.cause_response_message or "")
+            if not names or error_code(exc) != "ValidationException" or ("38" not in said and "overflow" not in said):
+                raise
+            raise CounterValueError(
+                f"{_describe(self.instance)}: a number of the update needs more digits than a DynamoDB number "
+                f"holds exactly (38): a counter ({names}) would pass it; nothing was written. Set the counter "
+                "to a smaller value", exc) from exc
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
         stored = self.instance._get_discriminator_class(data["Attributes"])
@@ -102,6 +115,12 @@ class CounterAttribute(_IntegerAttribute):
             raise ConfigurationError(
                 f"CounterAttribute(delta={delta!r}): delta must be a non-zero integer, e.g. 1 (or -1 to count down)"
             )
+        for name, number in (("start", start), ("delta", delta), ("start - delta", start - delta)):
+            if abs(number) >= NUMBER_LIMIT:
+                raise ConfigurationError(
+                    f"CounterAttribute(start={start!r}, delta={delta!r}): {name} has more digits than a DynamoDB "
+                    "number holds exactly (38), and every write of the counter would be refused; choose smaller "
+                    "numbers")
         if kwargs.get("hash_key") or kwargs.get("range_key"):
             raise ConfigurationError("CounterAttribute cannot be a key: a key cannot change; use a NumberAttribute")
         kwargs.setdefault("null", True)
@@ -129,6 +148,10 @@ class CounterAttribute(_IntegerAttribute):
             raise CounterValueError(
                 f"CounterAttribute {self.attr_name!r} counts in whole steps, but was given {type(value).__name__} "
                 f"{value!r}; use an int, e.g. {self.attr_name}.add(1)")
+        if abs(value) >= NUMBER_LIMIT:
+            raise CounterValueError(
+                f"CounterAttribute {self.attr_name!r} was given {value}, which has more digits than a DynamoDB "
+                "number holds exactly (38); use a smaller number")
         return super().serialize(value)
 
     def raised(self) -> Action:

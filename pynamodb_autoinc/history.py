@@ -59,7 +59,7 @@ from .exceptions import (
     reasons_of,
 )
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others
-from .sequence import number_text
+from .sequence import NUMBER_LIMIT, number_text
 from .signals import send_after_save
 
 _T = TypeVar("_T", bound="HistoryMixin")
@@ -119,6 +119,11 @@ class _Config:
                     f"{model.__name__}: HistoryMixin needs a new item's ID before its transaction is sent, and a "
                     "gapless or query-strategy ID can change when the transaction is resent; use fast mode "
                     "(Meta.autoinc_gapless = False) or blocks")
+            if opts.sequence.cycle:
+                raise ConfigurationError(
+                    f"{model.__name__}: HistoryMixin keeps the versions of each key, and a cycling sequence "
+                    "(Meta.autoinc_cycle) hands a deleted item's ID to a new item, whose version 1 is already in "
+                    "that key's history, so its save would fail; leave autoinc_cycle off, or drop HistoryMixin")
         self.history: Type[Model] = history
         self.version = version
         item_attrs = model.get_attributes()
@@ -377,6 +382,10 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             claims = _claim(self, opts, is_new, "save") if opts is not None else []  # clears a new one's version
             old = getattr(self, config.version)
             with strategies.held(claims):
+                if (old or 0) + 1 >= NUMBER_LIMIT:  # DynamoDB would refuse the number (moto stores it)
+                    raise HistoryWriteError(
+                        f"{model.__name__} {self.history_key()!r}: version {old + 1} has more digits than a "
+                        "DynamoDB number holds exactly (38), so it cannot be recorded; nothing was written")
                 if claims:
                     condition = _engine.key_absent(self, condition)
                 elif not deleted and old is None:

@@ -52,7 +52,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     reasons_of,
 )
-from .signals import before_save, send_after_save
+from .signals import after_save, before_save, send_after_save
 from .strategies import Claim
 
 _T = TypeVar("_T", bound=Model)
@@ -155,6 +155,17 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             hook.claimed_in = _operations(transaction) + 1
         hook.entries.append((Entry(self, claims[0] if claims else None, len(transaction._put_items)), is_new))
         return kwargs
+
+    @classmethod
+    def _instantiate(cls: Type[_T], attribute_values: Dict[str, Dict[str, Any]]) -> _T:
+        # an item read from the table (get, query, scan, batch_get): saving it again is an edit
+        instance = super()._instantiate(attribute_values)
+        _mark_stored(instance)
+        return instance
+
+    def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
+        super().deserialize(attribute_values)  # refresh()
+        _mark_stored(self)
 
     def serialize(self, null_check: bool = True) -> Dict[str, Dict[str, Any]]:
         if null_check:
@@ -274,7 +285,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         for item in items:
             _distinct(cls, item, keys, items, [], new_ids)
         if opts.track_explicit:
-            strategies.track(explicit, opts)
+            _track(explicit, opts)
         if opts.strategy == "query":
             # no counter to batch: each item in turn, its number read from its partition just before its put
             chunks = [(getattr(item, opts.attribute) is None, [item]) for item in items]
@@ -371,8 +382,38 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
     if not taken:
         _check_explicit(instance, opts)
     if not taken and opts.track_explicit:
-        strategies.track([instance], opts)
+        _track([instance], opts)
     return taken
+
+
+def _track(instances: Sequence[Model], opts: Options) -> None:
+    """``Meta.autoinc_track_explicit``: move the counter past the IDs of ``instances`` set by hand.
+
+    An instance holding the ID it was read from the table with, or last
+    saved with, is an edit of a stored item: its ID was handed out, or
+    tracked, when the item was first stored, on the counter of the period it
+    was stored in, which need not be the current one. It moves no counter.
+    An ID set by hand is tracked on the counter of the current period.
+    """
+    explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED, _NOTHING)]
+    if explicit:
+        strategies.track(explicit, opts)
+
+
+#: The instance attribute holding the ID of the stored item the instance was read as, or last saved as.
+_STORED = "_autoinc_stored_id"
+_NOTHING: Any = object()
+
+
+def _mark_stored(instance: Model) -> None:
+    """Record that ``instance`` holds a stored item's ID (it was read, or saved): saving it again is an edit."""
+    if isinstance(instance, AutoIncrementMixin):
+        instance.__dict__[_STORED] = getattr(instance, options_for(type(instance)).attribute)
+
+
+def _stored(sender: Type[Model], *, instance: Model, **_: Any) -> None:
+    """The library's :data:`after_save` receiver: the instance now holds a stored item's ID."""
+    _mark_stored(instance)
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:
@@ -402,6 +443,7 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
 
 assign_id._autoinc_runs_last = True  # type: ignore[attr-defined]
 before_save.connect(assign_id, weak=False)
+after_save.connect(_stored, weak=False)
 
 
 def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
@@ -595,7 +637,7 @@ class _BatchWrite(BatchWrite[_T]):
         # an ID set by hand, checked and tracked as save() and save_all() do (a new one was refused above)
         _check_explicit(put_item, opts)
         if opts.track_explicit:
-            strategies.track([put_item], opts)
+            _track([put_item], opts)
         super().save(put_item)
 
     def commit(self) -> None:

@@ -11,15 +11,18 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 
-from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.constants import GET_ITEM, UPDATE_ITEM
+from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
 from . import _transport
 from ._budget import Budget
 from ._calendar import PERIODS, Clock, check_period, clock, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
-from .exceptions import ConfigurationError, CounterError
+from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
+from .history import HistoryMixin
+from .sequence import NUMBER_LIMIT
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -36,13 +39,19 @@ def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]
     :raises ConfigurationError: naming the attributes that would do
     """
     attribute = model.get_attributes().get(name) if isinstance(name, str) else None
-    if not isinstance(attribute, kind) or attribute.is_hash_key or attribute.is_range_key:
-        fits = sorted(n for n, a in model.get_attributes().items()
-                      if isinstance(a, kind) and not a.is_hash_key and not a.is_range_key)
+    if not _fits(attribute, kind):
+        fits = sorted(n for n, a in model.get_attributes().items() if _fits(a, kind))
         raise ConfigurationError(
             f"increment_in_period({model.__name__}, ...): {option}={name!r} must name a {kind.__name__} of "
             f"{model.__name__} outside its key; {'choose from ' + ', '.join(fits) if fits else 'declare one'}")
     return attribute
+
+
+def _fits(attribute: Any, kind: Type[Attribute]) -> bool:
+    """Whether ``attribute`` can hold a count or a period: a ``kind`` outside the key, and not the version
+    (a count in the ``VersionAttribute`` would break the optimistic locking that it is)."""
+    return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
+        and not attribute.is_hash_key and not attribute.is_range_key
 
 
 def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
@@ -62,6 +71,10 @@ def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
     if model._range_keyname is not None and range_key is None:
         raise ConfigurationError(f"{call}, ...): {model.__name__} has a range key ({model._range_keyname}); pass "
                                  "it after the hash key")
+    if issubclass(model, HistoryMixin):
+        raise HistoryWriteError(f"{call}, ...) would change a {model.__name__} without recording a version in its "
+                                "history (nor the version number); keep the count on a model without "
+                                "HistoryMixin, or count with NextId.increment")
 
 
 def increment_in_period(
@@ -95,13 +108,19 @@ def increment_in_period(
     writer's last count.
 
     :raises model.DoesNotExist: the item does not exist
-    :raises CounterValueError: ``by`` is not an int
-    :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute, or ``period_attribute``
-        a UnicodeAttribute, of the model outside its key; ``model`` is not a model class, or the key does
-        not fit its schema (no hash key, a range key it lacks or misses); ``now`` is not a datetime
+    :raises CounterValueError: ``by`` is not an int of at most 38 digits; the count would pass 38 digits, or
+        holds no number
+    :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
+    :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute (not the version), or
+        ``period_attribute`` a UnicodeAttribute, of the model outside its key; ``model`` is not a model class,
+        or the key does not fit its schema (no hash key, a range key it lacks or misses); ``now`` is not a datetime
     """
     _check_item(model, hash_key, range_key)
-    check_by(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by)
+    call = f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})"
+    check_by(call, by)
+    if abs(by) >= NUMBER_LIMIT:
+        raise CounterValueError(f"{call}: by has more digits than a DynamoDB number holds exactly (38), so no "
+                                "count can hold it; nothing was counted")
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)
@@ -129,14 +148,19 @@ class _InPeriod(_transport.Exchange[int]):
         self.count, self.stored, self.period_attribute = attributes
         self.connection = model._get_connection()
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
+        # a versioned item's version rises with each count, so a save of an instance read before it fails its
+        # version condition instead of writing the old count back
+        version = model._version_attribute_name
+        self.versioned = [model.get_attributes()[version].add(1)] if version else []
         self.step, self.tries = 0, _FOLLOWING.tries()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         count, stored, current, exists = self.count, self.stored, self.current, self.exists
         if self.step == 0:
-            return UPDATE_ITEM, {"actions": [count.set(count + self.by)], "condition": exists & (stored == current)}
+            return UPDATE_ITEM, {"actions": [count.set(count + self.by), *self.versioned],
+                                 "condition": exists & (stored == current)}
         if self.step == 1:
-            return UPDATE_ITEM, {"actions": [count.set(self.by), stored.set(current)],
+            return UPDATE_ITEM, {"actions": [count.set(self.by), stored.set(current), *self.versioned],
                                  "condition": exists & (stored.does_not_exist() | (stored < current))}
         return GET_ITEM, {}
 
@@ -149,8 +173,20 @@ class _InPeriod(_transport.Exchange[int]):
             lambda actions, condition, values: self.connection.get_operation_kwargs(
                 hash_key, range_key=range_key, actions=actions, condition=condition, return_values=values,
                 return_values_on_condition_failure="ALL_OLD"),
-            lambda kwargs: send_update(self.connection.connection, kwargs),
-            kwargs["actions"], kwargs["condition"], "UPDATED_NEW")
+            self._update, kwargs["actions"], kwargs["condition"], "UPDATED_NEW")
+
+    def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """Send one update; DynamoDB's refusal of the numbers (a count past 38 digits, or one that is no
+        number) is the library's error."""
+        try:
+            return send_update(self.connection.connection, kwargs)
+        except UpdateError as exc:
+            if error_code(exc) != "ValidationException":
+                raise
+            raise CounterValueError(
+                f"{self.name}: DynamoDB refused to count: {self.count.attr_name} would pass the 38 digits a number "
+                f"holds, or does not hold a number ({exc.cause_response_message}); nothing was counted. Set "
+                f"{self.count.attr_name} to a number within the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
         """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""

@@ -70,12 +70,12 @@ class Receipt(AutoIncrementMixin, Model):
     class Meta:
         table_name = f"{PREFIX}-receipts"
         autoinc_period = "year"
-        autoinc_attribute = "id"
+        autoinc_attribute = "number"
         host = HOST
         region = "us-east-1"
 
-    year = UnicodeAttribute(hash_key=True)
-    id = NumberAttribute(range_key=True)
+    id = UnicodeAttribute(hash_key=True)
+    number = NumberAttribute(null=True)
 
 
 class Ticket(AutoIncrementMixin, Model):

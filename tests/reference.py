@@ -336,14 +336,16 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
     fmt = options.get("autoinc_format")
     if fmt is not None and (kind != "unicode" or not FORMATS[fmt]):
         return "unusable format"
-    if period is not None and attribute == schema.hash_key and "{period" not in (fmt or ""):
-        return "a sequence restarting each period in the hash key, without the period in its format"
+    if period is not None and is_key and "{period" not in (fmt or ""):
+        return "a sequence restarting each period in a key, without the period in its format"
     if strategy not in ("counter", "query"):
         return "unknown strategy"
     if options.get("autoinc_cycle", False) and (strategy == "query" or not is_key):
         return "cycle on the query strategy, or on an ID outside the key"
     if options.get("autoinc_track_explicit", False) and (strategy == "query" or fmt is not None):
         return "tracking explicit IDs with the query strategy or a format"
+    if options.get("autoinc_track_explicit", False) and options.get("autoinc_cycle", False):
+        return "tracking explicit IDs on a cycling sequence (no move keeps a new ID off an explicit one)"
     if strategy == "query":
         if attribute != schema.range_key or kind != "number":
             return "query strategy on an attribute that is not a number range key"

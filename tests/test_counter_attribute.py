@@ -245,6 +245,35 @@ def test_bad_arguments(kwargs):
         CounterAttribute(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs", [{"start": 10**38}, {"delta": -(10**38)}, {"start": -(10**38) + 1, "delta": 5}])
+def test_numbers_past_38_digits_are_refused(kwargs):
+    """A start, a delta, or the start - delta every first write sends, of more than 38 digits is refused when the
+    attribute is declared (DynamoDB would refuse every write)."""
+    with pytest.raises(ConfigurationError, match="38"):
+        CounterAttribute(**kwargs)
+
+
+@pytest.mark.backends()
+def test_a_value_past_38_digits_is_refused_as_it_is_built(backend):
+    """views.set(10**38) is refused with CounterValueError, before anything is sent."""
+    Page = plain_model(backend)
+    with pytest.raises(CounterValueError, match="38"):
+        Page("a").update([Page.views.set(10**38)])
+
+
+@pytest.mark.backends("local")
+def test_a_counter_rising_past_38_digits_is_the_librarys_error(backend):
+    """A save that would raise a counter past 38 digits raises CounterValueError (DynamoDB refuses the number;
+    moto stores it), and the stored counter stays as it was."""
+    Page = plain_model(backend, pages=CounterAttribute(delta=2))
+    page = Page("a")
+    page.save()
+    page.update([Page.pages.set(10**38 - 1)])
+    with pytest.raises(CounterValueError, match="38"):
+        page.save()  # 10**38 + 1: 39 significant digits
+    assert stored(Page, "a").pages == 10**38 - 1
+
+
 def test_iam_names_update_item(backend):
     """The IAM helper grants UpdateItem on the table of a model with counters."""
     Page = plain_model(backend)

@@ -286,6 +286,31 @@ def test_gapless_auto_increment_is_refused(make_model, backend):
         make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
 
 
+@pytest.mark.modes("fast", "block")
+def test_cycling_auto_increment_is_refused(make_model, backend):
+    """A cycling auto-increment model is refused when the class is created: a wrap would hand a deleted item's
+    ID to a new item, whose version 1 is already in that key's history."""
+    history = history_model(backend)
+    with pytest.raises(ConfigurationError, match="autoinc_cycle"):
+        make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history,
+                   autoinc_max=3, autoinc_cycle=True, create=False)
+
+
+@pytest.mark.parametrize("stored", [10**38 - 1, 10**38])
+def test_a_version_past_38_digits_is_refused(backend, stored):
+    """A save whose version would reach 10**38 (DynamoDB refuses more than 38 digits; moto stores them) raises
+    HistoryWriteError naming the version; the item and its history stay as they were."""
+    Page, _ = models(backend)
+    Page("a", title="first").save()
+    Page._get_connection().update_item("a", actions=[Page.revision.set(stored)])
+    page = Page.get("a", consistent_read=True)
+    page.title = "second"
+    with pytest.raises(HistoryWriteError, match=f"version {stored + 1} has more digits"):
+        page.save()
+    assert Page.get("a", consistent_read=True).title == "first"
+    assert [v.version for v in Page.history("a", consistent_read=True)] == [1]
+
+
 def test_range_key_item(backend):
     """An item with a range key keeps its history under both keys, as JSON."""
     history = history_model(backend)

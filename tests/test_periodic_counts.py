@@ -9,16 +9,21 @@ from typing import Any, List
 
 import pytest
 from pynamodb.attributes import (
+    BooleanAttribute,
     NumberAttribute,
     UnicodeAttribute,
+    VersionAttribute,
 )
+from pynamodb.exceptions import PutError
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
+from pynamodb_autoinc import HistoryMixin
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
     CounterError,
     CounterValueError,
+    HistoryWriteError,
 )
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 
@@ -249,3 +254,76 @@ def test_next_id_increment_refuses_a_non_integer(backend, by):
         counter.increment("hits", period=None, by=by)
     assert counter.current("hits", period=None) is None
     assert counter.increment("hits", period=None) == 1
+def _versioned(backend: Any, *bases: type, **extra: Any) -> Any:
+    """An API key item with a VersionAttribute (and ``bases`` before Model), stored with a count of 0."""
+    meta = type("Meta", (), {"table_name": backend.table_name("vkeys"), **backend.meta, **extra})
+    model: Any = type("VersionedKey", (*bases, Model), {
+        "Meta": meta,
+        "key": UnicodeAttribute(hash_key=True),
+        "request_count": NumberAttribute(null=True),
+        "active_period": UnicodeAttribute(null=True),
+        "revision": VersionAttribute(),
+    })
+    backend.create(model)
+    return model
+
+
+def test_a_count_raises_a_versioned_items_version(backend):
+    """A count on an item with a VersionAttribute raises its version, so a save of an instance read before the
+    count fails its version condition instead of writing the old count back."""
+    Key = _versioned(backend)
+    Key(key="k1").save()
+    stale = Key.get("k1", consistent_read=True)
+    assert increment_in_period(Key, "k1", count_attribute="request_count", period_attribute="active_period",
+                               now=datetime(2026, 11, 3)) == 1
+    with pytest.raises(PutError):
+        stale.save()
+    assert Key.get("k1", consistent_read=True).request_count == 1
+
+
+def test_the_version_attribute_cannot_hold_the_count(backend):
+    """count_attribute naming the VersionAttribute is refused with ConfigurationError; nothing is sent."""
+    Key = _versioned(backend)
+    Key(key="k1").save()
+    with pytest.raises(ConfigurationError, match="count_attribute='revision'.*choose from request_count"):
+        increment_in_period(Key, "k1", count_attribute="revision", period_attribute="active_period")
+    assert Key.get("k1", consistent_read=True).revision == 1
+
+
+def test_a_history_model_is_refused(backend):
+    """Counting on a HistoryMixin item is refused with HistoryWriteError: the item would change without a
+    version in its history."""
+    history_meta = type("Meta", (), {"table_name": backend.table_name("vkeys-history"), **backend.meta})
+    history: Any = type("KeyVersion", (Model,), {
+        "Meta": history_meta, "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "request_count": NumberAttribute(null=True)})
+    backend.create(history)
+    Key = _versioned(backend, HistoryMixin, history_model=history)
+    Key(key="k1").save()
+    with pytest.raises(HistoryWriteError, match="without recording a version"):
+        increment_in_period(Key, "k1", count_attribute="request_count", period_attribute="active_period")
+    assert [v.version for v in Key.history("k1", consistent_read=True)] == [1]
+    assert Key.get("k1", consistent_read=True).request_count is None
+
+
+@pytest.mark.backends()
+def test_a_step_of_more_than_38_digits_is_refused(api_key, requests):
+    """by=10**38 is refused with CounterValueError before anything is sent."""
+    with pytest.raises(CounterValueError, match="38"):
+        count_by(api_key, 10**38)
+    assert requests == []
+
+
+@pytest.mark.backends("local")
+def test_a_count_past_38_digits_is_the_librarys_error(api_key):
+    """A count that would need more than 38 digits raises CounterValueError (DynamoDB refuses the number with a
+    ValidationException; moto stores it), and the stored count stays as it was."""
+    count_by(api_key, 10**38 - 1)
+    with pytest.raises(CounterValueError, match="38 digits"):
+        count_by(api_key, 2)
+    assert api_key.get("k1", consistent_read=True).request_count == 10**38 - 1
+
+
+def count_by(model: Any, by: int) -> int:
+    return increment_in_period(model, "k1", count_attribute="request_count", period_attribute="active_period",
+                               by=by, now=datetime(2026, 11, 3))

@@ -345,6 +345,14 @@ def test_track_explicit_leaves_an_id_outside_the_bounds_alone(make_model):
     assert save_many(User, 1) == [1]
 
 
+@pytest.mark.modes("fast", "gapless")
+def test_track_explicit_is_refused_on_a_cycling_sequence(make_model):
+    """Meta.autoinc_track_explicit with Meta.autoinc_cycle is refused when the class is created, naming setval:
+    a cycling sequence comes round to every value, so no move of its counter keeps a new ID off an explicit one."""
+    with pytest.raises(ConfigurationError, match="autoinc_track_explicit.*cycling.*NextId.setval"):
+        make_model("Ticket", autoinc_max=10, autoinc_cycle=True, autoinc_track_explicit=True, create=False)
+
+
 def test_counter_in_a_table_with_a_number_range_key(make_model):
     """An in-table counter in a table whose range key is a number keeps its counter item at range key 0."""
     Events = make_model("Events", pk=UnicodeAttribute(hash_key=True), sk=NumberAttribute(range_key=True),

@@ -247,6 +247,76 @@ def test_daily_period_without_format(make_model):
     assert seqs == [1, 2, 1]
 
 
+@pytest.fixture
+def receipt_model(make_model):
+    """Receipts numbered 1, 2, 3, ... again each year, an ID set by hand moving the year's counter past it."""
+    return make_model("Receipt", pk=UnicodeAttribute(hash_key=True), number=NumberAttribute(null=True),
+                      note=UnicodeAttribute(null=True), autoinc_attribute="number", autoinc_period="year",
+                      autoinc_track_explicit=True)
+
+
+def test_editing_last_years_item_leaves_this_years_counter(receipt_model):
+    """Saving again, in 2027, a 2026 receipt saved earlier moves no counter: 2027's numbers go 1, 2."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        old = [Receipt(pk=f"r{n}") for n in range(5)]
+        for receipt in old:
+            receipt.save()
+    with clock.frozen(datetime(2027, 1, 2)):
+        first = save_many(Receipt, 1, pk="n1")
+        old[4].note = "corrected"
+        old[4].save()
+        assert first + save_many(Receipt, 1, pk="n2") == [1, 2]
+
+
+def test_editing_a_read_item_of_last_year_leaves_this_years_counter(receipt_model):
+    """A 2026 receipt read from the table and saved in 2027 moves no counter (save and save_all alike)."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        for n in range(5):
+            Receipt(pk=f"r{n}").save()
+    last_year = counter_value(Receipt, f"{Receipt.Meta.table_name}#2026")
+    with clock.frozen(datetime(2027, 1, 2)):
+        read = Receipt.get("r4")
+        read.note = "corrected"
+        read.save()
+        Receipt.save_all([Receipt.get("r3")])
+        assert save_many(Receipt, 1, pk="n1") + save_many(Receipt, 1, pk="n2") == [1, 2]
+    assert counter_value(Receipt, f"{Receipt.Meta.table_name}#2026") == last_year
+
+
+def test_an_id_set_by_hand_is_tracked_on_this_periods_counter(receipt_model):
+    """A new receipt given number 7 by hand in 2027 moves 2027's counter to 7: the next new one gets 8."""
+    Receipt = receipt_model
+    with clock.frozen(datetime(2026, 12, 30)):
+        save_many(Receipt, 1, pk="old")
+    with clock.frozen(datetime(2027, 1, 2)):
+        Receipt(pk="by-hand", number=7).save()
+        assert save_many(Receipt, 1, pk="n") == [8]
+
+
+def test_a_period_on_a_number_range_key_is_refused(make_model):
+    """A sequence restarting each year in a number range key is refused when the class is created, naming the
+    ways that work: a year's receipts would take the keys of the last year's under one hash key."""
+    with pytest.raises(ConfigurationError, match="range key 'num' repeats.*autoinc_scope = 'year'"):
+        make_model("Receipt", year=UnicodeAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                   autoinc_attribute="num", autoinc_period="year", create=False)
+
+
+def test_a_period_in_the_hash_key_numbers_the_range_key_per_period(make_model):
+    """A year held in a number hash key and named as the scope numbers each year's range keys from 1, a late
+    receipt of 2026 saved in 2027 included, on the counter of its own year."""
+    Receipt = make_model("Receipt", year=NumberAttribute(hash_key=True), num=NumberAttribute(range_key=True),
+                         autoinc_attribute="num", autoinc_scope="year")
+    with clock.frozen(datetime(2026, 12, 31)):
+        assert save_many(Receipt, 2, year=2026) == [1, 2]
+    with clock.frozen(datetime(2027, 1, 1)):
+        assert save_many(Receipt, 1, year=2027) + save_many(Receipt, 1, year=2026.0) == [1, 3]
+    assert sorted((int(r.year), r.num) for r in Receipt.scan(consistent_read=True)) == [
+        (2026, 1), (2026, 2), (2026, 3), (2027, 1)]
+    assert counter_value(Receipt, f"{Receipt.Meta.table_name}#2026") == 3
+
+
 def test_format_without_period(make_model):
     """autoinc_format shapes the string ID; the counter stays a number."""
     Ticket = make_model("Ticket", id=UnicodeAttribute(hash_key=True), autoinc_format="T{value:04d}")
