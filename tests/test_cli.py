@@ -5,18 +5,20 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pynamodb_autoinc.exceptions import SequenceMismatchError
+from tests.test_pg_sequences import BROKEN, broken
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -502,3 +504,130 @@ def test_set_past_the_models_bounds_is_refused(cli):
     assert done.returncode == 1
     assert "value 51 is out of bounds" in done.stderr
     assert cli("get", "--model", "tests.cli_models:Ticket", table=False).stdout.strip() == "1"
+
+
+# -- in this process: repairs of broken counters, and dry runs that agree with the command ----------------------
+
+def run(capsys: Any, *argv: str) -> Tuple[Any, str, str]:
+    """The command line in this process: (exit status, stdout, stderr); bad usage exits through SystemExit."""
+    from pynamodb_autoinc import cli as cli_module
+
+    code: Any
+    try:
+        code = cli_module.main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def reach(backend: Any) -> List[str]:
+    """The global options that reach the test's backend."""
+    host = backend.meta.get("host")
+    return [*(["--host", host] if host else []), "--region", "us-east-1"]
+
+
+def importable(monkeypatch: pytest.MonkeyPatch, name: str, model: Any) -> str:
+    """``model`` importable as ``tests.test_cli:<name>``; returns that spec."""
+    monkeypatch.setattr(sys.modules[__name__], name, model, raising=False)
+    return f"{__name__}:{name}"
+
+
+def counter_item(model: Any) -> Dict[str, Any]:
+    """The model's counter item as stored (its key attribute left out)."""
+    opts = model.autoinc_options()
+    item = opts.counter._get_connection().get_item(*opts.counter._item_key(opts.key), consistent_read=True)
+    return {name: value for name, value in item.get("Item", {}).items() if name != "NextKey"}
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, os.environ.get(name, "local"))
+
+
+REPAIRS = {
+    "set": ["set", "10", "--model"],
+    "set --no-is-called": ["set", "10", "--no-is-called", "--model"],
+    "restart": ["restart", "--with", "10", "--model"],
+}
+
+#: The broken counters a dry run is compared on: one of each kind.
+SOME_BROKEN = ["a fraction", "a string", "a value past the maximum", "no value", "options held as a number"]
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("repair", ["set", "restart"])
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_set_and_restart_repair_a_counter_in_any_state(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                       state, repair):
+    """set and restart overwrite whatever a broken counter holds (a fraction, a string, a value outside the
+    bounds or of 40 digits, junk beside it, options that are no sequence): exit 0, and the next save takes the
+    value they announced."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    code, out, err = run(capsys, *reach(backend), *REPAIRS[repair], spec)
+    assert code == 0, err
+    following = int(re.findall(r"-?\d+", out)[-1]) if "next value" in out else 13
+    item = model()
+    item.save()
+    assert item.id == following == (13 if repair == "set" else 10)
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("command", [*sorted(REPAIRS), "alter"])
+@pytest.mark.parametrize("state", SOME_BROKEN)
+def test_a_dry_run_shows_what_the_command_then_does(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                    state, command):
+    """--dry-run of set, restart and alter on a counter in any state says what the command then does: the
+    same refusal (exit status and message), or the counter's value and options the command leaves."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    argv = REPAIRS.get(command, ["alter", "--model"])
+    before = counter_item(model)
+    dry = run(capsys, *reach(backend), *argv, spec, "--dry-run")
+    assert counter_item(model) == before, "the dry run wrote"
+    done = run(capsys, *reach(backend), *argv, spec)
+    assert dry[0] == done[0], (dry, done)
+    if done[0] != 0:
+        assert dry[2] == done[2]
+        assert counter_item(model) == before
+        return
+    shown = re.search(r"value (.+?) -> (\S+), options (.+) -> (.+?)(; the next value would be (-?\d+))?\. Nothing",
+                      dry[1])
+    assert shown, dry[1]
+    after = counter_item(model)
+    assert shown.group(2) == (after["NextId"]["N"] if "NextId" in after else "none")
+    assert shown.group(4) == after["NextOptions"]["S"]
+    if shown.group(6) is not None:
+        item = model()
+        item.save()
+        assert item.id == int(shown.group(6))
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_seed_dry_run_shows_what_seed_then_does(make_model, monkeypatch, capsys, backend, aws_credentials, state):
+    """seed --dry-run on a counter in any state, with IDs 1 and 4 stored, says what seed then does: the same
+    refusal, or the move (or stay) seed then makes, and where the counter then stands."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    with model.batch_write() as batch:
+        for i in (1, 4):
+            batch.save(model(id=i))
+    before = counter_item(model)
+    dry = run(capsys, *reach(backend), "seed", "--model", spec, "--dry-run")
+    assert counter_item(model) == before, "the dry run wrote"
+    done = run(capsys, *reach(backend), "seed", "--model", spec)
+    assert dry[0] == done[0], (dry, done)
+    if done[0] != 0:
+        assert dry[2] == done[2]
+        return
+    key = model.autoinc_options().key
+    would = re.search(rf"dry run: {key}: would (be raised to 4|stay at (\S+),)", dry[1])
+    assert would, dry[1]
+    after = counter_item(model)
+    if would.group(1).startswith("be raised"):
+        assert f"{key}: raised to 4" in done[1] and after["NextId"] == {"N": "4"}
+    else:
+        assert f"{key}: already at or above 4" in done[1] and after["NextId"]["N"] == would.group(2)

@@ -7,14 +7,15 @@ its docstring quotes the SQL it mirrors.
 from __future__ import annotations
 
 import re
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import SequenceOptions, TransactWrite
+from pynamodb_autoinc import NextId, SequenceOptions, TransactWrite
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
+    CounterValueError,
     ItemExistsError,
     OutOfBoundsError,
     SequenceExhaustedError,
@@ -356,3 +357,98 @@ def test_setval_not_called_needs_the_step_of_an_unrecorded_counter(make_model):
     assert opts.counter.currval(opts.key) is None
     opts.counter.setval(opts.key, 40, is_called=False, sequence=opts.sequence)
     assert save_many(User, 2) == [40, 45]
+
+
+# -- repairs of a broken counter -----------------------------------------------------------
+
+#: Counter items broken by hand, as another tool might leave them: the attributes put beside the key (the
+#: model's recorded options unless one of them replaces them). The sequence is 1, 4, 7, ... 49.
+BROKEN: Dict[str, Dict[str, Any]] = {
+    "a fraction": {"NextId": {"N": "1.5"}},
+    "a string": {"NextId": {"S": "seven"}},
+    "a bool": {"NextId": {"BOOL": True}},
+    "a value past the maximum": {"NextId": {"N": "70"}},
+    "a value behind the minimum": {"NextId": {"N": "-5"}},
+    "a value off the step": {"NextId": {"N": "5"}},
+    "a value of 40 digits": {"NextId": {"N": "1" + "0" * 39}},
+    "no value": {},
+    "junk attributes": {"NextId": {"N": "3"}, "Note": {"S": "x"}, "NextTicket": {"S": "t"},
+                        "NextServed": {"BOOL": False}},
+    "options that are no sequence": {"NextId": {"N": "3"}, "NextOptions": {"S": "garbage"}},
+    "options held as a number": {"NextId": {"N": "3"}, "NextOptions": {"N": "7"}},
+}
+
+
+def broken(make_model: Any, state: str) -> Any:
+    """A model on the sequence 1, 4, ..., 49 whose counter item holds ``BROKEN[state]``."""
+    model = make_model("User", autoinc_step=3, autoinc_max=50)
+    opts = model.autoinc_options()
+    counter = opts.counter
+    hash_key, range_key = counter._item_key(opts.key)
+    attributes = {"NextOptions": {"S": opts.sequence.encode()}, **BROKEN[state]}
+    counter._get_connection().put_item(hash_key, range_key, attributes=attributes)
+    return model
+
+
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_setval_repairs_a_counter_in_any_state(make_model, state):
+    """setval replaces whatever a broken counter holds without reading it as a number: the next save takes
+    value + step."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    assert opts.counter.setval(opts.key, 10, sequence=opts.sequence) == 10
+    assert save_many(model, 1) == [13]
+
+
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_restart_repairs_a_counter_in_any_state(make_model, state):
+    """restart replaces whatever a broken counter holds, and its options: the next save takes the value given."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    opts.counter.restart(opts.key, opts.sequence, 10)
+    assert save_many(model, 1) == [10]
+    assert opts.counter.stored_options(opts.key) == opts.sequence
+
+
+@pytest.mark.parametrize("state", ["a fraction", "a string", "a bool", "options that are no sequence",
+                                   "options held as a number"])
+def test_the_fix_a_broken_counters_error_names_works(make_model, state):
+    """A save refused by a broken counter names the call that fixes it; making that call (setval, alter or
+    restart, on the class the message names) lets the next save through."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    with pytest.raises(Exception) as refused:
+        model().save()
+    message = str(refused.value)
+    found = re.search(r"(NextId|Model\.autoinc_options\(\)\.counter)\.(setval|alter)\(", message) or \
+        re.search(r"(NextId|Model\.autoinc_options\(\)\.counter)\.(restart)\(", message)
+    assert found, message
+    counter = opts.counter if found.group(1) != "NextId" else NextId
+    fix = {"setval": lambda: counter.setval(opts.key, 10),
+           "alter": lambda: counter.alter(opts.key, opts.sequence),
+           "restart": lambda: counter.restart(opts.key, opts.sequence, 10)}[found.group(2)]
+    fix()
+    reset_state()
+    item = model()
+    item.save()
+    assert item.id == {"setval": 13, "alter": 6, "restart": 10}[found.group(2)]
+
+
+@pytest.mark.parametrize("state", ["a fraction", "a string"])
+def test_alter_of_a_counter_holding_no_integer_names_restart(make_model, state):
+    """alter cannot keep a value that is no integer: CounterValueError naming restart, which then works."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    with pytest.raises(CounterValueError, match="so alter cannot keep its value; restart it"):
+        opts.counter.alter(opts.key, opts.sequence)
+    opts.counter.restart(opts.key, opts.sequence, 7)
+    assert save_many(model, 1) == [7]
+
+
+@pytest.mark.parametrize("state", ["options that are no sequence", "options held as a number"])
+def test_alter_replaces_options_that_are_no_sequence(make_model, state):
+    """alter records the model's options over whatever stood there, keeping the value 3: the next save takes 6."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    assert opts.counter.alter(opts.key, opts.sequence) is None
+    assert save_many(model, 1) == [6]
