@@ -527,6 +527,10 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
                            f"numbers each partition from its stored items and keeps no counter to {args.command}")
     if args.key:
+        if not opts.owns(args.key):
+            raise CommandError(f"counter {args.key!r} is not one of {model.__name__}'s, whose counter keys are "
+                               f"{_key_form(opts)!r}; name one of those with --key, or leave --model out to "
+                               f"{args.command} a counter of your own")
         return model, args.key
     if opts.regions:
         raise CommandError(f"{model.__name__} keeps one counter per region (Meta.autoinc_regions), so the model "
@@ -538,6 +542,12 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         raise CommandError(f"{model.__name__} keeps one counter per {' and '.join(per)}, so the model alone does "
                            f"not name one; {name_it}, such as {example!r} (`list` shows the counters)")
     return model, opts.key
+
+
+def _key_form(opts: Options) -> str:
+    """The form of a model's counter keys: ``orders``, ``issues#<project>``, ``receipts#<year>@<region>``."""
+    key = "#".join([opts.key, *(f"<{name}>" for name in opts.scope), *([f"<{opts.period}>"] if opts.period else [])])
+    return f"{key}@<region>" if opts.regions else key
 
 
 def _sequence_of(model: Type[Model], key: str) -> SequenceOptions:
@@ -718,11 +728,10 @@ def _describe(args: argparse.Namespace) -> int:
         for raw in _scan_raw(counter):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
-            if not hash_key.startswith(prefix) or (owner is not None and key != owner.key
-                                                   and not key.startswith((owner.key + "#", owner.key + "@"))):
+            # exactly the model's keys: not another model's whose key starts with this one's (orders#eu beside
+            # orders), nor the single-region counter a table had before it moved to region-homed sequences
+            if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
                 continue
-            if owner is not None and owner.regions and "@" not in key:
-                continue  # the single-region counter a table had before it moved to region-homed sequences
             row = rows.setdefault((counter.Meta.table_name, key), _describe_row(counter, key, raw))
             if owner is None:
                 continue

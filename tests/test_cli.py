@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc.exceptions import SequenceMismatchError
 from tests.test_pg_sequences import BROKEN, broken
@@ -631,3 +632,59 @@ def test_seed_dry_run_shows_what_seed_then_does(make_model, monkeypatch, capsys,
         assert f"{key}: raised to 4" in done[1] and after["NextId"] == {"N": "4"}
     else:
         assert f"{key}: already at or above 4" in done[1] and after["NextId"]["N"] == would.group(2)
+
+
+def two_orders(make_model: Any, monkeypatch: pytest.MonkeyPatch) -> Tuple[Any, Any]:
+    """Order (counter key ``orders``, up to 50) and EuOrder, another model whose
+    counter key is ``orders#eu`` (up to 100), one item of each saved; importable from this module."""
+    table = f"orders-{uuid.uuid4().hex[:8]}"
+    Order = make_model("Order", autoinc_key="orders", autoinc_max=50, table_name=table)
+    EuOrder = make_model("EuOrder", autoinc_key="orders#eu", autoinc_max=100, table_name=f"{table}-eu")
+    Order().save()
+    EuOrder().save()
+    importable(monkeypatch, "Order", Order)
+    importable(monkeypatch, "EuOrder", EuOrder)
+    return Order, EuOrder
+
+
+@pytest.mark.modes("fast")
+def test_describe_takes_only_the_models_own_counter(make_model, monkeypatch, capsys, backend, aws_credentials):
+    """describe --model Order shows counter 'orders' alone, not EuOrder's 'orders#eu' (whose key merely starts
+    with Order's), and finds no disagreement: exit 0."""
+    two_orders(make_model, monkeypatch)
+    code, out, err = run(capsys, *reach(backend), "describe", "--model", f"{__name__}:Order", "--json")
+    assert code == 0, err
+    assert [(row["key"], row["max"], row["models"]) for row in json.loads(out)] == [("orders", 50, ["Order"])]
+
+
+@pytest.mark.modes("fast")
+def test_describe_of_a_scoped_model_takes_one_part_per_scope(make_model, monkeypatch, capsys, backend,
+                                                             aws_credentials):
+    """A model numbered per region_code keeps 'orders#<region_code>': describe takes 'orders#x', and leaves
+    'orders' (no scope value) and 'orders#x#y' (two parts) alone."""
+    Order = make_model("Order", autoinc_key="orders", autoinc_scope="region_code", autoinc_attribute="id",
+                       region_code=UnicodeAttribute(hash_key=True), id=NumberAttribute(range_key=True))
+    Order(region_code="x").save()
+    counter = Order.autoinc_options().counter
+    for other in ("orders", "orders#x#y"):
+        counter.setval(other, 3)
+    code, out, err = run(capsys, *reach(backend), "describe", "--model", importable(monkeypatch, "Order", Order),
+                         "--json")
+    assert code == 0, err
+    assert [row["key"] for row in json.loads(out)] == ["orders#x"]
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("command", [["alter"], ["restart", "--force"], ["set", "3", "--force"], ["get"]])
+def test_a_key_that_is_not_the_models_is_refused(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                 command):
+    """--model Order --key orders#eu names EuOrder's counter: alter, restart, set and get refuse it (exit 1),
+    naming Order's key, and EuOrder's counter keeps its options and value."""
+    _, EuOrder = two_orders(make_model, monkeypatch)
+    counter = EuOrder.autoinc_options().counter
+    before = counter.read("orders#eu")
+    key = ["orders#eu"] if command == ["get"] else ["--key", "orders#eu"]
+    code, _, err = run(capsys, *reach(backend), *command, "--model", f"{__name__}:Order", *key)
+    assert code == 1
+    assert "counter 'orders#eu' is not one of Order's, whose counter keys are 'orders'" in err
+    assert counter.read("orders#eu") == before
