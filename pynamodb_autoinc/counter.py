@@ -151,7 +151,12 @@ class NextId(Model):
         With ``partial``, fewer than ``count`` values are taken when fewer are
         left before the end bound; otherwise the request takes all or nothing.
         A cycling sequence whose end is reached starts again from its restart
-        value; the values of one request never straddle the wrap. Without
+        value (``minimum`` going up, ``maximum`` going down), as PostgreSQL's
+        ``nextval`` does with ``CYCLE``: without ``partial``, values that run
+        past the end go on from the restart value (``[49, 50, 1, 2]`` of
+        1..50), one more request; with ``partial``, only the values before the
+        end are taken, and the next call starts from the restart value. A
+        cycling sequence is never asked for more than one pass holds. Without
         ``sequence``, the counter follows the options it records (one more
         read), or the default sequence when it records none.
 
@@ -1046,6 +1051,9 @@ class _Reserve(_transport.Exchange[List[int]]):
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
+        self.tail: List[int] = []
+        """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
+        restart value."""
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -1072,13 +1080,17 @@ class _Reserve(_transport.Exchange[List[int]]):
         if left < self.count:
             if left > 0 and self.partial:
                 self.count = left
-            elif left:
+            elif left and not seq.cycle:
                 raise seq.exhausted(key, last) from None
             else:
-                seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
-                self.count = min(self.count, seq.size)
-                top = seq.restart_value + seq.step * (self.count - 1)
+                if not left:
+                    seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
+                # the values left before the end, then on from the restart value (a cycle's wrap)
+                tail = seq.values(seq.start if last is None else last + seq.step, left)
+                count = min(self.count, seq.size) - left
+                top = seq.restart_value + seq.step * (count - 1)
                 if counter.compare_and_set(key, last, top, seq):
+                    self.tail, self.count = tail, count
                     return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
         # else: moved between the condition and the answer's item: cannot be, but try again
         if not self.tries.lost():
@@ -1089,7 +1101,7 @@ class _Reserve(_transport.Exchange[List[int]]):
     def applied(self, data: Dict[str, Any]) -> List[int]:
         step, count = self.seq.step, self.count
         top = self.counter._integer(self.key, data["Attributes"][self.counter.next_id.attr_name]["N"])
-        return self.seq.values(top - step * (count - 1), count)
+        return self.tail + self.seq.values(top - step * (count - 1), count)
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -452,3 +452,66 @@ def test_alter_replaces_options_that_are_no_sequence(make_model, state):
     opts = model.autoinc_options()
     assert opts.counter.alter(opts.key, opts.sequence) is None
     assert save_many(model, 1) == [6]
+
+
+# -- reserve on a cycling sequence, as nextval with CYCLE ------------------------------------------------------------
+
+ONE_TO_TEN = SequenceOptions(1, 1, 1, 10, True)
+
+
+def test_reserve_across_the_end_of_a_cycle_wraps_to_the_minimum(backend):
+    """``CREATE SEQUENCE s MAXVALUE 10 CYCLE CACHE 4``, at 8: nextval hands out 9, 10, 1, 2 (past MAXVALUE it
+    goes on from MINVALUE); reserve(4) takes the same values, and the counter then stands at 2."""
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=ONE_TO_TEN)
+    assert counter.reserve("s", 4, ONE_TO_TEN) == [9, 10, 1, 2]
+    assert counter.currval("s") == 2
+    assert counter.reserve("s", 2, ONE_TO_TEN) == [3, 4]
+
+
+def test_reserve_across_the_end_of_a_descending_cycle_wraps_to_the_maximum(backend):
+    """``INCREMENT BY -2 MINVALUE -9 MAXVALUE -1 CYCLE``, at -7: the next three values are -9, then MAXVALUE
+    -1, then -3."""
+    down = SequenceOptions(-1, -2, -9, -1, True)
+    counter = backend.counter()
+    counter.setval("s", -7, sequence=down)
+    assert counter.reserve("s", 3, down) == [-9, -1, -3]
+    assert counter.nextval("s", down) == -5
+
+
+def test_reserve_on_a_new_counter_near_the_end_of_a_cycle_wraps(backend):
+    """A new counter of ``START 5 MAXVALUE 10 CYCLE`` asked for 8 values takes 5..10, then 1 and 2."""
+    near_end = SequenceOptions(5, 1, 1, 10, True)
+    counter = backend.counter()
+    assert counter.reserve("s", 8, near_end) == [5, 6, 7, 8, 9, 10, 1, 2]
+
+
+def test_reserve_partial_on_a_cycle_stops_at_the_end(backend):
+    """With partial, a cycling sequence hands out only the values before its end (9, 10 of 4 asked); the next
+    call starts again from the minimum."""
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=ONE_TO_TEN)
+    assert counter.reserve("s", 4, ONE_TO_TEN, partial=True) == [9, 10]
+    assert counter.reserve("s", 4, ONE_TO_TEN, partial=True) == [1, 2, 3, 4]
+
+
+def test_reserve_past_the_end_without_cycle_spends_nothing(backend):
+    """``NO CYCLE`` at 8 of 10: reserve(3) raises SequenceExhaustedError (``last`` 8) and spends nothing;
+    with partial it takes 9 and 10."""
+    no_cycle = SequenceOptions(1, 1, 1, 10, False)
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=no_cycle)
+    with pytest.raises(SequenceExhaustedError) as exhausted:
+        counter.reserve("s", 3, no_cycle)
+    assert exhausted.value.last == 8 and counter.currval("s") == 8
+    assert counter.reserve("s", 3, no_cycle, partial=True) == [9, 10]
+
+
+def test_reserve_of_more_than_a_cycle_holds_is_refused(backend):
+    """A cycling sequence of 10 values asked for 11 at once would repeat one: SequenceExhaustedError, nothing
+    spent."""
+    counter = backend.counter()
+    counter.setval("s", 3, sequence=ONE_TO_TEN)
+    with pytest.raises(SequenceExhaustedError, match="cannot number 11 items in one request"):
+        counter.reserve("s", 11, ONE_TO_TEN)
+    assert counter.currval("s") == 3
