@@ -108,7 +108,7 @@ def _pinned_regions(model: Type[Model], own: Any) -> Dict[str, str]:
     if issubclass(model, AutoIncrementMixin) and options_for(model).strategy == "counter":
         counter = options_for(model).counter
         if "region" in counter._autoinc_own_settings and counter.Meta.table_name != model.Meta.table_name:
-            pinned[counter.Meta.table_name] = counter.Meta.region
+            pinned[counter.Meta.table_name] = str(getattr(counter.Meta, "region", None))
     return pinned
 
 
