@@ -58,6 +58,14 @@ def check_period(period: Any) -> str:
     return str(period)
 
 
+def is_label(period: str, text: str) -> bool:
+    """Whether ``text`` is the label of a ``period`` (``"2026-11"`` of a month), as :func:`label` writes one."""
+    try:
+        return datetime.strptime(text, PERIODS[period]).strftime(PERIODS[period]) == text
+    except ValueError:
+        return False
+
+
 def label(period: str, now: Optional[datetime] = None) -> str:
     """The label of the ``period`` that contains ``now`` (default: :data:`clock`), e.g. ``"2026-11"``."""
     return _utc(clock.now() if now is None else now).strftime(PERIODS[check_period(period)])

@@ -126,6 +126,33 @@ class ModelOptions:
         key = "#".join(parts)
         return key if self.region is None else f"{key}@{self.region}"
 
+    def owns(self, key: str, *, any_region: bool = False) -> bool:
+        """Whether counter ``key`` is one this model keeps: its data-type key, then one ``#`` part per scope
+        attribute and one for the period (a period's label), then ``@region`` with ``autoinc_regions`` (a
+        listed region, or with ``any_region`` any). A key that merely starts with the model's (another model's
+        ``orders#eu`` beside this ``orders``) is not."""
+        if self.regions:
+            key, at, region = key.rpartition("@")
+            if not at or not (any_region or region in self.regions):
+                return False
+        if key == self.key:
+            return not self.scope and not self.period
+        if not key.startswith(self.key + "#"):
+            return False
+        parts, part, escaped = [], "", False
+        for char in key[len(self.key) + 1:]:  # split at each # that is no scope value's (those are escaped)
+            if escaped or char not in "\\#":
+                part, escaped = part + char, False
+            elif char == "\\":
+                part, escaped = part + char, True
+            else:
+                parts.append(part)
+                part = ""
+        parts.append(part)
+        if len(parts) != len(self.scope) + (1 if self.period else 0):
+            return False
+        return self.period is None or periods.is_label(self.period, parts[-1])
+
     @property
     def budget(self) -> Budget:
         """How long and how often a write of this model retries lost races (``Meta.autoinc_retries``,

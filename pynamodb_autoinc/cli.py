@@ -439,7 +439,7 @@ def _counter_errors(counter: Type[NextId], key: str, model: Optional[Type[Model]
                            f"`{' '.join([*command, 'create-table'])}`, or name the table in use with --table "
                            "(and --host, --region)") from exc
     except CounterValueError as exc:
-        raise CommandError(f"{exc}, or from the command line with `pynamodb-autoinc set N --key {key}`") from exc
+        raise CommandError(str(exc)) from exc  # it names the command that fixes it
 
 
 def _model_arg(args: argparse.Namespace) -> Optional[Type[Model]]:
@@ -527,6 +527,10 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'): it "
                            f"numbers each partition from its stored items and keeps no counter to {args.command}")
     if args.key:
+        if not opts.owns(args.key):
+            raise CommandError(f"counter {args.key!r} is not one of {model.__name__}'s, whose counter keys are "
+                               f"{_key_form(opts)!r}; name one of those with --key, or leave --model out to "
+                               f"{args.command} a counter of your own")
         return model, args.key
     if opts.regions:
         raise CommandError(f"{model.__name__} keeps one counter per region (Meta.autoinc_regions), so the model "
@@ -538,6 +542,12 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         raise CommandError(f"{model.__name__} keeps one counter per {' and '.join(per)}, so the model alone does "
                            f"not name one; {name_it}, such as {example!r} (`list` shows the counters)")
     return model, opts.key
+
+
+def _key_form(opts: Options) -> str:
+    """The form of a model's counter keys: ``orders``, ``issues#<project>``, ``receipts#<year>@<region>``."""
+    key = "#".join([opts.key, *(f"<{name}>" for name in opts.scope), *([f"<{opts.period}>"] if opts.period else [])])
+    return f"{key}@<region>" if opts.regions else key
 
 
 def _sequence_of(model: Type[Model], key: str) -> SequenceOptions:
@@ -597,7 +607,7 @@ def _set(args: argparse.Namespace) -> int:
             )
     if args.dry_run:
         return _dry_run(counter, key, model, "set", sequence,
-                        lambda last, seq: setval_value(key, args.value, args.is_called, seq))
+                        lambda item, seq: setval_value(key, args.value, args.is_called, seq))
     with _counter_errors(counter, key, model):
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
@@ -635,7 +645,7 @@ def _restart(args: argparse.Namespace) -> int:
                 "those items first, restart past them with --with, or use --force")
     counter = _counter(args, model)
     if args.dry_run:
-        return _dry_run(counter, key, model, "restarted", sequence, lambda last, seq: value - sequence.step,
+        return _dry_run(counter, key, model, "restarted", sequence, lambda item, seq: value - sequence.step,
                         replace=True)
     with _counter_errors(counter, key, model):
         counter.restart(key, sequence, value)
@@ -649,12 +659,8 @@ def _alter(args: argparse.Namespace) -> int:
     sequence = _sequence_of(model, key)
     counter = _counter(args, model)
     if args.dry_run:
-        def kept(last: Optional[int], seq: Optional[SequenceOptions]) -> Optional[int]:
-            if last is not None:
-                sequence.check_counter(key, last)
-            return last
-
-        return _dry_run(counter, key, model, "altered", sequence, kept, replace=True)
+        return _dry_run(counter, key, model, "altered", sequence,
+                        lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
     with _counter_errors(counter, key, model):
         before = counter.alter(key, sequence)
     if before == sequence:
@@ -667,31 +673,41 @@ def _alter(args: argparse.Namespace) -> int:
 
 def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb: str,
              sequence: Optional[SequenceOptions],
-             new_value: Callable[[Optional[int], Optional[SequenceOptions]], Optional[int]],
+             new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
              replace: bool = False) -> int:
     """--dry-run: print counter ``key``'s value and options now and as the command would leave them; write nothing.
 
-    ``new_value(last, options)``: the value the command would write. Without
-    ``replace`` (set), ``sequence`` must agree with the options the counter
-    records, as :meth:`NextId.setval` requires.
+    ``new_value(item, options)``: the value the command would write, given the counter item as read (whatever it
+    holds: a counter holding 1.5 or a string is shown as it is, and set and restart replace it) and the options
+    it would run under. Without ``replace`` (set), ``sequence`` must agree with the options the counter records,
+    as :meth:`NextId.setval` requires; options that are no sequence options are replaced by ``sequence``, or
+    left as they are without one, as the command does.
     """
     with _counter_errors(counter, key, model):
-        last, recorded = counter.read(key)
+        item = counter._item(key)
+        recorded = counter._recorded(item)
         if not replace and sequence is not None and recorded is not None and recorded != sequence:
             raise counter._mismatch(key, sequence, recorded.encode())
         options = sequence or recorded
-        value = new_value(last, options)
+        value = new_value(item, options)
+    stored_value = item.get(counter.next_id.attr_name)
+    stored_options = item.get(counter.options.attr_name)
 
-    def shown(number: Optional[int]) -> str:
-        return "none" if number is None else str(number)
+    def shown(stored: Optional[Dict[str, Any]]) -> str:
+        if stored is None:
+            return "none"
+        number = _counter_value(stored).get("value")
+        return str(number) if number is not None else _shown(stored)
 
-    def described(seq: Optional[SequenceOptions]) -> str:
-        return seq.encode() if seq is not None else "none recorded"
+    def described(stored: Optional[Dict[str, Any]]) -> str:
+        return "none recorded" if stored is None else stored["S"] if "S" in stored else json.dumps(stored)
 
+    after = stored_options if options is None else {"S": options.encode()}
     following = "" if options is None else \
         f"; the next value would be {options.start if value is None else value + options.step}"
-    print(f"dry run: counter {key!r} would be {verb}: value {shown(last)} -> {shown(value)}, options "
-          f"{described(recorded)} -> {described(options)}{following}. Nothing was written")
+    print(f"dry run: counter {key!r} would be {verb}: value {shown(stored_value)} -> "
+          f"{shown(None if value is None else {'N': str(value)})}, options {described(stored_options)} -> "
+          f"{described(after)}{following}. Nothing was written")
     return 0
 
 
@@ -712,11 +728,10 @@ def _describe(args: argparse.Namespace) -> int:
         for raw in _scan_raw(counter):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
-            if not hash_key.startswith(prefix) or (owner is not None and key != owner.key
-                                                   and not key.startswith((owner.key + "#", owner.key + "@"))):
+            # exactly the model's keys: not another model's whose key starts with this one's (orders#eu beside
+            # orders), nor the single-region counter a table had before it moved to region-homed sequences
+            if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
                 continue
-            if owner is not None and owner.regions and "@" not in key:
-                continue  # the single-region counter a table had before it moved to region-homed sequences
             row = rows.setdefault((counter.Meta.table_name, key), _describe_row(counter, key, raw))
             if owner is None:
                 continue
@@ -799,21 +814,20 @@ def _seed(args: argparse.Namespace) -> int:
             f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`), or renumber "
             "those items; nothing was moved")
     for key, value in sorted(furthest.items()):
-        last = None
-        if opts.sequence.cycle or args.dry_run:
+        if opts.sequence.cycle:
             with _counter_errors(counter, key, model):
                 last = counter.currval(key)
-        if opts.sequence.cycle and last is not None:
-            # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
-            print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
-                  f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
-                  f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
-            continue
+            if last is not None:
+                # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
+                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
+                      f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
+                      f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
+                continue
         if args.dry_run:
-            if last is None or _behind(last, value, opts.step):
-                print(f"dry run: {key}: would be {moved} {value} (from {'none' if last is None else last})")
-            else:
-                print(f"dry run: {key}: would stay at {last}, {already} {value}")
+            with _counter_errors(counter, key, model):
+                raised, stored = _raised_from(counter, key, value, opts.step)
+            print(f"dry run: {key}: would be {moved} {value} (from {stored})" if raised else
+                  f"dry run: {key}: would stay at {stored}, {already} {value}")
             continue
         with _counter_errors(counter, key, model):
             done = counter.raise_to(key, value, step=opts.step)
@@ -823,6 +837,19 @@ def _seed(args: argparse.Namespace) -> int:
     elif args.dry_run:
         print("dry run: nothing was written")
     return 0
+
+
+def _raised_from(counter: Type[NextId], key: str, value: int, step: int) -> Tuple[bool, str]:
+    """Whether :meth:`NextId.raise_to` would move counter ``key`` to ``value`` (it is behind ``value`` in the
+    direction of ``step``, or holds nothing), and what it holds, shown. Raises what raise_to raises for a
+    counter that stays: one holding no integer that is not behind."""
+    item = counter._item(key)
+    stored = item.get(counter.next_id.attr_name)
+    if stored is None:
+        return True, "none"
+    if "N" in stored and (Decimal(stored["N"]) < value if step > 0 else Decimal(stored["N"]) > value):
+        return True, _shown(stored)  # a fraction behind value is moved too: the update's condition compares numbers
+    return False, str(counter._value_in(key, item))  # raises, as raise_to does, when it holds no integer
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import os
 import re
 import secrets
 import threading
@@ -105,6 +107,9 @@ class NextId(Model):
     #: What precedes a counter key in its item's hash key (counters kept in a model's own table).
     _autoinc_prefix = ""
 
+    #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
+    _autoinc_model_spec: ClassVar[Optional[str]] = None
+
     #: This class's swap requests built once per shape (see :meth:`_swap_kwargs`); each class has its own.
     _swap_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
@@ -146,7 +151,12 @@ class NextId(Model):
         With ``partial``, fewer than ``count`` values are taken when fewer are
         left before the end bound; otherwise the request takes all or nothing.
         A cycling sequence whose end is reached starts again from its restart
-        value; the values of one request never straddle the wrap. Without
+        value (``minimum`` going up, ``maximum`` going down), as PostgreSQL's
+        ``nextval`` does with ``CYCLE``: without ``partial``, values that run
+        past the end go on from the restart value (``[49, 50, 1, 2]`` of
+        1..50), one more request; with ``partial``, only the values before the
+        end are taken, and the next call starts from the restart value. A
+        cycling sequence is never asked for more than one pass holds. Without
         ``sequence``, the counter follows the options it records (one more
         read), or the default sequence when it records none.
 
@@ -195,7 +205,7 @@ class NextId(Model):
         Unlike PostgreSQL's session-local ``currval``, this is the counter's
         value as all processes left it: ``pg_sequences.last_value``.
         """
-        return cls.read(key)[0]
+        return cls._value_in(key, cls._item(key))
 
     @classmethod
     def stored_options(cls, key: str) -> Optional[SequenceOptions]:
@@ -205,11 +215,23 @@ class NextId(Model):
     @classmethod
     def read(cls, key: str) -> Tuple[Optional[int], Optional[SequenceOptions]]:
         """Counter ``key``'s last value and recorded options (a consistent read); None for what it lacks."""
+        item = cls._item(key)
+        return cls._value_in(key, item), cls._options_in(key, item)
+
+    @classmethod
+    def _item(cls, key: str) -> Dict[str, Any]:
+        """Counter ``key``'s item as stored (a consistent read; ``{}`` when there is none)."""
         try:
-            item = _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
+            return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
             raise cls._request_failed("read", key, exc) from exc
-        return cls._value_in(key, item), cls._options_in(key, item)
+
+    @classmethod
+    def _recorded(cls, item: Dict[str, Any]) -> Optional[SequenceOptions]:
+        """The sequence options a counter ``item`` records; None when it records none, or something that is not
+        sequence options (which a repair overwrites)."""
+        text = item.get(cls.options.attr_name, {}).get("S")
+        return None if text is None else SequenceOptions.decode(text)
 
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
@@ -237,18 +259,20 @@ class NextId(Model):
                                      "default) makes the next value value + step, False makes it value itself; "
                                      "nothing was changed")
         check_sequence(call, sequence, optional=True)
-        _, recorded = cls.read(key)
+        item = cls._item(key)  # the value it holds is not read: whatever it is (1.5, a string), it is replaced
+        recorded = cls._recorded(item)
         if sequence is not None and recorded is not None and recorded != sequence:
             raise cls._mismatch(key, sequence, recorded.encode())
         seq = sequence or recorded
-        cls._set(key, setval_value(key, value, is_called, seq), seq, recorded)
+        cls._set(key, setval_value(key, value, is_called, seq), seq, item)
         return value
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
         """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
 
-        Records ``sequence`` on the counter, whatever it recorded before.
+        Records ``sequence`` on the counter, whatever it recorded before, and replaces whatever value it held
+        (a fraction or a string too).
 
         :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
         :raises ConfigurationError: ``sequence`` is not a SequenceOptions
@@ -259,7 +283,7 @@ class NextId(Model):
         restart = sequence.start if value is None else value
         sequence.check(key, restart)
         check_region_value(key, sequence, restart, last=False)
-        cls._set(key, restart - sequence.step, sequence, cls.read(key)[1])
+        cls._set(key, restart - sequence.step, sequence, cls._item(key))
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
@@ -275,22 +299,47 @@ class NextId(Model):
         changing the step.
         """
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
-        last, recorded = cls.read(key)
+        item = cls._item(key)
+        last = cls.kept_value(key, item, sequence)
+        if item.get(cls.options.attr_name) != {"S": sequence.encode()}:
+            cls._set(key, last, sequence, item)
+        return cls._recorded(item)
+
+    @classmethod
+    def kept_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
+        """The value :meth:`alter` keeps on counter ``key`` (its ``item`` as read) under the new ``sequence``.
+
+        :raises CounterValueError: the counter holds no integer (restart it instead)
+        :raises OutOfBoundsError: the value lies outside the new bounds (restart it instead)
+        """
+        try:
+            last = cls._value_in(key, item)
+        except CounterValueError as exc:
+            raise CounterValueError(
+                f"counter {key!r} in table {cls.Meta.table_name!r} holds {item[cls.next_id.attr_name]!r}, not an "
+                "integer, so alter cannot keep its value; restart it at the next value to hand out, which records "
+                f"the new options too: {cls._command('restart --model package.module:Model --with N')} (or "
+                f"{cls._reached_as()}.restart({key!r}, sequence, N))", exc) from None
         if last is not None:
             sequence.check_counter(key, last)
-        if recorded != sequence:
-            cls._set(key, last, sequence, recorded)
-        return recorded
+        return last
 
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
-             recorded: Optional[SequenceOptions]) -> None:
-        """Write the counter's value and options, if its options are still ``recorded``; forget its blocks."""
+             item: Dict[str, Any]) -> None:
+        """Write the counter's value and options, if its options attribute is still as in ``item`` (the counter
+        item as read, whatever it holds); forget its blocks."""
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
         if sequence is not None:
             actions.append(options.set(sequence.encode()))
-        condition = options.does_not_exist() if recorded is None else options == recorded.encode()
+        seen = item.get(options.attr_name)
+        condition = options.does_not_exist() if seen is None else options == seen
+        for queue in (cls.ticket, cls.served):  # a gapless queue's numbers, put by hand as something else
+            held = item.get(queue.attr_name)
+            if held is not None and "N" not in held:
+                actions.append(queue.remove())
+                condition &= queue == held
         try:
             cls._update("set", key, actions, condition)
         except _Refused:
@@ -325,7 +374,9 @@ class NextId(Model):
             raise OutOfBoundsError(f"{call}: step must not be 0; it gives the direction the counter moves forward "
                                    "in (the sequence's step, e.g. Model.autoinc_options().step); nothing was changed")
         attr = cls.next_id
-        behind = (attr < value) if step > 0 else (attr > value)
+        # is_type(): a counter holding no number is not behind (DynamoDB compares values of one type only; moto
+        # would compare a bool with a number)
+        behind = attr.is_type() & ((attr < value) if step > 0 else (attr > value))
         try:
             cls._update("raise", key, [attr.set(value)], attr.does_not_exist() | behind)
         except _Refused as refused:
@@ -364,9 +415,10 @@ class NextId(Model):
     @classmethod
     def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
         """Raise :class:`SequenceMismatchError` if the raw counter ``item`` records other options than ``sequence``."""
-        text = item.get(cls.options.attr_name, {}).get("S")
-        if text is not None and text != sequence.encode():
-            raise cls._mismatch(key, sequence, text)
+        raw = item.get(cls.options.attr_name)
+        if raw is not None and raw.get("S") != sequence.encode():
+            # something that is no text (a number put by hand) is other options too: the condition refused it
+            raise cls._mismatch(key, sequence, raw.get("S", json.dumps(raw)))
 
     @classmethod
     def _value_in(cls, key: str, item: Dict[str, Any]) -> Optional[int]:
@@ -396,8 +448,8 @@ class NextId(Model):
         return SequenceMismatchError(
             f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. "
             "Every model and process sharing a counter must agree on them. If the options were changed on "
-            "purpose, record the new ones with `pynamodb-autoinc alter --model package.module:Model` (or "
-            f"{cls.__name__}.alter(key, sequence)); otherwise make the Meta options agree",
+            f"purpose, record the new ones with {cls._command('alter --model package.module:Model')} (or "
+            f"{cls._reached_as()}.alter(key, sequence)); otherwise make the Meta options agree",
             recorded=recorded)
 
     @classmethod
@@ -613,19 +665,57 @@ class NextId(Model):
     def _not_a_number(cls, key: str, cause: Optional[Exception], raw: Any = "non-number") -> CounterValueError:
         return CounterValueError(
             f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; "
-            f"set it to the largest ID in use with {cls.__name__}.setval({key!r}, N)",
+            f"set it to the largest ID in use with {cls._reached_as()}.setval({key!r}, N), or from the command "
+            f"line with {cls._command(f'set N --key {key}')}",
             cause,
         )
 
     @classmethod
     def _request_failed(cls, verb: str, key: str, exc: PynamoDBException) -> AutoIncrementError:
         if error_code(exc) == "ResourceNotFoundException":
+            table = cls.Meta.table_name
+            model = cls._autoinc_model_spec
+            if model is not None:
+                return CounterTableMissingError(
+                    f"table {table!r}, which keeps the counters of {model} (Meta.autoinc_counter_in_table), does "
+                    "not exist; create the model's table", exc)
+            reached = cls._reached_as()
+            made = f"{reached}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)" if reached == cls.__name__ \
+                else "pynamodb_autoinc.testing.create_counter_table(Model), Model being the model that uses it"
             return CounterTableMissingError(
-                f"counter table {cls.Meta.table_name!r} does not exist; create it with "
-                f"{cls.__name__}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)",
+                f"counter table {table!r} does not exist; create it with {made}, or from the command line with "
+                f"{cls._command('create-table')}",
                 exc,
             )
         return CounterError(f"could not {verb} counter {key!r} in table {cls.Meta.table_name!r}: {exc}", exc)
+
+    @classmethod
+    def _reached_as(cls) -> str:
+        """How code names this counter table: the class's name when that class, as its user wrote it, reaches
+        the same table on the same endpoint; else ``Model.autoinc_options().counter`` (a class bound to a
+        model's ``Meta.host`` or region, which the user's class would not reach)."""
+        own: Any = next(c for c in cls.__mro__ if not c.__dict__.get("_autoinc_bound"))
+        default = os.environ.get("AWS_DEFAULT_REGION")  # where a Meta without a region is reached
+        same = getattr(own.Meta, "host", None) == getattr(cls.Meta, "host", None) and \
+            (getattr(own.Meta, "region", None) or default) == (getattr(cls.Meta, "region", None) or default)
+        return cls.__name__ if same and own.Meta.table_name == cls.Meta.table_name else \
+            "Model.autoinc_options().counter"
+
+    @classmethod
+    def _command(cls, command: str) -> str:
+        """``pynamodb-autoinc COMMAND`` in backticks, with the options that reach this counter table (named after
+        it, in parentheses: ``(with --host URL --region R --table T)``)."""
+        model = cls._autoinc_model_spec
+        if model is not None:  # counters in a model's table: the command line finds them through the model
+            command = command.replace("package.module:Model", model)
+            return f"`pynamodb-autoinc {command}{'' if '--model' in command else f' --model {model}'}`"
+        options: List[str] = []
+        for option, value in (("--host", getattr(cls.Meta, "host", None)),
+                              ("--region", getattr(cls.Meta, "region", None))):
+            options += [option, str(value)] if value else []
+        if cls.Meta.table_name != NextId.Meta.table_name:
+            options += ["--table", cls.Meta.table_name]
+        return f"`pynamodb-autoinc {command}`" + (f" (with {' '.join(options)})" if options else "")
 
 
 def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
@@ -702,6 +792,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         "Meta": meta,
         "__module__": model.__module__,
         "_autoinc_bound": True,
+        "_autoinc_model_spec": f"{model.__module__}:{model.__qualname__}",
         "_connection": None,  # not a connection NextId cached for another endpoint
         "_autoinc_prefix": RESERVED_PREFIX,
         "_item_key": classmethod(_item_key),
@@ -960,6 +1051,9 @@ class _Reserve(_transport.Exchange[List[int]]):
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
+        self.tail: List[int] = []
+        """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
+        restart value."""
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -986,13 +1080,17 @@ class _Reserve(_transport.Exchange[List[int]]):
         if left < self.count:
             if left > 0 and self.partial:
                 self.count = left
-            elif left:
+            elif left and not seq.cycle:
                 raise seq.exhausted(key, last) from None
             else:
-                seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
-                self.count = min(self.count, seq.size)
-                top = seq.restart_value + seq.step * (self.count - 1)
+                if not left:
+                    seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
+                # the values left before the end, then on from the restart value (a cycle's wrap)
+                tail = seq.values(seq.start if last is None else last + seq.step, left)
+                count = min(self.count, seq.size) - left
+                top = seq.restart_value + seq.step * (count - 1)
                 if counter.compare_and_set(key, last, top, seq):
+                    self.tail, self.count = tail, count
                     return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
         # else: moved between the condition and the answer's item: cannot be, but try again
         if not self.tries.lost():
@@ -1003,7 +1101,7 @@ class _Reserve(_transport.Exchange[List[int]]):
     def applied(self, data: Dict[str, Any]) -> List[int]:
         step, count = self.seq.step, self.count
         top = self.counter._integer(self.key, data["Attributes"][self.counter.next_id.attr_name]["N"])
-        return self.seq.values(top - step * (count - 1), count)
+        return self.tail + self.seq.values(top - step * (count - 1), count)
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:

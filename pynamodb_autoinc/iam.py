@@ -70,26 +70,46 @@ def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]
     """``{table name: [region, ...]}``: where the requests of :func:`required_actions` go, for a process in
     ``region``.
 
-    Every table is reached in ``region``, except with a home region
-    (``Meta.autoinc_home_region``): every counter request goes to the home
-    region's counter table, and in gapless mode the transaction (the item
-    put with it) to the home region's model table too. ``"*"`` stands for
-    every region, the home one included.
+    ``region`` stands for the model's ``Meta.region`` (as the command line's ``--region`` does); ``"*"``
+    leaves the model in its ``Meta.region``, or in every region when it sets none. A table whose model sets
+    a region of its own, apart from the model's (a counter class with its own ``Meta.region``, a history
+    model in another region), stays there. With a home region (``Meta.autoinc_home_region``) every counter
+    request goes to the home region's counter table, and in gapless mode the transaction (the item put with
+    it) to the home region's model table too. ``"*"`` stands for every region, the home one included.
     """
-    tables = required_actions(model)
-    found = {table: [region] for table in tables}
-    if region == "*" or not issubclass(model, AutoIncrementMixin):
+    own = getattr(model.Meta, "region", None)
+    local = (own or "*") if region == "*" else region
+    found = {table: [local] for table in required_actions(model)}
+    for table, pinned in _pinned_regions(model, own).items():
+        found[table] = [pinned]
+    if local == "*" or not issubclass(model, AutoIncrementMixin):
         return found
     opts = options_for(model)
     home = opts.home_region
-    if home is None or home == region:
+    if home is None or home == local:
         return found
     if opts.strategy == "counter":
         counter_table = opts.counter.Meta.table_name
-        found[counter_table] = [region, home] if counter_table == model.Meta.table_name else [home]
+        found[counter_table] = [local, home] if counter_table == model.Meta.table_name else [home]
     if opts.gapless:
-        found[model.Meta.table_name] = [region, home]
+        found[model.Meta.table_name] = [local, home]
     return found
+
+
+def _pinned_regions(model: Type[Model], own: Any) -> Dict[str, str]:
+    """The tables of ``model``'s requests that are reached in a region of their own, not the model's: a counter
+    class whose ``Meta`` sets its region, a history model whose region differs from the model's."""
+    pinned: Dict[str, str] = {}
+    if issubclass(model, HistoryMixin):
+        history = model.Meta.history_model  # type: ignore[attr-defined]
+        theirs = getattr(history.Meta, "region", None)
+        if theirs and theirs != own:
+            pinned[history.Meta.table_name] = theirs
+    if issubclass(model, AutoIncrementMixin) and options_for(model).strategy == "counter":
+        counter = options_for(model).counter
+        if "region" in counter._autoinc_own_settings and counter.Meta.table_name != model.Meta.table_name:
+            pinned[counter.Meta.table_name] = str(getattr(counter.Meta, "region", None))
+    return pinned
 
 
 def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict[str, Any]:

@@ -396,9 +396,8 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run:
     layout = regions_of(opts)
     keys = set(furthest)
     for key in counter.keys():  # noqa: SIM118 - NextId.keys(), a scan of the counter table
-        base, at, region = key.rpartition("@")
-        if at and (base == opts.key or base.startswith(opts.key + "#")):
-            keys.add(base)
+        if opts.owns(key, any_region=True):  # not another model's counter whose key starts with this one's
+            keys.add(key.rpartition("@")[0])
     pick = max if opts.sequence.step > 0 else min
     report: List[str] = []
     for base in sorted(keys):

@@ -25,7 +25,7 @@ from pynamodb.models import Model
 from . import _transport
 from ._options import options_for
 from .counter import NextId, bind_counter
-from .exceptions import CounterTableMissingError, error_code
+from .exceptions import ConfigurationError, CounterTableMissingError, error_code
 from .strategies import _state
 
 
@@ -54,8 +54,13 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
         if host:
             yield
             return
-        from moto import mock_aws
-
+        try:
+            from moto import mock_aws
+        except ImportError as exc:
+            raise ConfigurationError(
+                "testing.dynamodb() without a host runs on moto, which is not installed: install it with "
+                "`pip install 'pynamodb-autoinc[demo]'`, or name a DynamoDB endpoint, such as "
+                "dynamodb('http://127.0.0.1:8000') for DynamoDB Local") from exc
         with mock_aws():
             yield
     finally:
@@ -75,10 +80,17 @@ def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = Nex
 
 
 def create_counter_table(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
-    """Create the counter table ``model`` uses (default: NextId) if it is missing; return its counter model."""
+    """Create the counter table ``model`` uses (default: NextId) if it is missing, on the endpoint the model
+    reaches it at; return its counter model.
+
+    A model that keeps its counters in its own table (``Meta.autoinc_counter_in_table``) has that table
+    created as ``model.create_table`` creates it, with its indexes (a table made from the counter's key
+    alone would then stand in for it, and ``model.create_table`` would find it there and add nothing).
+    """
     bound = counter_for(model, counter)
-    if not bound.exists():
-        bound.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    table: Type[Model] = model if model is not None and bound._autoinc_model_spec is not None else bound
+    if not table.exists():
+        table.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     return bound
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 from hypothesis import given
@@ -27,6 +28,7 @@ from pynamodb_autoinc.exceptions import (
 )
 from pynamodb_autoinc.sequence import SequenceOptions
 from tests.helpers import REGIONS, auto_model, closed_port, region_model
+from tests.test_pg_sequences import BROKEN, broken
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -585,8 +587,12 @@ class Plain(Model):
     id = NumberAttribute(hash_key=True)
 
 
-def run(capsys: Any, *argv: str) -> Any:
+# -- in this process: repairs of broken counters, and dry runs that agree with the command ----------------------
+
+def run(capsys: Any, *argv: str) -> Tuple[Any, str, str]:
     """The command line in this process: (exit status, stdout, stderr); bad usage exits through SystemExit."""
+    from pynamodb_autoinc import cli as cli_module
+
     code: Any
     try:
         code = cli_module.main(list(argv))
@@ -596,7 +602,7 @@ def run(capsys: Any, *argv: str) -> Any:
     return code, out.out, out.err
 
 
-def where(backend: Any) -> List[str]:
+def reach(backend: Any) -> List[str]:
     """The global options that reach the test's backend."""
     host = backend.meta.get("host")
     return [*(["--host", host] if host else []), "--region", "us-east-1"]
@@ -611,7 +617,7 @@ def cycling(make_model: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def checked(capsys: Any, backend: Any) -> Any:
     """`check --json` of tests.test_cli:Cycling: (exit status, the one counter's row)."""
-    code, out, err = run(capsys, *where(backend), "check", "--model", f"{__name__}:Cycling", "--json")
+    code, out, err = run(capsys, *reach(backend), "check", "--model", f"{__name__}:Cycling", "--json")
     assert code in (0, 3), err
     rows = json.loads(out)
     assert len(rows) == 1
@@ -661,7 +667,7 @@ def test_set_dry_run_refuses_no_is_called_without_recorded_options(backend, caps
     counter = backend.counter()
     counter.setval("plain", 3)
     for dry in (["--dry-run"], []):
-        code, out, err = run(capsys, *where(backend), "set", "5", "--key", "plain", "--no-is-called", *dry)
+        code, out, err = run(capsys, *reach(backend), "set", "5", "--key", "plain", "--no-is-called", *dry)
         assert code == 1 and "cannot tell" in err and "--model" in err, (dry, out, err)
     assert counter.currval("plain") == 3
 
@@ -671,7 +677,7 @@ def test_set_dry_run_refuses_a_value_outside_the_recorded_bounds(backend, capsys
     counter = backend.counter()
     counter.setval("tickets", 3, sequence=SequenceOptions(1, 1, 1, 50))
     for dry in (["--dry-run"], []):
-        code, _, err = run(capsys, *where(backend), "set", "60", "--key", "tickets", *dry)
+        code, _, err = run(capsys, *reach(backend), "set", "60", "--key", "tickets", *dry)
         assert code == 1 and "value 60 is out of bounds for sequence 'tickets' (1..50)" in err, (dry, err)
     assert counter.currval("tickets") == 3
 
@@ -680,7 +686,7 @@ def test_set_dry_run_no_is_called_shows_the_recorded_step(backend, capsys, crede
     """set 40 --no-is-called --dry-run on a counter recording step 1 would store 39; nothing is written."""
     counter = backend.counter()
     counter.setval("tickets", 3, sequence=SequenceOptions(1, 1, 1, 50))
-    code, out, err = run(capsys, *where(backend), "set", "40", "--key", "tickets", "--no-is-called", "--dry-run")
+    code, out, err = run(capsys, *reach(backend), "set", "40", "--key", "tickets", "--no-is-called", "--dry-run")
     assert code == 0, err
     assert "value 3 -> 39" in out and "the next value would be 40" in out
     assert counter.currval("tickets") == 3
@@ -697,7 +703,7 @@ def test_seed_leaves_a_wrapped_cycling_counter_where_it_is(make_model, monkeypat
     for _ in range(13):
         model().save()
     for dry in (["--dry-run"], []):
-        code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Cycling", *dry)
+        code, out, err = run(capsys, *reach(backend), "seed", "--model", f"{__name__}:Cycling", *dry)
         assert code == 0, err
         assert f"{opts.key}: left at 3: the sequence cycles" in out and "set N --model" in out
         assert opts.counter.currval(opts.key) == 3
@@ -714,7 +720,7 @@ def test_seed_still_seeds_a_new_cycling_counter(make_model, monkeypatch, capsys,
         for i in (3, 17, 5):
             batch.save(model(id=i))
     opts = model.autoinc_options()
-    code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Cycling")
+    code, out, err = run(capsys, *reach(backend), "seed", "--model", f"{__name__}:Cycling")
     assert code == 0, err
     assert f"{opts.key}: raised to 17" in out and opts.counter.currval(opts.key) == 17
 
@@ -730,7 +736,7 @@ def test_seed_refuses_to_move_a_counter_outside_the_bounds(make_model, monkeypat
     model(id=70).save()
     opts = model.autoinc_options()
     for dry in (["--dry-run"], []):
-        code, out, err = run(capsys, *where(backend), "seed", "--model", f"{__name__}:Bounded", *dry)
+        code, out, err = run(capsys, *reach(backend), "seed", "--model", f"{__name__}:Bounded", *dry)
         assert code == 1, out
         assert f"id values outside its sequence's bounds (1..50): 70 under counter {opts.key!r}" in err
         assert "autoinc_max" in err and "nothing was moved" in err
@@ -783,3 +789,163 @@ def test_check_audits_a_cycling_sequence_that_has_not_come_round_as_before(make_
     assert (code, row["holes"], row["hole_ranges"]) == (3, 1, [[5, 5]])
     model.get(10).delete()
     assert checked(capsys, backend)[1]["hole_ranges"] == [[5, 5]]
+def importable(monkeypatch: pytest.MonkeyPatch, name: str, model: Any) -> str:
+    """``model`` importable as ``tests.test_cli:<name>``; returns that spec."""
+    monkeypatch.setattr(sys.modules[__name__], name, model, raising=False)
+    return f"{__name__}:{name}"
+
+
+def counter_item(model: Any) -> Dict[str, Any]:
+    """The model's counter item as stored (its key attribute left out)."""
+    opts = model.autoinc_options()
+    item = opts.counter._get_connection().get_item(*opts.counter._item_key(opts.key), consistent_read=True)
+    return {name: value for name, value in item.get("Item", {}).items() if name != "NextKey"}
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, os.environ.get(name, "local"))
+
+
+REPAIRS = {
+    "set": ["set", "10", "--model"],
+    "set --no-is-called": ["set", "10", "--no-is-called", "--model"],
+    "restart": ["restart", "--with", "10", "--model"],
+}
+
+#: The broken counters a dry run is compared on: one of each kind.
+SOME_BROKEN = ["a fraction", "a string", "a value past the maximum", "no value", "options held as a number"]
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("repair", ["set", "restart"])
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_set_and_restart_repair_a_counter_in_any_state(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                       state, repair):
+    """set and restart overwrite whatever a broken counter holds (a fraction, a string, a value outside the
+    bounds or of 40 digits, junk beside it, options that are no sequence): exit 0, and the next save takes the
+    value they announced."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    code, out, err = run(capsys, *reach(backend), *REPAIRS[repair], spec)
+    assert code == 0, err
+    following = int(re.findall(r"-?\d+", out)[-1]) if "next value" in out else 13
+    item = model()
+    item.save()
+    assert item.id == following == (13 if repair == "set" else 10)
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("command", [*sorted(REPAIRS), "alter"])
+@pytest.mark.parametrize("state", SOME_BROKEN)
+def test_a_dry_run_shows_what_the_command_then_does(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                    state, command):
+    """--dry-run of set, restart and alter on a counter in any state says what the command then does: the
+    same refusal (exit status and message), or the counter's value and options the command leaves."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    argv = REPAIRS.get(command, ["alter", "--model"])
+    before = counter_item(model)
+    dry = run(capsys, *reach(backend), *argv, spec, "--dry-run")
+    assert counter_item(model) == before, "the dry run wrote"
+    done = run(capsys, *reach(backend), *argv, spec)
+    assert dry[0] == done[0], (dry, done)
+    if done[0] != 0:
+        assert dry[2] == done[2]
+        assert counter_item(model) == before
+        return
+    shown = re.search(r"value (.+?) -> (\S+), options (.+) -> (.+?)(; the next value would be (-?\d+))?\. Nothing",
+                      dry[1])
+    assert shown, dry[1]
+    after = counter_item(model)
+    assert shown.group(2) == (after["NextId"]["N"] if "NextId" in after else "none")
+    assert shown.group(4) == after["NextOptions"]["S"]
+    if shown.group(6) is not None:
+        item = model()
+        item.save()
+        assert item.id == int(shown.group(6))
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_seed_dry_run_shows_what_seed_then_does(make_model, monkeypatch, capsys, backend, aws_credentials, state):
+    """seed --dry-run on a counter in any state, with IDs 1 and 4 stored, says what seed then does: the same
+    refusal, or the move (or stay) seed then makes, and where the counter then stands."""
+    model = broken(make_model, state)
+    spec = importable(monkeypatch, "Broken", model)
+    with model.batch_write() as batch:
+        for i in (1, 4):
+            batch.save(model(id=i))
+    before = counter_item(model)
+    dry = run(capsys, *reach(backend), "seed", "--model", spec, "--dry-run")
+    assert counter_item(model) == before, "the dry run wrote"
+    done = run(capsys, *reach(backend), "seed", "--model", spec)
+    assert dry[0] == done[0], (dry, done)
+    if done[0] != 0:
+        assert dry[2] == done[2]
+        return
+    key = model.autoinc_options().key
+    would = re.search(rf"dry run: {key}: would (be raised to 4|stay at (\S+),)", dry[1])
+    assert would, dry[1]
+    after = counter_item(model)
+    if would.group(1).startswith("be raised"):
+        assert f"{key}: raised to 4" in done[1] and after["NextId"] == {"N": "4"}
+    else:
+        assert f"{key}: already at or above 4" in done[1] and after["NextId"]["N"] == would.group(2)
+
+
+def two_orders(make_model: Any, monkeypatch: pytest.MonkeyPatch) -> Tuple[Any, Any]:
+    """Order (counter key ``orders``, up to 50) and EuOrder, another model whose
+    counter key is ``orders#eu`` (up to 100), one item of each saved; importable from this module."""
+    table = f"orders-{uuid.uuid4().hex[:8]}"
+    Order = make_model("Order", autoinc_key="orders", autoinc_max=50, table_name=table)
+    EuOrder = make_model("EuOrder", autoinc_key="orders#eu", autoinc_max=100, table_name=f"{table}-eu")
+    Order().save()
+    EuOrder().save()
+    importable(monkeypatch, "Order", Order)
+    importable(monkeypatch, "EuOrder", EuOrder)
+    return Order, EuOrder
+
+
+@pytest.mark.modes("fast")
+def test_describe_takes_only_the_models_own_counter(make_model, monkeypatch, capsys, backend, aws_credentials):
+    """describe --model Order shows counter 'orders' alone, not EuOrder's 'orders#eu' (whose key merely starts
+    with Order's), and finds no disagreement: exit 0."""
+    two_orders(make_model, monkeypatch)
+    code, out, err = run(capsys, *reach(backend), "describe", "--model", f"{__name__}:Order", "--json")
+    assert code == 0, err
+    assert [(row["key"], row["max"], row["models"]) for row in json.loads(out)] == [("orders", 50, ["Order"])]
+
+
+@pytest.mark.modes("fast")
+def test_describe_of_a_scoped_model_takes_one_part_per_scope(make_model, monkeypatch, capsys, backend,
+                                                             aws_credentials):
+    """A model numbered per region_code keeps 'orders#<region_code>': describe takes 'orders#x', and leaves
+    'orders' (no scope value) and 'orders#x#y' (two parts) alone."""
+    Order = make_model("Order", autoinc_key="orders", autoinc_scope="region_code", autoinc_attribute="id",
+                       region_code=UnicodeAttribute(hash_key=True), id=NumberAttribute(range_key=True))
+    Order(region_code="x").save()
+    counter = Order.autoinc_options().counter
+    for other in ("orders", "orders#x#y"):
+        counter.setval(other, 3)
+    code, out, err = run(capsys, *reach(backend), "describe", "--model", importable(monkeypatch, "Order", Order),
+                         "--json")
+    assert code == 0, err
+    assert [row["key"] for row in json.loads(out)] == ["orders#x"]
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("command", [["alter"], ["restart", "--force"], ["set", "3", "--force"], ["get"]])
+def test_a_key_that_is_not_the_models_is_refused(make_model, monkeypatch, capsys, backend, aws_credentials,
+                                                 command):
+    """--model Order --key orders#eu names EuOrder's counter: alter, restart, set and get refuse it (exit 1),
+    naming Order's key, and EuOrder's counter keeps its options and value."""
+    _, EuOrder = two_orders(make_model, monkeypatch)
+    counter = EuOrder.autoinc_options().counter
+    before = counter.read("orders#eu")
+    key = ["orders#eu"] if command == ["get"] else ["--key", "orders#eu"]
+    code, _, err = run(capsys, *reach(backend), *command, "--model", f"{__name__}:Order", *key)
+    assert code == 1
+    assert "counter 'orders#eu' is not one of Order's, whose counter keys are 'orders'" in err
+    assert counter.read("orders#eu") == before

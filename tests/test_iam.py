@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterator, Set
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from pynamodb_autoinc import TransactWrite
+from pynamodb_autoinc import NextId, TransactWrite
 from pynamodb_autoinc.exceptions import AutoIncrementError
 from pynamodb_autoinc.iam import policy, required_actions
 
@@ -164,3 +164,94 @@ def test_a_home_region_models_requests_stay_within_its_regional_policy(make_mode
     assert ("us-east-1", "NextId") in recorder.actions
     for where, actions in recorder.actions.items():
         assert actions <= granted.get(where, set()), f"{where}: {sorted(actions - granted.get(where, set()))}"
+
+
+def arns(document: Dict[str, Any]) -> Dict[str, Any]:
+    """{ARN: actions} of a policy document."""
+    found: Dict[str, Any] = {}
+    for statement in document["Statement"]:
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        for arn in resources:
+            found[arn] = statement["Action"]
+    return found
+
+
+@pytest.mark.modes("fast")
+def test_a_counter_class_in_its_own_region_is_granted_there(make_model):
+    """A counter class whose Meta sets its own region keeps its table there: the policy names the counter
+    table's ARN in that region, whatever region the model's process is in."""
+    class FarCounter(NextId):
+        class Meta:
+            table_name = "far-counters"
+            region = "eu-west-1"
+
+    model = make_model("Item", create=False, autoinc_counter=FarCounter, region="us-west-2")
+    for region in ("*", "us-west-2"):
+        granted = arns(policy(model, region=region, account="1"))
+        assert set(granted) == {f"arn:aws:dynamodb:us-west-2:1:table/{model.Meta.table_name}",
+                                "arn:aws:dynamodb:eu-west-1:1:table/far-counters"}, region
+
+
+@pytest.mark.modes("fast")
+def test_the_policy_names_the_region_the_model_sets(make_model):
+    """policy(Model) of a model with Meta.region names its tables in that region, not every region."""
+    model = make_model("Item", create=False, region="ap-south-1")
+    assert set(arns(policy(model, account="1"))) == {
+        f"arn:aws:dynamodb:ap-south-1:1:table/{model.Meta.table_name}", "arn:aws:dynamodb:ap-south-1:1:table/NextId"}
+
+
+def history_models(backend: Any, **page_meta: Any) -> Any:
+    """A numbered Page (HistoryMixin, AutoIncrementMixin) and its history model, tables created."""
+    from pynamodb.attributes import BooleanAttribute, VersionAttribute
+    from pynamodb.models import Model
+
+    from pynamodb_autoinc import AutoIncrementMixin, HistoryMixin
+
+    history_meta = {**backend.meta, **page_meta.pop("history_meta", {})}
+    history = type("PageVersion", (Model,), {
+        "Meta": type("Meta", (), {"table_name": backend.table_name("page-history"), **history_meta}),
+        "item": UnicodeAttribute(hash_key=True), "version": NumberAttribute(range_key=True),
+        "deleted": BooleanAttribute(default=False), "title": UnicodeAttribute(null=True)})
+    page = type("Page", (HistoryMixin, AutoIncrementMixin, Model), {
+        "Meta": type("Meta", (), {"table_name": backend.table_name("page"), "history_model": history,
+                                  **backend.meta, **page_meta}),
+        "id": NumberAttribute(hash_key=True), "title": UnicodeAttribute(null=True), "revision": VersionAttribute()})
+    for model in (history, page):
+        backend.create(model)
+    backend.counter(model=page)
+    return page, history
+
+
+@pytest.mark.modes()  # its models set their own mode
+@pytest.mark.parametrize("block", [1, 5], ids=["fast", "block"])
+def test_a_numbered_history_models_requests_stay_within_the_policy(backend, block):
+    """A HistoryMixin model numbered by the library: new saves, edits, save_all, versions and a delete send
+    nothing outside required_actions, on the item's, the history's and the counter's tables."""
+    page, history = history_models(backend, autoinc_gapless=False, autoinc_block=block)
+    recorder = Recorder(page._get_connection().connection.client, history._get_connection().connection.client,
+                        page.autoinc_options().counter._get_connection().connection.client)
+    try:
+        first = page(title="a")
+        first.save()
+        first.title = "b"
+        first.save()
+        page.save_all([page(title="c"), page(title="d")])
+        list(first.versions())
+        first.delete()
+    finally:
+        recorder.remove()
+    allowed = required_actions(page)
+    assert set(recorder.actions) == {page.Meta.table_name, history.Meta.table_name,
+                                     page.autoinc_options().counter.Meta.table_name}
+    for table, actions in recorder.actions.items():
+        assert actions <= allowed.get(table, set()), f"{table}: {sorted(actions - allowed.get(table, set()))}"
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes()
+def test_a_history_model_in_another_region_is_granted_there(backend):
+    """A history model whose Meta.region differs from the model's is granted in its own region."""
+    page, history = history_models(backend, autoinc_gapless=False, history_meta={"region": "eu-central-1"})
+    granted = arns(policy(page, account="1"))
+    assert f"arn:aws:dynamodb:eu-central-1:1:table/{history.Meta.table_name}" in granted
+    assert f"arn:aws:dynamodb:us-east-1:1:table/{page.Meta.table_name}" in granted

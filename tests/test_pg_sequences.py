@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
 from pynamodb.attributes import (
@@ -23,6 +23,7 @@ from pynamodb_autoinc import (
 )
 from pynamodb_autoinc.exceptions import (
     ConfigurationError,
+    CounterValueError,
     ItemExistsError,
     OutOfBoundsError,
     SequenceExhaustedError,
@@ -933,3 +934,159 @@ def test_model_options_refuse_what_postgresql_refuses(make_model, option, value)
     a number that is no integer) are refused with ConfigurationError when the class is made."""
     with pytest.raises(ConfigurationError, match=option):
         make_model("Seq", autoinc_gapless=False, **{option: value})
+# -- repairs of a broken counter -----------------------------------------------------------
+
+#: Counter items broken by hand, as another tool might leave them: the attributes put beside the key (the
+#: model's recorded options unless one of them replaces them). The sequence is 1, 4, 7, ... 49.
+BROKEN: Dict[str, Dict[str, Any]] = {
+    "a fraction": {"NextId": {"N": "1.5"}},
+    "a string": {"NextId": {"S": "seven"}},
+    "a bool": {"NextId": {"BOOL": True}},
+    "a value past the maximum": {"NextId": {"N": "70"}},
+    "a value behind the minimum": {"NextId": {"N": "-5"}},
+    "a value off the step": {"NextId": {"N": "5"}},
+    "a value of 40 digits": {"NextId": {"N": "1" + "0" * 39}},
+    "no value": {},
+    "junk attributes": {"NextId": {"N": "3"}, "Note": {"S": "x"}, "NextTicket": {"S": "t"},
+                        "NextServed": {"BOOL": False}},
+    "options that are no sequence": {"NextId": {"N": "3"}, "NextOptions": {"S": "garbage"}},
+    "options held as a number": {"NextId": {"N": "3"}, "NextOptions": {"N": "7"}},
+}
+
+
+def broken(make_model: Any, state: str) -> Any:
+    """A model on the sequence 1, 4, ..., 49 whose counter item holds ``BROKEN[state]``."""
+    model = make_model("User", autoinc_step=3, autoinc_max=50)
+    opts = model.autoinc_options()
+    counter = opts.counter
+    hash_key, range_key = counter._item_key(opts.key)
+    attributes = {"NextOptions": {"S": opts.sequence.encode()}, **BROKEN[state]}
+    counter._get_connection().put_item(hash_key, range_key, attributes=attributes)
+    return model
+
+
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_setval_repairs_a_counter_in_any_state(make_model, state):
+    """setval replaces whatever a broken counter holds without reading it as a number: the next save takes
+    value + step."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    assert opts.counter.setval(opts.key, 10, sequence=opts.sequence) == 10
+    assert save_many(model, 1) == [13]
+
+
+@pytest.mark.parametrize("state", sorted(BROKEN))
+def test_restart_repairs_a_counter_in_any_state(make_model, state):
+    """restart replaces whatever a broken counter holds, and its options: the next save takes the value given."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    opts.counter.restart(opts.key, opts.sequence, 10)
+    assert save_many(model, 1) == [10]
+    assert opts.counter.stored_options(opts.key) == opts.sequence
+
+
+@pytest.mark.parametrize("state", ["a fraction", "a string", "a bool", "options that are no sequence",
+                                   "options held as a number"])
+def test_the_fix_a_broken_counters_error_names_works(make_model, state):
+    """A save refused by a broken counter names the call that fixes it; making that call (setval, alter or
+    restart, on the class the message names) lets the next save through."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    with pytest.raises(Exception) as refused:
+        model().save()
+    message = str(refused.value)
+    found = re.search(r"(NextId|Model\.autoinc_options\(\)\.counter)\.(setval|alter)\(", message) or \
+        re.search(r"(NextId|Model\.autoinc_options\(\)\.counter)\.(restart)\(", message)
+    assert found, message
+    counter = opts.counter if found.group(1) != "NextId" else NextId
+    fix = {"setval": lambda: counter.setval(opts.key, 10),
+           "alter": lambda: counter.alter(opts.key, opts.sequence),
+           "restart": lambda: counter.restart(opts.key, opts.sequence, 10)}[found.group(2)]
+    fix()
+    reset_state()
+    item = model()
+    item.save()
+    assert item.id == {"setval": 13, "alter": 6, "restart": 10}[found.group(2)]
+
+
+@pytest.mark.parametrize("state", ["a fraction", "a string"])
+def test_alter_of_a_counter_holding_no_integer_names_restart(make_model, state):
+    """alter cannot keep a value that is no integer: CounterValueError naming restart, which then works."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    with pytest.raises(CounterValueError, match="so alter cannot keep its value; restart it"):
+        opts.counter.alter(opts.key, opts.sequence)
+    opts.counter.restart(opts.key, opts.sequence, 7)
+    assert save_many(model, 1) == [7]
+
+
+@pytest.mark.parametrize("state", ["options that are no sequence", "options held as a number"])
+def test_alter_replaces_options_that_are_no_sequence(make_model, state):
+    """alter records the model's options over whatever stood there, keeping the value 3: the next save takes 6."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    assert opts.counter.alter(opts.key, opts.sequence) is None
+    assert save_many(model, 1) == [6]
+
+
+# -- reserve on a cycling sequence, as nextval with CYCLE ------------------------------------------------------------
+
+ONE_TO_TEN = SequenceOptions(1, 1, 1, 10, True)
+
+
+def test_reserve_across_the_end_of_a_cycle_wraps_to_the_minimum(backend):
+    """``CREATE SEQUENCE s MAXVALUE 10 CYCLE CACHE 4``, at 8: nextval hands out 9, 10, 1, 2 (past MAXVALUE it
+    goes on from MINVALUE); reserve(4) takes the same values, and the counter then stands at 2."""
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=ONE_TO_TEN)
+    assert counter.reserve("s", 4, ONE_TO_TEN) == [9, 10, 1, 2]
+    assert counter.currval("s") == 2
+    assert counter.reserve("s", 2, ONE_TO_TEN) == [3, 4]
+
+
+def test_reserve_across_the_end_of_a_descending_cycle_wraps_to_the_maximum(backend):
+    """``INCREMENT BY -2 MINVALUE -9 MAXVALUE -1 CYCLE``, at -7: the next three values are -9, then MAXVALUE
+    -1, then -3."""
+    down = SequenceOptions(-1, -2, -9, -1, True)
+    counter = backend.counter()
+    counter.setval("s", -7, sequence=down)
+    assert counter.reserve("s", 3, down) == [-9, -1, -3]
+    assert counter.nextval("s", down) == -5
+
+
+def test_reserve_on_a_new_counter_near_the_end_of_a_cycle_wraps(backend):
+    """A new counter of ``START 5 MAXVALUE 10 CYCLE`` asked for 8 values takes 5..10, then 1 and 2."""
+    near_end = SequenceOptions(5, 1, 1, 10, True)
+    counter = backend.counter()
+    assert counter.reserve("s", 8, near_end) == [5, 6, 7, 8, 9, 10, 1, 2]
+
+
+def test_reserve_partial_on_a_cycle_stops_at_the_end(backend):
+    """With partial, a cycling sequence hands out only the values before its end (9, 10 of 4 asked); the next
+    call starts again from the minimum."""
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=ONE_TO_TEN)
+    assert counter.reserve("s", 4, ONE_TO_TEN, partial=True) == [9, 10]
+    assert counter.reserve("s", 4, ONE_TO_TEN, partial=True) == [1, 2, 3, 4]
+
+
+def test_reserve_past_the_end_without_cycle_spends_nothing(backend):
+    """``NO CYCLE`` at 8 of 10: reserve(3) raises SequenceExhaustedError (``last`` 8) and spends nothing;
+    with partial it takes 9 and 10."""
+    no_cycle = SequenceOptions(1, 1, 1, 10, False)
+    counter = backend.counter()
+    counter.setval("s", 8, sequence=no_cycle)
+    with pytest.raises(SequenceExhaustedError) as exhausted:
+        counter.reserve("s", 3, no_cycle)
+    assert exhausted.value.last == 8 and counter.currval("s") == 8
+    assert counter.reserve("s", 3, no_cycle, partial=True) == [9, 10]
+
+
+def test_reserve_of_more_than_a_cycle_holds_is_refused(backend):
+    """A cycling sequence of 10 values asked for 11 at once would repeat one: SequenceExhaustedError, nothing
+    spent."""
+    counter = backend.counter()
+    counter.setval("s", 3, sequence=ONE_TO_TEN)
+    with pytest.raises(SequenceExhaustedError, match="cannot number 11 items in one request"):
+        counter.reserve("s", 11, ONE_TO_TEN)
+    assert counter.currval("s") == 3
