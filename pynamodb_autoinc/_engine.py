@@ -35,7 +35,7 @@ from . import _budget, _contention, _transport, strategies
 from ._options import options_for
 from .exceptions import (
     CONDITION_FAILED,
-    CONFLICT,
+    TRANSIENT_REASONS,
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
@@ -193,13 +193,15 @@ class Write:
         for i, reason in enumerate(reasons):
             if reason is None:
                 continue
-            if i >= first_swap and reason.code in (CONDITION_FAILED, CONFLICT):
+            if reason.code in TRANSIENT_REASONS:
+                lost = True  # throttled, or a concurrent transaction touched an item: nothing applied, send again
+                if i >= first_swap:
+                    current[chains[i - first_swap][0]] = _UNKNOWN
+            elif i >= first_swap and reason.code == CONDITION_FAILED:
                 chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
                 if reason.raw_item is not None:
                     self.counter_items[chain] = reason.raw_item
-                current[chain] = counter_value(last, reason) if reason.code == CONDITION_FAILED else _UNKNOWN
-            elif reason.code == CONFLICT:
-                lost = True  # a concurrent transaction touched an item: send it again
+                current[chain] = counter_value(last, reason)
             elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
                 taken.append(i)  # the value is stored already
             else:

@@ -380,3 +380,36 @@ def test_lost_answer_of_a_put_changed_before_the_resend(make_model, faults_for):
     assert user.id == 1
     user.save()
     assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "Kirk")]
+
+
+def _write(path: str, model: Any, users: List[Any]) -> None:
+    from pynamodb_autoinc import TransactWrite
+
+    if path == "save":
+        users[0].save()
+    elif path == "save_all":
+        model.save_all(users)
+    else:
+        with TransactWrite(connection=model._get_connection().connection) as tx:
+            for user in users:
+                tx.save(user)
+
+
+@pytest.mark.modes("fast", "gapless", "query")
+@pytest.mark.parametrize("code", ["ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded"])
+@pytest.mark.parametrize("index", [0, -1], ids=["first-item", "last-item"])
+@pytest.mark.parametrize("path", ["save", "save_all", "transaction"])
+def test_transient_cancellation_reason_is_retried(make_model, mode, code, index, path, faults_for):
+    """A transaction cancelled for a reason that passes (throttling, a conflict) on any item, "None" on the
+    others, is sent again: every item is stored once, under the IDs the instances hold."""
+    if mode == "fast" and path == "save":
+        pytest.skip("a lone fast save is a PutItem, not a transaction")
+    User = make_model("User")
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", f"cancel:{code}:{index}")
+    users = [User()] if path == "save" else [User(), User()]
+    _write(path, User, users)
+    assert faults.fired == [("TransactWriteItems", f"cancel:{code}:{index}")]
+    ids = [u.id for u in users]
+    assert None not in ids and len(set(ids)) == len(ids)
+    assert sorted(ids) == sorted(u.id for u in User.scan(consistent_read=True))
