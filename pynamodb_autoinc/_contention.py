@@ -95,7 +95,7 @@ from pynamodb.constants import UPDATE_ITEM
 
 from . import _budget, _state
 from .counter import _pace_name
-from .exceptions import CONFLICT, AutoIncrementError, ContentionError, reasons_of
+from .exceptions import TRANSIENT_REASONS, AutoIncrementError, ContentionError, reasons_of
 from .signals import contention_failed, notify, race_lost
 from .strategies import _UNKNOWN, ChainId, Claim
 
@@ -576,9 +576,10 @@ def spent(opts: Options, losses: int, began: float) -> bool:
 
 
 def _conflict(exc: Exception) -> bool:
-    """Whether a refused write was refused for a concurrent write (which shows no item), not a condition."""
+    """Whether a refused write was refused for the moment (a concurrent write, throttling: these show no
+    item), not by a condition."""
     reasons = [r for r in reasons_of(exc) if r is not None]
-    return not reasons or any(r.code == CONFLICT for r in reasons)
+    return not reasons or any(r.code in TRANSIENT_REASONS for r in reasons)
 
 
 def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str]:

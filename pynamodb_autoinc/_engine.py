@@ -4,12 +4,14 @@
 their items to :func:`commit` as one :class:`Write`. Building a request and
 reading its answer are kept apart from sending it:
 
-- :meth:`Write.request` builds the request: a PutItem for a lone item, or a
-  TransactWriteItems holding the items and one counter swap per chain of
-  gapless claims (see :mod:`pynamodb_autoinc.strategies`);
+- :meth:`Write.request` builds the request: a PutItem for a lone item whose
+  value the counter gave (fast, block), or a TransactWriteItems holding the
+  items and one counter swap per chain of gapless claims (see
+  :mod:`pynamodb_autoinc.strategies`), with a ClientRequestToken;
 - :meth:`Write.verdict` reads a failed answer: applied after all (the answer
-  to our own write was lost), a lost race to retry, or the error that names
-  the item;
+  to our own write was lost: told by the token, or by the value only this
+  writer claimed, never by equal content), a lost race or a passing failure
+  to retry, or the error that names the item;
 - :func:`commit` has :func:`_transport.drive` send it, retrying lost races
   as the contest decides, and commits the claims, or releases them on any
   other exit.
@@ -33,7 +35,7 @@ from . import _budget, _contention, _transport, strategies
 from ._options import options_for
 from .exceptions import (
     CONDITION_FAILED,
-    CONFLICT,
+    TRANSIENT_REASONS,
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
@@ -116,6 +118,8 @@ class Write:
         """Sent by its process's group commit: the only write of the process on its counter in flight."""
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
         """The counter items that refused swaps showed, by chain."""
+        self.sent: Tuple[str, Dict[str, Any]] = ("", {})
+        """The request last built: a failure whose outcome is unknown sends it again, with its token."""
 
     # -- building ---------------------------------------------------------
 
@@ -139,12 +143,17 @@ class Write:
                                                by_standing=self.by_standing, requeue=self.requeue,
                                                sequence=last.opts.sequence)
                  for _, head, last in self.chains()]
-        if self.purpose != "transaction" and len(self.puts) == 1 and not swaps:
-            return PUT_ITEM, dict(self.puts[0])
+        if self.purpose != "transaction" and len(self.puts) == 1 and not swaps \
+                and all(c.kind == "counter" for c in self.claims):
+            # a lone item whose value the counter gave this writer alone: that value tells its own write apart
+            self.sent = PUT_ITEM, dict(self.puts[0])
+            return self.sent
         items = ([{"ConditionCheck": c} for c in self.checks] + [{"Delete": d} for d in self.deletes]
                  + [{"Put": p} for p in self.puts] + [{"Update": u} for u in [*self.updates, *swaps]])
+        # the token tells this write apart: DynamoDB answers a resend of an applied transaction with success
         token = self.token if self.token is not None else uuid.uuid4().hex
-        return TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
+        self.sent = TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
+        return self.sent
 
     def retake(self, current: Dict[ChainId, Any]) -> None:
         """After a lost race, claim again from the counter values it showed (``current``, by chain)."""
@@ -173,21 +182,26 @@ class Write:
         first_swap = first_put + len(self.puts) + len(self.updates)
         reasons += [None] * (first_swap + len(chains) - len(reasons))
         ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
-        if was_retried(exc) and any(same_item(getattr(reasons[i], "raw_item", None), self.puts[i - first_put][ITEM])
-                                    for i in ours):
-            return APPLIED  # our own write, applied before its answer was lost; the resend found it
+        if was_retried(exc) and self.sent[0] == PUT_ITEM and reasons[first_put] is not None \
+                and reasons[first_put].raw_item is not None:  # type: ignore[union-attr]
+            # a lone put of a value the counter gave this writer alone, resent: the item under it is ours,
+            # applied before its answer was lost (and perhaps changed since). A transaction is told apart by
+            # its token instead: DynamoDB answers a resend of an applied one with success, never a refusal.
+            return APPLIED
         current: Dict[ChainId, Any] = {}
         lost, blocking, taken = False, [], []
         for i, reason in enumerate(reasons):
             if reason is None:
                 continue
-            if i >= first_swap and reason.code in (CONDITION_FAILED, CONFLICT):
+            if reason.code in TRANSIENT_REASONS:
+                lost = True  # throttled, or a concurrent transaction touched an item: nothing applied, send again
+                if i >= first_swap:
+                    current[chains[i - first_swap][0]] = _UNKNOWN
+            elif i >= first_swap and reason.code == CONDITION_FAILED:
                 chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
                 if reason.raw_item is not None:
                     self.counter_items[chain] = reason.raw_item
-                current[chain] = counter_value(last, reason) if reason.code == CONDITION_FAILED else _UNKNOWN
-            elif reason.code == CONFLICT:
-                lost = True  # a concurrent transaction touched an item: send it again
+                current[chain] = counter_value(last, reason)
             elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
                 taken.append(i)  # the value is stored already
             else:
@@ -218,15 +232,29 @@ class Write:
         try:  # read where the write went (in gapless mode with a home region, the home region's endpoint)
             stored = _transport.get(self.connection, model.Meta.table_name, hash_key, range_key)
         except Exception as read_error:
-            raise WriteOutcomeUnknownError(
-                f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "
-                f"and checking whether it landed failed too ({error_code(read_error) or type(read_error).__name__})"
-                "; it may be stored: read it before saving again, or the record may be stored twice",
-                exc,
-            ) from read_error
-        if same_item(stored, self.puts[entry.index][ITEM]):
-            return APPLIED
-        raise self.failure(exc, [], [])
+            raise self._unknown(entry, exc, read_error) from read_error
+        if stored is None:
+            raise self.failure(exc, [], [])  # not stored: not applied
+        operation, kwargs = self.sent
+        if operation == PUT_ITEM:
+            return APPLIED  # stored under the value the counter gave this writer alone: ours
+        try:  # the item may be another writer's: the transaction's token tells. Resent with it, DynamoDB
+            # answers success if it was applied (or applies it now), and refuses it if it was not
+            self.send(operation, kwargs)
+        except BOTOCORE_EXCEPTIONS as again:
+            if error_code(again) in ("TransactionCanceledException", REPLICATED_WRITE_CONFLICT):
+                return self.verdict(again)
+            raise self._unknown(entry, exc, again) from again
+        return APPLIED
+
+    def _unknown(self, entry: Entry, exc: Exception, check: Exception) -> WriteOutcomeUnknownError:
+        """The error for a write that got no answer, when checking whether it landed failed too."""
+        return WriteOutcomeUnknownError(
+            f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "
+            f"and checking whether it landed failed too ({error_code(check) or type(check).__name__})"
+            "; it may be stored: read it before saving again, or the record may be stored twice",
+            exc,
+        )
 
     # -- errors ---------------------------------------------------------------
 

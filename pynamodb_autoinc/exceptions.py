@@ -62,6 +62,9 @@ def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
 CONDITION_FAILED = "ConditionalCheckFailed"
 #: The cancellation reason of an item that a concurrent transaction touched.
 CONFLICT = "TransactionConflict"
+#: The cancellation reasons of an item that failed for the moment, with nothing applied: a concurrent
+#: transaction touched it, or the table's (or partition's) throughput was exceeded. Sent again, it may pass.
+TRANSIENT_REASONS = (CONFLICT, "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:

@@ -14,6 +14,7 @@ from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
 import tests.fake_aws  # noqa: F401  (dummy AWS settings)
+import tests.moto_tokens  # noqa: F401  (moto keeps transaction tokens, as DynamoDB does)
 from pynamodb_autoinc import AutoIncrementMixin, NextId
 from pynamodb_autoinc.counter import bind_counter
 from pynamodb_autoinc.testing import reset_state

@@ -10,7 +10,7 @@ library's own code is not touched.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 from botocore.awsrequest import AWSResponse
@@ -28,6 +28,22 @@ OPERATIONS = {"fast": ("UpdateItem", "PutItem"), "gapless": ("GetItem", "Transac
 
 # The faults are planned per request of a mode's save: the two requests of fast and gapless mode.
 pytestmark = pytest.mark.modes("fast", "gapless")
+
+
+#: The messages DynamoDB sends with a transaction's cancellation reasons.
+MESSAGES = {
+    "ThrottlingError": "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically "
+                       "scaling your table or index so please try again shortly.",
+    "ProvisionedThroughputExceeded": "The level of configured provisioned throughput for the table was exceeded. "
+                                     "Consider increasing your provisioning level with the UpdateTable API",
+    "TransactionConflict": "Transaction is ongoing for the item",
+}
+
+
+def _operation(request: Any) -> str:
+    """The DynamoDB operation a botocore request calls."""
+    target = request.headers["X-Amz-Target"]
+    return str(target.decode() if isinstance(target, bytes) else target).split(".")[-1]
 
 
 class _Body:
@@ -52,26 +68,45 @@ class Faults:
         self.sent: List[Tuple[str, Optional[str]]] = []
         self.fired: List[Tuple[str, str]] = []
         self.http = URLLib3Session()
+        self.pending: Dict[str, Callable[[], Any]] = {}
         self.clients = list({id(c): c for c in (m._get_connection().connection.client for m in models)}.values())
+        from moto.core.models import botocore_stubber
+
+        # botocore calls every before-send handler, and takes the first answer: moto's would apply a request
+        # that a fault answers. While moto mocks, the hook alone reaches it (:meth:`apply`).
+        self.moto = botocore_stubber.enabled
         for client in self.clients:
             client.meta.events.register_first("before-send.dynamodb", self.hook)
+            if self.moto:
+                client.meta.events.unregister("before-send", botocore_stubber)
 
     def remove(self) -> None:
+        from moto.core.models import botocore_stubber
+
         for client in self.clients:
             client.meta.events.unregister("before-send.dynamodb", self.hook)
+            if self.moto:
+                client.meta.events.register("before-send", botocore_stubber)
+        self.moto = False
+
+    def before_resend(self, operation: str, action: Callable[[], Any]) -> None:
+        """Run ``action()`` once, just before ``operation`` is sent again after a fault fired on it (as
+        another writer would, between the two tries)."""
+        self.pending[operation] = action
 
     def inject(self, operation: str, kind: str, times: int = 1) -> None:
         """Answer the next ``times`` sends of ``operation`` (after any faults already planned) with ``kind``."""
         self.plan.setdefault(operation, []).extend([kind] * times)
 
     def hook(self, request: Any, **_: Any) -> Optional[AWSResponse]:
-        target = request.headers["X-Amz-Target"]
-        operation = (target.decode() if isinstance(target, bytes) else target).split(".")[-1]
+        operation = _operation(request)
+        if operation in self.pending and any(op == operation for op, _ in self.fired):
+            self.pending.pop(operation)()
         body = json.loads(request.body or b"{}")
         self.sent.append((operation, body.get("ClientRequestToken")))
         planned = self.plan.get(operation)
         if not planned:
-            return None
+            return self.apply(request) if self.moto else None
         kind = planned.pop(0)
         self.fired.append((operation, kind))
         if kind == "drop-after-commit":
@@ -79,18 +114,35 @@ class Faults:
             raise ConnectionClosedError(endpoint_url=request.url)
         if kind == "no-answer":
             raise ConnectionClosedError(endpoint_url=request.url)  # never reaches the server
+        if kind.startswith("cancel:"):  # cancel:<reason code>:<item index> (-1: the last item)
+            return self.cancelled(request, body, *kind.split(":")[1:])
         status, code = self.ERRORS[kind]
         payload = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}).encode()
         return AWSResponse(request.url, status, {"x-amzn-RequestId": "fault"}, _Body(payload))
 
-    def apply(self, request: Any) -> None:
-        """Have the server apply ``request``: moto's in-process backend while it is mocking, else over HTTP."""
+    @staticmethod
+    def cancelled(request: Any, body: Dict[str, Any], code: str, index: str) -> AWSResponse:
+        """A TransactionCanceledException as DynamoDB sends it: reason ``code`` on the item at ``index``,
+        ``"None"`` on the items that did not fail; nothing applied."""
+        reasons: List[Dict[str, str]] = [{"Code": "None"} for _ in body["TransactItems"]]
+        reasons[int(index)] = {"Code": code, "Message": MESSAGES[code]}
+        codes = ", ".join(r["Code"] for r in reasons)
+        payload = json.dumps({
+            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+            "CancellationReasons": reasons}).encode()
+        return AWSResponse(request.url, 400, {"x-amzn-RequestId": "fault"}, _Body(payload))
+
+    def apply(self, request: Any) -> Any:
+        """Have the server apply ``request`` and return its answer: moto's in-process backend while it is
+        mocking, else over HTTP."""
         from moto.core.models import botocore_stubber
 
         if botocore_stubber.enabled:
-            assert botocore_stubber("before-send.dynamodb", request) is not None, "moto did not serve the request"
-        else:
-            self.http.send(request)
+            answer = botocore_stubber("before-send.dynamodb", request)
+            assert answer is not None, "moto did not serve the request"
+            return answer
+        return self.http.send(request)
 
     def count(self, operation: str) -> int:
         return sum(1 for op, _ in self.sent if op == operation)
@@ -327,3 +379,81 @@ def test_landed_write_with_normalised_numbers_is_kept(local, lost_answers, then)
     reading.save()
     assert reading.id == 1
     assert [(r.id, r.value) for r in Reading.scan(consistent_read=True)] == [(1, 5)]
+# -- what tells a write's own resend apart, and the reasons a transaction is cancelled for ------------------
+
+def put_raw(model: Any, item: Any) -> None:
+    """Store ``item`` as another writer would, around the library."""
+    model._get_connection().connection.client.put_item(TableName=model.Meta.table_name, Item=item.serialize())
+
+
+@pytest.mark.modes("gapless", "query")
+def test_resend_does_not_take_a_rivals_equal_item_for_its_own(make_model, mode, faults_for):
+    """A write whose first try never arrived, resent after another writer stored an item of the same content
+    under the value it claimed, is not taken as applied: it is stored under the next value."""
+    from pynamodb.attributes import UnicodeAttribute
+
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=2)
+    opts = User.autoinc_options()
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "no-answer")
+
+    def rival() -> None:
+        put_raw(User, User(id=1, name="Kirk"))
+        if mode == "gapless":
+            assert opts.counter.compare_and_set(opts.key, None, 1, opts.sequence)
+
+    faults.before_resend("TransactWriteItems", rival)
+    user = User(name="Kirk")
+    user.save()
+    assert user.id == 2
+    assert sorted((u.id, u.name) for u in User.scan(consistent_read=True)) == [(1, "Kirk"), (2, "Kirk")]
+
+
+@pytest.mark.modes("fast", "block")
+def test_lost_answer_of_a_put_changed_before_the_resend(make_model, faults_for):
+    """A put applied whose answer was lost, its item changed before the resend, is the success it was (its
+    value was the counter's to this writer alone): the ID stays, and saving again stores no second record."""
+    from pynamodb.attributes import UnicodeAttribute
+
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=2)
+    faults = faults_for(User)
+    faults.inject("PutItem", "drop-after-commit")
+    faults.before_resend("PutItem", lambda: put_raw(User, User(id=1, name="edited")))
+    user = User(name="Kirk")
+    user.save()
+    assert user.id == 1
+    user.save()
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "Kirk")]
+
+
+def _write(path: str, model: Any, users: List[Any]) -> None:
+    from pynamodb_autoinc import TransactWrite
+
+    if path == "save":
+        users[0].save()
+    elif path == "save_all":
+        model.save_all(users)
+    else:
+        with TransactWrite(connection=model._get_connection().connection) as tx:
+            for user in users:
+                tx.save(user)
+
+
+@pytest.mark.modes("fast", "gapless", "query")
+@pytest.mark.parametrize("code", ["ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded"])
+@pytest.mark.parametrize("index", [0, -1], ids=["first-item", "last-item"])
+@pytest.mark.parametrize("path", ["save", "save_all", "transaction"])
+def test_transient_cancellation_reason_is_retried(make_model, mode, code, index, path, faults_for):
+    """A transaction cancelled for a reason that passes (throttling, a conflict) on any item, "None" on the
+    others, is sent again: every item is stored once, under the IDs the instances hold."""
+    if mode == "fast" and path == "save":
+        pytest.skip("a lone fast save is a PutItem, not a transaction")
+    User = make_model("User")
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", f"cancel:{code}:{index}")
+    users = [User()] if path == "save" else [User(), User()]
+    _write(path, User, users)
+    assert faults.fired == [("TransactWriteItems", f"cancel:{code}:{index}")]
+    ids = [u.id for u in users]
+    assert None not in ids and len(set(ids)) == len(ids)
+    assert sorted(ids) == sorted(u.id for u in User.scan(consistent_read=True))

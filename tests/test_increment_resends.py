@@ -113,18 +113,9 @@ def test_rival_counting_before_the_resend(backend: Backend, faults):
     fault = faults(counter)
     fault.inject("UpdateItem", "drop-after-commit")
     rival: List[int] = []
-
-    def before_resend(**_: Any) -> None:
-        if fault.fired and not rival:
-            rival.append(0)
-            rival[0] = in_thread(lambda: counter.increment("hits", period=None, by=10))
-
-    client = counter._get_connection().connection.client
-    client.meta.events.register_first("before-send.dynamodb", before_resend)  # after the fault's hook
-    try:
-        mine = counter.increment("hits", period=None, by=2)
-    finally:
-        client.meta.events.unregister("before-send.dynamodb", before_resend)
+    fault.before_resend("UpdateItem", lambda: rival.append(in_thread(
+        lambda: counter.increment("hits", period=None, by=10))))
+    mine = counter.increment("hits", period=None, by=2)
     assert rival == [13]  # 1, ours 2, the rival's 10
     assert mine == 13
     assert counter.current("hits", period=None) == 13

@@ -27,8 +27,7 @@ it a step, together with what happens to that request:
     first attempt: botocore resends a transaction with its
     ``ClientRequestToken``, and DynamoDB answers a resend of an applied
     transaction from that token, never with a conflict. (moto does not keep
-    tokens and applies a resend again; the library then recognises its own
-    item in the cancellation reasons.)
+    tokens; ``tests/moto_tokens.py`` makes it answer as DynamoDB does.)
 
 Only the granted thread runs; every other client is blocked in the hook or
 finished, so moto (which has no request locking) only ever sees one request at

@@ -12,6 +12,7 @@ from pynamodb.connection import Connection
 from pynamodb.models import Model
 
 import tests.fake_aws  # noqa: F401  (dummy AWS settings)
+import tests.moto_tokens  # noqa: F401  (moto keeps transaction tokens, as DynamoDB does)
 from pynamodb_autoinc import AutoIncrementMixin, NextId, regions
 
 from .scheduler import Interposer
