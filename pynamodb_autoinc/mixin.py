@@ -302,11 +302,13 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         _distinct(cls, taken.instance, keys, items, saved, new_ids)
                 spent = {id(c.instance): c for c in claims}
                 for claiming, chunk in chunks:
+                    # a transaction at a time: one that fits is written even when a later one will not
+                    asking = [item for item in chunk if id(item) in new_ids]
                     entries: List[Entry] = []
                     for index, item in enumerate(chunk):
                         claim = spent.get(id(item))
                         if claiming and claim is None:
-                            claim = _take(item, opts, [e.claim for e in entries if e.claim], fresh, saved)
+                            claim = _take(item, opts, [e.claim for e in entries if e.claim], asking, saved)
                             claims.append(claim)
                             _distinct(cls, item, keys, items, saved, new_ids)
                         entries.append(Entry(item, claim, index))
@@ -318,7 +320,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         unknown.extend(chunk)
                         raise
                     except SequenceExhaustedError as exc:  # a lost race showed a counter with too few values left
-                        raise _exhausted(opts, [e.claim for e in entries if e.claim], fresh, saved, exc,
+                        raise _exhausted(opts, [e.claim for e in entries if e.claim], asking, saved, exc,
                                          chunk[0]) from exc
                     saved.extend(chunk)
         except BaseException as exc:
@@ -523,8 +525,9 @@ def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], 
     """``save_all()``'s claim for a new item in a chunk.
 
     The first claim of a counter (or partition) in a chunk checks that every
-    new item of the call left on it fits before the sequence's end bound, so
-    that a call asking for more values than are left writes nothing.
+    new item of the chunk (``fresh``) on it fits before the sequence's end
+    bound, so that a transaction asking for more values than are left is not
+    sent; the transactions before it are written.
 
     :raises SequenceExhaustedError: too few values are left; ``last`` is the counter's value (the partition's
         last value), as a single save's error says
