@@ -45,9 +45,8 @@ from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError, error_code
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others, send_after_save
 from .sequence import NUMBER_LIMIT
-from .signals import send_after_save
 
 _T = TypeVar("_T", bound=Model)
 

@@ -58,9 +58,8 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others
+from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others, send_after_save
 from .sequence import NUMBER_LIMIT, number_text
-from .signals import send_after_save
 
 _T = TypeVar("_T", bound="HistoryMixin")
 

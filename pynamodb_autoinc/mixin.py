@@ -31,7 +31,7 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _engine, _group, regions, strategies
+from . import _engine, _group, regions, signals, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import Options, check_options, options_for
@@ -52,7 +52,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     reasons_of,
 )
-from .signals import after_save, before_save, send_after_save
+from .signals import before_save
 from .strategies import Claim
 
 _T = TypeVar("_T", bound=Model)
@@ -413,9 +413,11 @@ def _mark_stored(instance: Model) -> None:
         instance.__dict__[_STORED] = getattr(instance, options_for(type(instance)).attribute)
 
 
-def _stored(sender: Type[Model], *, instance: Model, **_: Any) -> None:
-    """The library's :data:`after_save` receiver: the instance now holds a stored item's ID."""
+def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
+    """The instance's write committed: record that it holds a stored item's ID, then send
+    :data:`~pynamodb_autoinc.signals.after_save` (every write path of the library ends here)."""
     _mark_stored(instance)
+    signals.send_after_save(sender, instance=instance, **kwargs)
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:
@@ -445,7 +447,6 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
 
 assign_id._autoinc_runs_last = True  # type: ignore[attr-defined]
 before_save.connect(assign_id, weak=False)
-after_save.connect(_stored, weak=False)
 
 
 def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:

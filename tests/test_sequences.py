@@ -19,6 +19,7 @@ from pynamodb.signals import pre_dynamodb_send
 from pynamodb_autoinc import (
     AutoIncrementMixin,
     NextId,
+    after_save,
 )
 from pynamodb_autoinc.counter import RESERVED_PREFIX
 from pynamodb_autoinc.exceptions import (
@@ -284,6 +285,24 @@ def test_editing_a_read_item_of_last_year_leaves_this_years_counter(receipt_mode
         Receipt.save_all([Receipt.get("r3")])
         assert save_many(Receipt, 1, pk="n1") + save_many(Receipt, 1, pk="n2") == [1, 2]
     assert counter_value(Receipt, f"{Receipt.Meta.table_name}#2026") == last_year
+
+
+def test_an_edit_is_known_when_an_after_save_receiver_fails(receipt_model):
+    """A failing after_save receiver (logged, the save returns) does not make the saved receipt's next save,
+    in 2027, look like an ID set by hand: 2027's numbers still go 1, 2."""
+    Receipt = receipt_model
+
+    def broken(sender: Any, **_: Any) -> None:
+        raise RuntimeError("receiver failed")
+
+    with after_save.connected_to(broken, sender=Receipt):
+        with clock.frozen(datetime(2026, 12, 30)):
+            old = [Receipt(pk=f"r{n}") for n in range(5)]
+            for receipt in old:
+                receipt.save()
+        with clock.frozen(datetime(2027, 1, 2)):
+            old[4].save()
+            assert save_many(Receipt, 1, pk="n1") + save_many(Receipt, 1, pk="n2") == [1, 2]
 
 
 def test_an_id_set_by_hand_is_tracked_on_this_periods_counter(receipt_model):
