@@ -152,19 +152,15 @@ def test_gapless_asking_more_than_is_left_after_another_writer(make_model):
 
 
 @pytest.mark.modes('gapless')
-def test_gapless_asking_more_than_is_left_over_several_transactions_writes_nothing(make_model):
-    """Gapless: a save_all() of 160 new items (two transactions of 99 and 61) with 150 values left is refused
-    before the first transaction is sent: nothing is written, not even the 99 that fit."""
-    Item = make_model("Item", autoinc_max=200)
-    opts = Item.autoinc_options()
-    opts.counter.setval(opts.key, 50)
-    items = [Item() for _ in range(160)]
-    with pytest.raises(SequenceExhaustedError, match="asked for 160 values.*only 150 are left") as info:
+def test_gapless_refusal_after_a_transaction_landed_says_the_counters_value(make_model):
+    """Gapless: a save_all() of 150 with 120 values left stores its first transaction (99 items and the swap);
+    the rest is refused with ``last`` 99, the counter's value then, not the last value the refused claims took."""
+    Item = make_model("Item", autoinc_max=120)
+    items = [Item() for _ in range(150)]
+    with pytest.raises(SequenceExhaustedError, match="asked for 51 values.*only 21 are left") as info:
         Item.save_all(items)
-    assert isinstance(info.value, BulkSequenceExhaustedError) and info.value.saved == []
-    assert info.value.last == 50
-    assert [i.id for i in items] == [None] * 160
-    assert list(Item.scan(consistent_read=True)) == [] and _currval(Item) == 50
+    assert info.value.last == 99 == _currval(Item)
+    assert [i.id for i in items[99:]] == [None] * 51
 
 
 # -- every new instance not written keeps no ID ---------------------------------------------------------------
