@@ -523,34 +523,15 @@ def _as_new(instance: Model) -> None:
 
 
 def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
-    """``save_all()``'s claim for a new item in a chunk.
+    """``save_all()``'s claim for a new item in a chunk (``pending``: the chunk's claims so far).
 
-    The first claim of a counter (or partition) in a chunk checks that every
-    new item of the chunk (``fresh``) on it fits before the sequence's end
-    bound, so that a transaction asking for more values than are left is not
-    sent; the transactions before it are written.
-
-    :raises SequenceExhaustedError: too few values are left; ``last`` is the counter's value (the partition's
-        last value), as a single save's error says
+    :raises SequenceExhaustedError: too few values are left for the call's new items on the counter (or
+        partition); ``last`` is the counter's value (the partition's last value), as a single save's error says
     """
     try:
-        claim = strategies.take(item, opts, pending)
+        return strategies.take(item, opts, pending)
     except SequenceExhaustedError as exc:
         raise _exhausted(opts, pending, fresh, saved, exc, item) from exc
-    if opts.sequence.cycle or any(c.chain == claim.chain for c in pending):
-        return claim
-    asked = len(_unsaved_on(claim.key, opts, fresh, saved))
-    if asked > opts.sequence.remaining(_before(claim)) and claim.kind == "swap":
-        try:  # the value this process remembers may be stale: read the counter before refusing
-            strategies.retake([claim], {})
-        except SequenceExhaustedError as exc:
-            claim.release()
-            raise _exhausted(opts, [], fresh, saved, exc, item) from exc
-    last = _before(claim)
-    if asked > opts.sequence.remaining(last):
-        claim.release()
-        raise _too_few(opts, claim.key, asked, last)
-    return claim
 
 
 def _unsaved_on(key: str, opts: Options, fresh: List[Model], saved: List[Model]) -> List[Model]:
@@ -569,15 +550,6 @@ def _before(head: Claim) -> Optional[int]:
     return previous if head.opts.sequence.contains(previous) else None
 
 
-def _too_few(opts: Options, key: str, asked: int, last: Optional[int],
-             exc: Optional[SequenceExhaustedError] = None) -> SequenceExhaustedError:
-    """The error for ``save_all()`` asking ``key`` for ``asked`` values when the sequence's last value was ``last``."""
-    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last),
-                               exc if exc is not None else SequenceExhaustedError(last=last))
-    error.last = last
-    return error
-
-
 def _exhausted(opts: Options, chain: List[Claim], fresh: List[Model], saved: List[Model],
                exc: SequenceExhaustedError, item: Model) -> SequenceExhaustedError:
     """``save_all()``'s error when ``item``'s claim, after the claims ``chain`` of its chunk on the same counter
@@ -589,7 +561,10 @@ def _exhausted(opts: Options, chain: List[Claim], fresh: List[Model], saved: Lis
     asked = len(_unsaved_on(key, opts, fresh, saved))
     if asked <= 1 or asked > opts.sequence.size:
         return exc  # one value asked for, or more than the whole sequence holds: the error says so already
-    return _too_few(opts, key, asked, _before(head) if head is not None else exc.last, exc)
+    last = _before(head) if head is not None else exc.last
+    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last), exc)
+    error.last = last
+    return error
 
 
 def _key(item: Model) -> Optional[Tuple[Any, ...]]:
