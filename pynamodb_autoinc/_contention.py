@@ -532,10 +532,21 @@ class Contest:
                   claim and type(claim.instance).__name__, seconds, self.losses, self.ticket, claim and claim.key)
         _budget.clock.sleep(seconds)
 
-    def check(self, exc: Exception) -> None:
-        """Raise the contention error if the retries or the time are used up."""
+    def passing(self, exc: Exception) -> None:
+        """After a failure that passes (throttled, or a conflict on an item; nothing applied), for a write that
+        may not claim other values: wait the budget's backoff before it is sent again as it was.
+
+        Raises the write's contention error once the budget is spent.
+        """
+        self.losses += 1
+        self.check(exc, same_values=True)
+        self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
+
+    def check(self, exc: Exception, *, same_values: bool = False) -> None:
+        """Raise the contention error if the retries or the time are used up (or the write may not be sent
+        again with other values, unless ``same_values``)."""
         opts = self.write.claims[0].opts if self.write.claims else None
-        if opts is None or not self.write.retry or spent(opts, self.losses, self.began):
+        if opts is None or not (self.write.retry or same_values) or spent(opts, self.losses, self.began):
             self.give_back()
             elapsed = _budget.clock.monotonic() - self.began
             error = self.write.contention(exc, self.losses, elapsed)

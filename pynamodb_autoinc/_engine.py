@@ -63,6 +63,10 @@ TRANSACTION_LIMIT = 100
 APPLIED: Any = object()
 """A verdict: the request was applied, though its answer said otherwise or never came."""
 
+PASSING: Any = object()
+"""A verdict: nothing was applied and nothing learned (throttled, or a concurrent transaction touched an item):
+the same request may pass if sent again, with the same values."""
+
 
 class Resend(Dict[ChainId, Any]):
     """A verdict: send again with these counter values; no race was lost (a group dropped a failed item)."""
@@ -213,6 +217,9 @@ class Write:
                 lost = True
             else:
                 blocking.append(i)
+        if lost and not taken and not blocking and not self.retry and self.claims \
+                and all(value is _UNKNOWN for value in current.values()):
+            return PASSING  # a write that may not claim other values: no counter moved, send it as it is
         if (lost or current) and not blocking and self.claims:
             return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
         return self.blocked(exc, reasons, sorted(blocking), current)
@@ -463,6 +470,9 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         outcome = self.write.verdict(exc)
         if outcome is APPLIED:
             return {}
+        if outcome is PASSING:
+            self.contest.passing(exc)
+            return None
         if not isinstance(outcome, Resend):
             outcome = self.contest.lost(exc, outcome)
         self.write.retake(outcome)
