@@ -25,6 +25,7 @@ import contextlib
 import functools
 import importlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -55,6 +56,8 @@ EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
 _T = TypeVar("_T", bound=Model)
 
+log = logging.getLogger(__name__)
+
 
 class CommandError(Exception):
     """A problem the command reports on stderr, exiting with status 1."""
@@ -75,7 +78,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _resolve_model(parser, args)
     try:
         try:
-            with _answers_checked():
+            with _answers_checked(), _logged(args.verbose):
                 return int(args.run(args) or 0)
         except (PynamoDBException, *BOTOCORE_EXCEPTIONS) as exc:
             html = _html_answer(exc)
@@ -92,6 +95,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+@contextlib.contextmanager
+def _logged(verbose: int) -> Iterator[None]:
+    """With -v, the ``pynamodb_autoinc`` log at INFO (with -vv, DEBUG) goes to stderr while the command runs."""
+    if not verbose:
+        yield
+        return
+    logger = logging.getLogger("pynamodb_autoinc")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -202,7 +224,8 @@ def _fix_for(exc: BaseException) -> str:
     names = {c.__name__ for e in seen for c in type(e).__mro__}
     code = error_code(exc)
     if "NoRegionError" in names:
-        return "; name the AWS region with --region (or set AWS_DEFAULT_REGION)"
+        return ("; name the AWS region with --region (or set AWS_DEFAULT_REGION), or the endpoint with --host "
+                "(DynamoDB Local's URL, such as http://127.0.0.1:8000)")
     if "NoCredentialsError" in names:
         return ("; give AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); "
                 "DynamoDB Local takes any")
@@ -268,6 +291,8 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--region", default=default,
                         help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
     parser.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
+    parser.add_argument("-v", "--verbose", action="count", default=0 if default is None else default,
+                        help="show the library's log on stderr: -v what it changes, -vv every step (DEBUG)")
 
 
 def _model_options(parser: argparse.ArgumentParser, command: str) -> None:
@@ -427,7 +452,9 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
 def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
     """The counter model the command reaches: the model's, or the table named by --table (NextId) at --host and
     --region; its answers checked (:func:`_watched`)."""
-    return _watched(_counter_model(args, model))
+    counter = _watched(_counter_model(args, model))
+    log.debug("counter table %r%s", counter.Meta.table_name, _where(counter))
+    return counter
 
 
 def _counter_model(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:

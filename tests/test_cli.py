@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import socket
@@ -719,6 +720,37 @@ def test_the_fix_for_a_missing_counter_table_at_a_models_host_works(moto_server,
     item = model()
     item.save()
     assert item.id == 1
+
+
+@pytest.mark.backends()  # no request is answered
+def test_list_without_an_endpoint_names_region_and_host(monkeypatch, capsys, aws_credentials):
+    """list with no region and no host anywhere: exit 1, naming both --region and --host."""
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    code, _, err = run(capsys, "list")
+    assert code == 1
+    assert "--region" in err and "--host" in err
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("flag, levels", [([], set()), (["-v"], {"INFO"}), (["-vv"], {"INFO", "DEBUG"}),
+                                          (["--verbose"], {"INFO"})], ids=["quiet", "-v", "-vv", "--verbose"])
+def test_verbose_shows_the_librarys_log(make_model, monkeypatch, capsys, backend, aws_credentials, flag, levels):
+    """-v shows the library's log at INFO on stderr (what the command changed), -vv at DEBUG too; without it
+    stderr stays empty. The option may also follow the command."""
+    model = make_model("Item")
+    spec = importable(monkeypatch, "Logged", model)
+    for where in ("before", "after"):
+        argv = [*reach(backend), *flag, "set", "5", "--model", spec] if where == "before" else \
+            [*reach(backend), "set", "5", "--model", spec, *flag]
+        code, _, err = run(capsys, *argv)
+        assert code == 0, err
+        shown = {line.split()[0] for line in err.splitlines()}
+        assert shown == levels, (where, err)
+        if levels:
+            assert f"INFO pynamodb_autoinc.counter: counter '{model.autoinc_options().key}'" in err
+    assert logging.getLogger("pynamodb_autoinc").handlers == []
 
 
 @pytest.mark.modes("fast")
