@@ -10,7 +10,8 @@ release); its Meta settings pick the endpoint, the counter table and the
 counter key, unless ``--host`` or ``--region`` say otherwise. ``--host``,
 ``--region`` and ``--table`` may follow the command too. ``seed``, ``set``,
 ``restart`` and ``alter`` take ``--dry-run``: they print what would change
-and write nothing. ``--version`` prints the version.
+and write nothing. ``-v`` shows the library's log on stderr (``-vv``: every
+step). ``--version`` prints the version.
 
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
