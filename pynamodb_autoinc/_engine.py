@@ -587,7 +587,7 @@ def exists_advice(entry: Entry) -> str:
                 "before the sequence reaches them again, or widen its bounds")
     return (f"an item with this key already exists and was not overwritten; the counter {claim.key!r} is behind "
             f"the IDs already stored: raise it to the largest stored ID with "
-            f"{claim.opts.counter.__name__}.setval({claim.key!r}, N)")
+            f"{claim.opts.counter._reached_as()}.setval({claim.key!r}, N)")
 
 
 def _failed_with(exc: Exception, instance: Optional[Model]) -> str:

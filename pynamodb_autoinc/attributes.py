@@ -288,8 +288,8 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                     BulkItemExistsError, f"{cls.__name__}.save_all(): {len(fresh)} of {len(items)} saved; the "
                     f"explicit {_describe(taken)} has the key that a new instance of the same call was given, and "
                     "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
-                    f"Save it on its own, raise the counter past it first ({opts.counter.__name__}.setval), or set "
-                    "Meta.autoinc_track_explicit", items, fresh)
+                    f"Save it on its own, raise the counter past it first ({opts.counter._reached_as()}.setval), or "
+                    "set Meta.autoinc_track_explicit", items, fresh)
         for item in explicit:
             item.save()
 

@@ -10,7 +10,8 @@ release); its Meta settings pick the endpoint, the counter table and the
 counter key, unless ``--host`` or ``--region`` say otherwise. ``--host``,
 ``--region`` and ``--table`` may follow the command too. ``seed``, ``set``,
 ``restart`` and ``alter`` take ``--dry-run``: they print what would change
-and write nothing. ``--version`` prints the version.
+and write nothing. ``-v`` shows the library's log on stderr (``-vv``: every
+step). ``--version`` prints the version.
 
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
@@ -25,12 +26,13 @@ import contextlib
 import functools
 import importlib
 import json
+import logging
 import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type, TypeVar
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
@@ -53,6 +55,10 @@ from .sequence import SequenceOptions
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
+_T = TypeVar("_T", bound=Model)
+
+log = logging.getLogger(__name__)
+
 
 class CommandError(Exception):
     """A problem the command reports on stderr, exiting with status 1."""
@@ -73,7 +79,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _resolve_model(parser, args)
     try:
         try:
-            with _answers_checked():
+            with _answers_checked(), _logged(args.verbose):
                 return int(args.run(args) or 0)
         except (PynamoDBException, *BOTOCORE_EXCEPTIONS) as exc:
             html = _html_answer(exc)
@@ -90,6 +96,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         print(f"error: {str(exc).rstrip('.')}{_fix_for(exc)}", file=sys.stderr)
         return EXIT_ERROR
+
+
+@contextlib.contextmanager
+def _logged(verbose: int) -> Iterator[None]:
+    """With -v, the ``pynamodb_autoinc`` log at INFO (with -vv, DEBUG) goes to stderr while the command runs."""
+    if not verbose:
+        yield
+        return
+    logger = logging.getLogger("pynamodb_autoinc")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -131,33 +156,49 @@ def _answers_checked() -> Iterator[None]:
     server. botocore would otherwise report it as an error coded with the
     HTTP status and the page as its message, or, for a 200 answer, as an
     empty result.
+
+    :func:`_watched` registers the check on the client of each table the
+    command reaches (a handler of the client's own events: nothing of
+    PynamoDB or botocore is replaced); it is unregistered when the command
+    ends, so that a command run in a process leaves its models' clients as
+    they were.
     """
-    from pynamodb.connection import base
-
-    def check(response_dict: Dict[str, Any], **_: Any) -> None:
-        headers = response_dict.get("headers") or {}
-        content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
-        status = int(response_dict.get("status_code") or 0)
-        body = response_dict.get("body") or b""
-        # some servers label DynamoDB's JSON text/html (older moto servers do): the body decides then
-        looks_json = (body if isinstance(body, bytes) else str(body).encode()).lstrip()[:1] in (b"{", b"[")
-        # 500, 502, 503 and 504 are retried by botocore (a proxy in front of DynamoDB may answer them in HTML);
-        # if every retry gets one, _html_answer() recognises the error
-        if "json" not in content_type.lower() and not looks_json and status not in _RETRIED:
-            raise NotDynamoDBError(status, content_type)
-
-    original = base.get_session
-
-    def get_session() -> Any:
-        session = original()
-        session.register("before-parse.dynamodb", check)
-        return session
-
-    base.get_session = get_session
+    watched: List[Any] = []
+    _WATCHING.append(watched)
     try:
         yield
     finally:
-        base.get_session = original
+        _WATCHING.remove(watched)
+        for events in watched:
+            events.unregister("before-parse.dynamodb", _check_answer)
+
+
+#: The event emitters of the clients the running command has registered :func:`_check_answer` on.
+_WATCHING: List[List[Any]] = []
+
+
+def _watched(table: Type[_T]) -> Type[_T]:
+    """``table`` (a model or counter class), its client's answers checked while the command runs."""
+    if _WATCHING:
+        events = table._get_connection().connection.client.meta.events
+        if all(seen is not events for seen in _WATCHING[-1]):
+            events.register("before-parse.dynamodb", _check_answer)
+            _WATCHING[-1].append(events)
+    return table
+
+
+def _check_answer(response_dict: Dict[str, Any], **_: Any) -> None:
+    """Raise :class:`NotDynamoDBError` for an answer that is not DynamoDB's JSON."""
+    headers = response_dict.get("headers") or {}
+    content_type = str(headers.get("content-type", headers.get("Content-Type", "")))
+    status = int(response_dict.get("status_code") or 0)
+    body = response_dict.get("body") or b""
+    # some servers label DynamoDB's JSON text/html (older moto servers do): the body decides then
+    looks_json = (body if isinstance(body, bytes) else str(body).encode()).lstrip()[:1] in (b"{", b"[")
+    # 500, 502, 503 and 504 are retried by botocore (a proxy in front of DynamoDB may answer them in HTML);
+    # if every retry gets one, _html_answer() recognises the error
+    if "json" not in content_type.lower() and not looks_json and status not in _RETRIED:
+        raise NotDynamoDBError(status, content_type)
 
 
 _RETRIED = (500, 502, 503, 504)
@@ -184,7 +225,8 @@ def _fix_for(exc: BaseException) -> str:
     names = {c.__name__ for e in seen for c in type(e).__mro__}
     code = error_code(exc)
     if "NoRegionError" in names:
-        return "; name the AWS region with --region (or set AWS_DEFAULT_REGION)"
+        return ("; name the AWS region with --region (or set AWS_DEFAULT_REGION), or the endpoint with --host "
+                "(DynamoDB Local's URL, such as http://127.0.0.1:8000)")
     if "NoCredentialsError" in names:
         return ("; give AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE); "
                 "DynamoDB Local takes any")
@@ -250,6 +292,8 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--region", default=default,
                         help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
     parser.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
+    parser.add_argument("-v", "--verbose", action="count", default=0 if default is None else default,
+                        help="show the library's log on stderr: -v what it changes, -vv every step (DEBUG)")
 
 
 def _model_options(parser: argparse.ArgumentParser, command: str) -> None:
@@ -407,6 +451,14 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
 
 
 def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
+    """The counter model the command reaches: the model's, or the table named by --table (NextId) at --host and
+    --region; its answers checked (:func:`_watched`)."""
+    counter = _watched(_counter_model(args, model))
+    log.debug("counter table %r%s", counter.Meta.table_name, _where(counter))
+    return counter
+
+
+def _counter_model(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
     if model is not None and args.table is None:
         return options_for(model).counter
     meta = {"table_name": args.table or NextId.Meta.table_name}
@@ -861,7 +913,7 @@ def _check(args: argparse.Namespace) -> int:
                            "of your own")
     report: List[Dict[str, Any]] = []
     bad = False
-    counter = opts.counter if opts.sequence.cycle else None
+    counter = _watched(opts.counter) if opts.sequence.cycle else None
     for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments)):
         row = {"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
         bad = bad or bool(row["duplicates"]) or (opts.gapless and bool(row["holes"]))
@@ -1032,6 +1084,8 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     groups: Dict[str, List[int]] = {}
     skipped = 0
     lock = threading.Lock()
+
+    _watched(model)
 
     def scan(segment: int) -> None:
         nonlocal skipped

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import re
 import secrets
@@ -48,6 +49,8 @@ from .exceptions import (
 from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, _is_int
 
 _C = TypeVar("_C", bound="NextId")
+
+log = logging.getLogger(__name__)
 
 #: Called with a counter's identity (:meth:`NextId._where`) when it is set by hand (setval, restart, alter,
 #: raise_to), so that what this process holds of it is dropped; :mod:`pynamodb_autoinc.strategies`
@@ -347,6 +350,8 @@ class NextId(Model):
                                "run the command again") from None
         finally:
             cls._forget(key)
+        log.info("counter %r in table %r set to %s%s", key, cls.Meta.table_name, value,
+                 "" if sequence is None else f", options {sequence.encode()}")
 
     @classmethod
     def _forget(cls, key: str) -> None:
@@ -383,6 +388,7 @@ class NextId(Model):
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
         cls._forget(key)
+        log.info("counter %r in table %r moved to %s", key, cls.Meta.table_name, value)
         return True
 
     @classmethod

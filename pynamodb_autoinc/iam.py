@@ -71,20 +71,23 @@ def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]
     ``region``.
 
     ``region`` stands for the model's ``Meta.region`` (as the command line's ``--region`` does); ``"*"``
-    leaves the model in its ``Meta.region``, or in every region when it sets none. A table whose model sets
+    leaves the model in its ``Meta.region``, or in every region when it sets none or writes a global table
+    from several regions (``autoinc_regions``, ``autoinc_home_region``). A table whose model sets
     a region of its own, apart from the model's (a counter class with its own ``Meta.region``, a history
     model in another region), stays there. With a home region (``Meta.autoinc_home_region``) every counter
     request goes to the home region's counter table, and in gapless mode the transaction (the item put with
     it) to the home region's model table too. ``"*"`` stands for every region, the home one included.
     """
     own = getattr(model.Meta, "region", None)
-    local = (own or "*") if region == "*" else region
+    opts = options_for(model) if issubclass(model, AutoIncrementMixin) else None
+    spread = opts is not None and bool(opts.regions or opts.home_region)
+    # a global table's model runs in several regions, one Meta.region each: "*" stays every region
+    local = region if region != "*" else "*" if spread else own or "*"
     found = {table: [local] for table in required_actions(model)}
     for table, pinned in _pinned_regions(model, own).items():
         found[table] = [pinned]
-    if local == "*" or not issubclass(model, AutoIncrementMixin):
+    if local == "*" or opts is None:
         return found
-    opts = options_for(model)
     home = opts.home_region
     if home is None or home == local:
         return found

@@ -598,7 +598,7 @@ def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List
     named = [i for i in (other, item) if id(i) not in new]  # the explicit one(s)
     what = (f"the explicit {_engine.describe(named[0])} has the key that a new instance of the same call was "
             "given (an explicit ID is an ordinary put and would overwrite it); save it on its own, raise the "
-            f"counter past it first ({opts.counter.__name__}.setval), or set Meta.autoinc_track_explicit"
+            f"counter past it first ({opts.counter._reached_as()}.setval), or set Meta.autoinc_track_explicit"
             if len(named) == 1 else
             f"{_engine.describe(other)} and {_engine.describe(item)} have the same key and one would overwrite "
             "the other; save each key once")
@@ -769,11 +769,11 @@ def _clash(write: Write) -> Optional[str]:
                           "of their own")
             elif kind == "unput":
                 advice = (f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it "
-                          f"past them with {claim.opts.counter.__name__}.setval({claim.key!r}, N); if not, leave "
+                          f"past them with {claim.opts.counter._reached_as()}.setval({claim.key!r}, N); if not, leave "
                           "its key out of the transaction")
             else:
                 advice = (f"the counter {claim.key!r} is behind the IDs in use: raise it past them with "
-                          f"{claim.opts.counter.__name__}.setval({claim.key!r}, N), or set "
+                          f"{claim.opts.counter._reached_as()}.setval({claim.key!r}, N), or set "
                           "Meta.autoinc_track_explicit so that saving an ID set by hand moves it past")
             return (f"the new {model.__name__} was given {claim.opts.attribute}={value!r}, the key of {what}, and "
                     f"DynamoDB refuses two operations on one item in a transaction; {advice}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import socket
@@ -949,3 +950,91 @@ def test_a_key_that_is_not_the_models_is_refused(make_model, monkeypatch, capsys
     assert code == 1
     assert "counter 'orders#eu' is not one of Order's, whose counter keys are 'orders'" in err
     assert counter.read("orders#eu") == before
+
+
+# -- messages, --verbose, and the answers' check ---------------------------------------------------------------
+
+
+@pytest.mark.backends("moto")
+def test_the_fix_for_a_missing_counter_table_at_a_models_host_works(moto_server, capsys, aws_credentials):
+    """A model with Meta.host whose counter table is missing: the save's CounterTableMissingError names the
+    command that creates it at that host (NextId.create_table would look for a region, not the host), and
+    running that command lets the save through."""
+    from pynamodb_autoinc import AutoIncrementMixin, NextId
+    from pynamodb_autoinc.exceptions import CounterTableMissingError
+
+    table = f"counters-{uuid.uuid4().hex[:8]}"
+    counter = type("Counters", (NextId,), {"Meta": type("Meta", (), {"table_name": table})})
+    meta = type("Meta", (), {"table_name": f"hosted-{uuid.uuid4().hex[:8]}", "host": moto_server,
+                             "region": "us-east-1", "autoinc_counter": counter})
+    model: Any = type("Hosted", (AutoIncrementMixin, Model), {"Meta": meta, "id": NumberAttribute(hash_key=True)})
+    model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    with pytest.raises(CounterTableMissingError) as missing:
+        model().save()
+    message = str(missing.value)
+    assert "testing.create_counter_table(Model)" in message and f"{counter.__name__}.create_table" not in message
+    command = re.search(r"`pynamodb-autoinc (create-table)` \(with ([^)]*)\)", message)
+    assert command, message
+    code, _, err = run(capsys, *command.group(2).split(), command.group(1))
+    assert code == 0, err
+    item = model()
+    item.save()
+    assert item.id == 1
+
+
+@pytest.mark.backends()  # no request is answered
+def test_list_without_an_endpoint_names_region_and_host(monkeypatch, capsys, aws_credentials):
+    """list with no region and no host anywhere: exit 1, naming both --region and --host."""
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    code, _, err = run(capsys, "list")
+    assert code == 1
+    assert "--region" in err and "--host" in err
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("flag, levels", [([], set()), (["-v"], {"INFO"}), (["-vv"], {"INFO", "DEBUG"}),
+                                          (["--verbose"], {"INFO"})], ids=["quiet", "-v", "-vv", "--verbose"])
+def test_verbose_shows_the_librarys_log(make_model, monkeypatch, capsys, backend, aws_credentials, flag, levels):
+    """-v shows the library's log at INFO on stderr (what the command changed), -vv at DEBUG too; without it
+    stderr stays empty. The option may also follow the command."""
+    model = make_model("Item")
+    spec = importable(monkeypatch, "Logged", model)
+    for where in ("before", "after"):
+        argv = [*reach(backend), *flag, "set", "5", "--model", spec] if where == "before" else \
+            [*reach(backend), "set", "5", "--model", spec, *flag]
+        code, _, err = run(capsys, *argv)
+        assert code == 0, err
+        shown = {line.split()[0] for line in err.splitlines()}
+        assert shown == levels, (where, err)
+        if levels:
+            assert f"INFO pynamodb_autoinc.counter: counter '{model.autoinc_options().key}'" in err
+    assert logging.getLogger("pynamodb_autoinc").handlers == []
+
+
+@pytest.mark.modes("fast")
+def test_a_command_replaces_nothing_of_pynamodb_and_leaves_no_handler(make_model, monkeypatch, capsys, backend,
+                                                                      aws_credentials):
+    """While a command runs, pynamodb.connection.base.get_session is PynamoDB's own; after it, the model's and
+    its counter's clients carry no handler of the command's."""
+    import pynamodb.connection.base as base
+    from pynamodb.signals import pre_dynamodb_send
+
+    from pynamodb_autoinc import cli as cli_module
+
+    model = make_model("Item")
+    spec = importable(monkeypatch, "Checked", model)
+    original, seen = base.get_session, []
+
+    def record(*_: Any, **__: Any) -> None:
+        seen.append(base.get_session is original)
+
+    with pre_dynamodb_send.connected_to(record):
+        code, _, err = run(capsys, *reach(backend), "seed", "--model", spec)
+    assert code == 0, err
+    assert seen and all(seen)
+    for table in (model, model.autoinc_options().counter):
+        events = table._get_connection().connection.client.meta.events
+        handlers = list(events._emitter._handlers.prefix_search("before-parse.dynamodb.Scan"))
+        assert cli_module._check_answer not in handlers

@@ -255,3 +255,15 @@ def test_a_history_model_in_another_region_is_granted_there(backend):
     granted = arns(policy(page, account="1"))
     assert f"arn:aws:dynamodb:eu-central-1:1:table/{history.Meta.table_name}" in granted
     assert f"arn:aws:dynamodb:us-east-1:1:table/{page.Meta.table_name}" in granted
+
+
+@pytest.mark.modes("fast")
+def test_a_global_tables_model_is_granted_in_every_region_by_default(make_model):
+    """A model writing a global table from several regions (Meta.autoinc_regions) runs with one Meta.region
+    per deployment: policy(Model) grants every region, and policy(Model, region=R) the process's region R."""
+    model = make_model("Item", create=False, region="us-east-1", autoinc_regions=["us-east-1", "eu-west-1"])
+    table = model.Meta.table_name
+    assert set(arns(policy(model, account="1"))) == {f"arn:aws:dynamodb:*:1:table/{table}",
+                                                     "arn:aws:dynamodb:*:1:table/NextId"}
+    assert set(arns(policy(model, region="eu-west-1", account="1"))) == {
+        f"arn:aws:dynamodb:eu-west-1:1:table/{table}", "arn:aws:dynamodb:eu-west-1:1:table/NextId"}

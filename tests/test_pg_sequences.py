@@ -1090,3 +1090,22 @@ def test_reserve_of_more_than_a_cycle_holds_is_refused(backend):
     with pytest.raises(SequenceExhaustedError, match="cannot number 11 items in one request"):
         counter.reserve("s", 11, ONE_TO_TEN)
     assert counter.currval("s") == 3
+
+
+def test_the_fix_a_collision_names_works(make_model):
+    """A counter behind the stored IDs: the refused save names a class whose setval reaches the counter (on
+    DynamoDB Local, a counter bound to the model's Meta.host, which NextId itself does not reach); calling it
+    as named lets the next save take 4."""
+    model = make_model("User")
+    with model.batch_write() as batch:
+        for i in (1, 2, 3):
+            batch.save(model(id=i))
+    with pytest.raises(ItemExistsError) as refused:
+        save_many(model, 1)
+    opts = model.autoinc_options()
+    found = re.search(r"(\w+|Model\.autoinc_options\(\)\.counter)\.setval\(", str(refused.value))
+    assert found, refused.value
+    named = {"NextId": NextId, "Model.autoinc_options().counter": opts.counter}[found.group(1)]
+    named.setval(opts.key, 3)
+    reset_state()
+    assert save_many(model, 1) == [4]
