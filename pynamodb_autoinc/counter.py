@@ -285,7 +285,18 @@ class NextId(Model):
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
              recorded: Optional[SequenceOptions]) -> None:
-        """Write the counter's value and options, if its options are still ``recorded``; forget its blocks."""
+        """Write the counter's value and options, if its options are still ``recorded``; forget its blocks.
+
+        :raises OutOfBoundsError: ``value`` (a value before the next, ``n - step``) is one that no DynamoDB
+            number holds (38 digits); the start's is written as no value, which the start follows
+        """
+        if value is not None and not storable(value):
+            if sequence is None or value != sequence.start - sequence.step:
+                raise OutOfBoundsError(
+                    f"counter {key!r} would hold {value} (the value before the next one), which has more digits "
+                    "than a DynamoDB number holds (38); nothing was changed. Choose a next value further from "
+                    "the bound")
+            value = None  # a counter with no value hands out the start next
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
         if sequence is not None:
@@ -832,6 +843,9 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
 
 def check_by(call: str, by: Any) -> None:
     """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
+    if _is_int(by) and not abs(by) < NUMBER_LIMIT:
+        raise OutOfBoundsError(f"{call}: {by} has more digits than a DynamoDB number holds exactly (38); nothing "
+                               "was counted")
     if not _is_int(by):
         raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
                                 "steps (and one fraction would leave the stored count no integer), e.g. by=1")
@@ -958,22 +972,38 @@ class _Reserve(_transport.Exchange[List[int]]):
     errors = (_Refused,)
 
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
+        if count > seq.size:
+            if not partial:
+                raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
+            count = seq.size
+        if abs(seq.step * count) >= NUMBER_LIMIT:
+            raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
+                                   "a DynamoDB number holds (38 digits); nothing was taken. Take fewer at once")
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
+        self.fresh = False
+        """The counter holds no value (a sequence whose start - step no DynamoDB number holds: the counter's
+        value and the start are sent as two requests, not one ``if_not_exists``)."""
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
         span = step * (count - 1)
-        # the counter's last value must leave room for count values within both bounds
-        low = seq.minimum - (step if step > 0 else step * count)
-        high = seq.maximum - (step * count if step > 0 else step)
+        # the counter's last value must leave room for count values within both bounds; a bound beyond what
+        # DynamoDB holds (38 digits) is no bound for a counter value, and DynamoDB refuses to compare with it
+        low = max(seq.minimum - (step if step > 0 else step * count), -NUMBER_LIMIT)
+        high = min(seq.maximum - (step * count if step > 0 else step), NUMBER_LIMIT)
         # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
         condition = attr.is_type() & (attr >= low) & (attr <= high)
-        if seq.contains(seq.start + span):
-            condition = attr.does_not_exist() | condition
-        return UPDATE_ITEM, self.counter._update_kwargs(
-            self.key, [attr.set((attr | (seq.start - step)) + step * count), self.follows],
-            condition & self.records, UPDATED_NEW)
+        fresh = seq.contains(seq.start + span)
+        if storable(seq.start - step):
+            value = (attr | (seq.start - step)) + step * count
+            condition = attr.does_not_exist() | condition if fresh else condition
+        elif self.fresh and fresh:
+            value, condition = seq.start + span, attr.does_not_exist()
+        else:
+            value = attr + step * count
+        return UPDATE_ITEM, self.counter._update_kwargs(self.key, [attr.set(value), self.follows],
+                                                        condition & self.records, UPDATED_NEW)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.counter._send_update("advance", self.key, kwargs)
@@ -982,6 +1012,10 @@ class _Reserve(_transport.Exchange[List[int]]):
         """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
         counter, key, seq = self.counter, self.key, self.seq
         last = counter._refused_value(key, refused.item, seq)
+        if (last is None) != self.fresh and not storable(seq.start - seq.step):
+            self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
+            if self.tries.lost():
+                return None
         left = seq.remaining(last)
         if left < self.count:
             if left > 0 and self.partial:
@@ -1058,6 +1092,11 @@ class _SwapTemplate:
             kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
         kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
         return kwargs
+
+
+def storable(number: int) -> bool:
+    """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
+    return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
 
 
 def _is_int_text(text: Any) -> bool:
