@@ -302,8 +302,14 @@ class NextId(Model):
         if sequence is not None:
             actions.append(options.set(sequence.encode()))
         condition = options.does_not_exist() if recorded is None else options == recorded.encode()
+        # marked as increment's requests are (Once): a resend of an applied set, after its answer was lost,
+        # is refused rather than applied again, which would move back a counter that others advanced since
+        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
         try:
-            cls._update("set", key, actions, condition)
+            once.write(functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, "set", key),
+                       actions, condition, None)
+        except _Resent:
+            pass  # applied before its answer was lost
         except _Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
@@ -893,7 +899,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
 
     def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
              send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
-             return_values: str) -> Dict[str, Any]:
+             return_values: Optional[str]) -> Dict[str, Any]:
         """Send ``build(actions, condition, return_values)``, marked with this call's number, with ``send``.
 
         ``send`` raises :class:`_Refused` (with the item) on a failed

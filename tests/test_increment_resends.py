@@ -267,3 +267,17 @@ def test_threads_count_exactly_through_lost_answers(local: Backend, faults):
     assert len(fault.fired) == 20
     assert len(results) == 400 and max(results) == 400
     assert counter.current(key, period=None) == 400
+
+
+def test_setval_resent_after_a_lost_answer_does_not_move_the_counter_back(backend: Backend, faults):
+    """setval applied whose answer was lost, resent after another writer advanced the counter: the resend
+    is not applied again, so no value is handed out twice."""
+    counter = backend.counter(Counter)
+    fault = faults(counter)
+    fault.inject("UpdateItem", "drop-after-commit")
+    taken: List[int] = []
+    fault.before_resend("UpdateItem", lambda: taken.append(in_thread(lambda: counter.nextval("seq"))))
+    assert counter.setval("seq", 10) == 10
+    assert taken == [11]
+    assert counter.currval("seq") == 11
+    assert counter.nextval("seq") == 12
