@@ -331,7 +331,18 @@ class NextId(Model):
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
              item: Dict[str, Any]) -> None:
         """Write the counter's value and options, if its options attribute is still as in ``item`` (the counter
-        item as read, whatever it holds); forget its blocks."""
+        item as read, whatever it holds); forget its blocks.
+
+        :raises OutOfBoundsError: ``value`` (a value before the next, ``n - step``) is one that no DynamoDB
+            number holds (38 digits); the start's is written as no value, which the start follows
+        """
+        if value is not None and not storable(value):
+            if sequence is None or value != sequence.start - sequence.step:
+                raise OutOfBoundsError(
+                    f"counter {key!r} would hold {value} (the value before the next one), which has more digits "
+                    "than a DynamoDB number holds (38); nothing was changed. Choose a next value further from "
+                    "the bound")
+            value = None  # a counter with no value hands out the start next
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
         if sequence is not None:
@@ -343,8 +354,14 @@ class NextId(Model):
             if held is not None and "N" not in held:
                 actions.append(queue.remove())
                 condition &= queue == held
+        # marked as increment's requests are (Once): a resend of an applied set, after its answer was lost,
+        # is refused rather than applied again, which would move back a counter that others advanced since
+        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
         try:
-            cls._update("set", key, actions, condition)
+            once.write(functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, "set", key),
+                       actions, condition, None)
+        except _Resent:
+            pass  # applied before its answer was lost
         except _Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
@@ -929,6 +946,9 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
 
 def check_by(call: str, by: Any) -> None:
     """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
+    if _is_int(by) and not abs(by) < NUMBER_LIMIT:
+        raise OutOfBoundsError(f"{call}: {by} has more digits than a DynamoDB number holds exactly (38); nothing "
+                               "was counted")
     if not _is_int(by):
         raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
                                 "steps (and one fraction would leave the stored count no integer), e.g. by=1")
@@ -976,7 +996,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
 
     def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
              send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
-             return_values: str) -> Dict[str, Any]:
+             return_values: Optional[str]) -> Dict[str, Any]:
         """Send ``build(actions, condition, return_values)``, marked with this call's number, with ``send``.
 
         ``send`` raises :class:`_Refused` (with the item) on a failed
@@ -1055,25 +1075,41 @@ class _Reserve(_transport.Exchange[List[int]]):
     errors = (_Refused,)
 
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
+        if count > seq.size:
+            if not partial:
+                raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
+            count = seq.size
+        if abs(seq.step * count) >= NUMBER_LIMIT:
+            raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
+                                   "a DynamoDB number holds (38 digits); nothing was taken. Take fewer at once")
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
         self.tail: List[int] = []
         """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
         restart value."""
+        self.fresh = False
+        """The counter holds no value (a sequence whose start - step no DynamoDB number holds: the counter's
+        value and the start are sent as two requests, not one ``if_not_exists``)."""
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
         span = step * (count - 1)
-        # the counter's last value must leave room for count values within both bounds
-        low = seq.minimum - (step if step > 0 else step * count)
-        high = seq.maximum - (step * count if step > 0 else step)
+        # the counter's last value must leave room for count values within both bounds; a bound beyond what
+        # DynamoDB holds (38 digits) is no bound for a counter value, and DynamoDB refuses to compare with it
+        low = max(seq.minimum - (step if step > 0 else step * count), -NUMBER_LIMIT)
+        high = min(seq.maximum - (step * count if step > 0 else step), NUMBER_LIMIT)
         # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
         condition = attr.is_type() & (attr >= low) & (attr <= high)
-        if seq.contains(seq.start + span):
-            condition = attr.does_not_exist() | condition
-        return UPDATE_ITEM, self.counter._update_kwargs(
-            self.key, [attr.set((attr | (seq.start - step)) + step * count), self.follows],
-            condition & self.records, UPDATED_NEW)
+        fresh = seq.contains(seq.start + span)
+        if storable(seq.start - step):
+            value = (attr | (seq.start - step)) + step * count
+            condition = attr.does_not_exist() | condition if fresh else condition
+        elif self.fresh and fresh:
+            value, condition = seq.start + span, attr.does_not_exist()
+        else:
+            value = attr + step * count
+        return UPDATE_ITEM, self.counter._update_kwargs(self.key, [attr.set(value), self.follows],
+                                                        condition & self.records, UPDATED_NEW)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.counter._send_update("advance", self.key, kwargs)
@@ -1082,6 +1118,10 @@ class _Reserve(_transport.Exchange[List[int]]):
         """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
         counter, key, seq = self.counter, self.key, self.seq
         last = counter._refused_value(key, refused.item, seq)
+        if (last is None) != self.fresh and not storable(seq.start - seq.step):
+            self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
+            if self.tries.lost():
+                return None
         left = seq.remaining(last)
         if left < self.count:
             if left > 0 and self.partial:
@@ -1162,6 +1202,11 @@ class _SwapTemplate:
             kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
         kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
         return kwargs
+
+
+def storable(number: int) -> bool:
+    """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
+    return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
 
 
 def _is_int_text(text: Any) -> bool:

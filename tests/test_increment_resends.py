@@ -357,3 +357,15 @@ def test_increment_in_period_refuses_a_non_integer(resent_api_key):
     with pytest.raises(CounterValueError, match="by must be an int, not float 1.5"):
         _count_at(model, datetime(2026, 11, 3), by=1.5)
     assert model.get("k1", consistent_read=True).request_count is None
+def test_setval_resent_after_a_lost_answer_does_not_move_the_counter_back(backend: Backend, faults):
+    """setval applied whose answer was lost, resent after another writer advanced the counter: the resend
+    is not applied again, so no value is handed out twice."""
+    counter = backend.counter(Counter)
+    fault = faults(counter)
+    fault.inject("UpdateItem", "drop-after-commit")
+    taken: List[int] = []
+    fault.before_resend("UpdateItem", lambda: taken.append(in_thread(lambda: counter.nextval("seq"))))
+    assert counter.setval("seq", 10) == 10
+    assert taken == [11]
+    assert counter.currval("seq") == 11
+    assert counter.nextval("seq") == 12

@@ -612,3 +612,52 @@ def test_query_strategy_ignores_keys_below_its_minimum(make_model):
     item = Item()
     item.save()
     assert item.id == 100
+#: The largest integer a DynamoDB number holds exactly (38 digits); a sequence's bounds may reach it.
+LIMIT = 10**38 - 1
+
+
+@pytest.mark.parametrize("step", [7, -7])
+def test_steps_from_a_start_at_the_number_limit(make_model, step):
+    """A sequence that starts at a bound of 38 digits, with a step whose start - step has 39, hands out its
+    values (DynamoDB refuses a number of 39 digits in the request with ValidationException)."""
+    start = -LIMIT if step > 0 else LIMIT
+    Item = make_model("Item", autoinc_min=-LIMIT, autoinc_max=LIMIT, autoinc_step=step)
+    assert save_many(Item, 3) == [start, start + step, start + 2 * step]
+
+
+@pytest.mark.parametrize("step", [7, -7])
+def test_restart_at_a_start_at_the_number_limit(make_model, step):
+    """restart() of a sequence whose start lies at a bound of 38 digits (its start - step has 39) makes the
+    start the next value."""
+    start = -LIMIT if step > 0 else LIMIT
+    Item = make_model("Item", autoinc_min=-LIMIT, autoinc_max=LIMIT, autoinc_step=step)
+    opts = Item.autoinc_options()
+    assert save_many(Item, 2) == [start, start + step]
+    Item(**{opts.attribute: start}).delete()
+    opts.counter.restart(opts.key, opts.sequence)
+    assert save_many(Item, 1) == [start]
+
+
+@pytest.mark.modes()  # no model: a counter's own operation
+def test_reserving_more_values_than_a_number_spans_is_refused(backend):
+    """reserve() of more values than 38 digits span refuses with OutOfBoundsError before anything is sent."""
+    from pynamodb_autoinc import NextId, SequenceOptions
+    from pynamodb_autoinc.exceptions import OutOfBoundsError
+
+    counter = backend.counter(NextId)
+    sequence = SequenceOptions.of(step=7, minimum=-LIMIT, maximum=LIMIT)
+    with pytest.raises(OutOfBoundsError, match="38 digits"):
+        counter.reserve("wide", 2 * 10**37, sequence, partial=True)
+    assert counter.currval("wide") is None
+
+
+@pytest.mark.modes()  # no model: a counter's own operation
+def test_increment_by_more_than_38_digits_is_refused(backend):
+    """increment() by a number of more than 38 digits refuses with OutOfBoundsError; nothing is counted."""
+    from pynamodb_autoinc import NextId
+    from pynamodb_autoinc.exceptions import OutOfBoundsError
+
+    counter = backend.counter(NextId)
+    with pytest.raises(OutOfBoundsError, match="38"):
+        counter.increment("hits", period=None, by=10**38)
+    assert counter.current("hits", period=None) is None
