@@ -7,7 +7,10 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
+from unittest import mock
 
+import botocore.session  # type: ignore[import-untyped, unused-ignore]
+import pynamodb.connection.base
 import pytest
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
@@ -233,6 +236,30 @@ def rival() -> Iterator[Any]:
     yield writer
     if hasattr(writer, "race"):
         pre_dynamodb_send.disconnect(writer.race)
+
+
+def sessions_sharing_service_data() -> Any:
+    """Let every botocore session PynamoDB makes share one loader of botocore's data files.
+
+    PynamoDB gives each model class's connection a new botocore session, and each new session parses the
+    DynamoDB service description and the endpoint rules again (a quarter of a second, most of a test's time
+    on moto, as every test makes new model classes). A session is still new for each connection (its
+    credentials, events and settings its own); only the parsed files are shared.
+    """
+    loader = botocore.session.get_session().get_component("data_loader")
+
+    def session() -> Any:
+        made = botocore.session.get_session()
+        made.register_component("data_loader", loader)
+        return made
+
+    return mock.patch.object(pynamodb.connection.base, "get_session", session)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _service_data_parsed_once() -> Iterator[None]:
+    with sessions_sharing_service_data():
+        yield
 
 
 @pytest.fixture(autouse=True)
