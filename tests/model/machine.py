@@ -35,12 +35,11 @@ import contextlib
 import functools
 import io
 import itertools
-import sys
+import json
 import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Set, Tuple, Type
-from unittest import mock
+from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Set, Tuple
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -184,6 +183,7 @@ def specs(draw: st.DrawFn, key: str, big: Optional[bool] = None) -> Spec:
     step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
     sign = 1 if step > 0 else -1
     big = draw(st.integers(0, 3)) == 0 if big is None else big
+    end: Optional[int]
     if big:  # the end bound at the 38-digit limit, the start a few steps before it
         end = sign * EDGE
         start = end - step * draw(st.integers(0, 6)) - sign * draw(st.integers(0, abs(step) - 1))
@@ -203,7 +203,7 @@ def specs(draw: st.DrawFn, key: str, big: Optional[bool] = None) -> Spec:
     period = None if query else draw(st.sampled_from([None, None, "year", "month", "day"]))
     # A period restarts the numbers: a key must carry the period in its format (now and then it does not:
     # a combination that cannot work, which the class must refuse).
-    unworkable = period is not None and layout == "range" and draw(st.integers(0, 7)) == 0
+    unworkable = period is not None and layout == "range" and draw(st.integers(0, 3)) == 0
     as_string = not query and not unworkable and ((period is not None and layout != "attr") or draw(st.booleans()))
     fmt = None
     if as_string:
@@ -232,7 +232,9 @@ def families(draw: st.DrawFn, big: Optional[bool] = None) -> List[Spec]:
                                   if not first.as_string and first.period is None and not first.cycle
                                   else first.layout, history=False, counted=False))
         else:
-            models.append(draw(specs(unique("k"), big)))
+            # now and then a key that reads like one of the first model's counters (``orders#eu``)
+            key = f"{first.key}#eu" if draw(st.booleans()) else unique("k")
+            models.append(draw(specs(key, big)))
     return models
 
 
@@ -322,11 +324,16 @@ def guarded(method: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> None:
-        if self.dead:
+        if self.dead or method.__name__ in self.skip:
             return
         try:
             method(self, *args, **kwargs)
         except _PassOver:
+            self.dead = True
+        except AssertionError:
+            if method.__name__ not in self.tolerate:
+                raise
+            self.passed_over[method.__name__] = self.passed_over.get(method.__name__, 0) + 1
             self.dead = True
 
     return run
@@ -341,6 +348,8 @@ class PromiseMachine(RuleBasedStateMachine):
     tolerate: ClassVar[frozenset] = frozenset()
     """Names of checks to pass over (only to measure a scratch copy around a known defect; empty in the suite)."""
     passed_over: ClassVar[Dict[str, int]] = {}
+    skip: ClassVar[frozenset] = frozenset()
+    """Names of rules that do nothing (only to measure a scratch copy around a known defect; empty in the suite)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -370,7 +379,10 @@ class PromiseMachine(RuleBasedStateMachine):
             except ConfigurationError as exc:
                 assert problem is not None, f"M{index} {spec}: refused a combination the reference models: {exc}"
                 continue
-            assert problem is None, f"M{index} {spec}: accepted a combination that cannot work ({problem})"
+            if problem is not None and "configuration" in self.tolerate:
+                continue
+            assert problem is None, f"[configuration] M{index} {spec}: accepted a combination that cannot work " \
+                f"({problem})"
             refs = self.refs.setdefault(spec.key, Counters(spec.sequence))
             self.lives.append(Live(index, spec, cls, cls.autoinc_options(), refs))
 
@@ -502,7 +514,8 @@ class PromiseMachine(RuleBasedStateMachine):
                 f"{what}: raised {type(error).__name__} ({error}), but {new.item.note} was stored under {key}"))
             self.verify("id-stored", auto == self.auto_of(live, stored), (
                 f"{what}: the instance holds the ID {auto!r}, the table stored it as {self.auto_of(live, stored)!r}"))
-            self.verify("overwrite", key not in live.rows, f"{what}: a new-ID write overwrote {key} ({live.rows.get(key)})")
+            self.verify("overwrite", key not in live.rows,
+                        f"{what}: a new-ID write overwrote {key} ({live.rows.get(key)})")
             value = self.value_of(new, stored)
             live.rows[key] = Row(new.item.note, self.auto_of(live, stored), value, new.seq, stored.ref)
             stored_values.setdefault(new.seq, []).append(value)
@@ -681,7 +694,8 @@ class PromiseMachine(RuleBasedStateMachine):
             if picked is None:
                 return
             key, row = picked
-            seq, value, auto = row.seq, row.value, row.auto
+            seq, auto = row.seq, row.auto
+            value = row.value  # type: ignore[assignment]  # None: an ID set by hand, on no sequence
         fields = {"note": note, **({"id": key[0]} if spec.layout == "hash" else {"project": key[0], "number": key[1]}
                                    if spec.layout == "range" else {"pk": key[0], "seq": auto, "group": place})}
         item = live.cls(**fields)
@@ -835,9 +849,9 @@ class PromiseMachine(RuleBasedStateMachine):
             except Exception as exc:
                 raise Unexpected(f"TransactWrite raised {type(exc).__name__}: {exc}") from exc
         what = f"TransactWrite(M{order_live.index} order, M{line_live.index} line{', rival' if rival_new else ''})"
-        if not fired and not abandon and rival_new is None and order.seq != line.seq:
-            if error is not None and not isinstance(error, (SequenceExhaustedError, ItemExistsError)):
-                raise AssertionError(f"{what}: {type(error).__name__}: {error}")
+        calm = not fired and not abandon and rival_new is None and order.seq != line.seq
+        if calm and error is not None and not isinstance(error, (SequenceExhaustedError, ItemExistsError)):
+            raise AssertionError(f"{what}: {type(error).__name__}: {error}")
         news = [n for n in (rival_new, order, line) if n is not None]
         if rival_new is not None:
             stored_rival = {i.note for i in self.table(order_live).values()}
@@ -928,10 +942,11 @@ class PromiseMachine(RuleBasedStateMachine):
         what = f"{count} threads saving M{live.index} ({live.spec})"
         interrupted = sum(isinstance(e, KeyboardInterrupt) for e in errors)
         assert interrupted <= sum(kind == "interrupt" for kind, _ in fired), f"{what}: {errors}"
-        for i, (new, error) in enumerate(zip(news, errors)):
+        for i, error in enumerate(errors):
             if error is not None and not isinstance(error, (AutoIncrementError, KeyboardInterrupt)):
                 raise Unexpected(f"{what}: thread {i} raised {type(error).__name__}: {error}")
-            if not fired and error is not None and not isinstance(error, SequenceExhaustedError):
+            cycled = live.spec.cycle and isinstance(error, ItemExistsError)
+            if not fired and error is not None and not isinstance(error, SequenceExhaustedError) and not cycled:
                 raise AssertionError(f"{what}: thread {i} raised {type(error).__name__}: {error}")
         self.settle(news, list(errors), fired, what, exact=False)
         if live.spec.mode in ("fast", "block"):
@@ -979,7 +994,8 @@ class PromiseMachine(RuleBasedStateMachine):
         error: Optional[BaseException] = None
         with self.step(fault) as fired:
             if how == "setval":
-                error = self.attempt(lambda: counter.setval(seq, value, is_called=called, sequence=live.opts.sequence), None)[0]
+                error = self.attempt(lambda: counter.setval(seq, value, is_called=called,
+                                                            sequence=live.opts.sequence), None)[0]
             elif how == "restart":
                 error = self.attempt(lambda: counter.restart(seq, live.opts.sequence, value), None)[0]
             elif how == "set":
@@ -1072,7 +1088,38 @@ class PromiseMachine(RuleBasedStateMachine):
             self.resync()
 
     @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
-    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), bad=st.sampled_from(["1.5", "x", "1e5"]),
+    @rule(m=st.integers(0, 2))
+    @guarded
+    def describe(self, m: int) -> None:
+        """``describe --model M`` shows M's counters, and no counter of a model with another key."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        with self.step(None):
+            status, out = self.cli("describe", "--model", f"{registry.__name__}:M{live.index}", "--json")
+        keys: Set[str] = set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if isinstance(node.get("key"), str):
+                    keys.add(node["key"])
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        with contextlib.suppress(ValueError):
+            walk(json.loads(out.splitlines()[0]) if out.strip() else {})
+        for other in self.lives:
+            if other.spec.key == live.spec.key or other.spec.mode == "query":
+                continue
+            theirs = keys & {k for k, v in other.refs.values.items() if v is not None}
+            self.verify("describe", not theirs, f"describe --model M{live.index} (key {live.spec.key!r}) shows "
+                        f"M{other.index}'s counters {sorted(theirs)} (key {other.spec.key!r}): {out}")
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), bad=st.sampled_from(["1.5", "x"]),
           how=st.sampled_from(["setval", "set"]))
     @guarded
     def break_and_repair(self, m: int, place: str, bad: str, how: str) -> None:
@@ -1155,13 +1202,12 @@ class PromiseMachine(RuleBasedStateMachine):
         for live in self.lives:
             if live.spec.mode == "query":
                 continue
+            mine = set(self.seqs(live))
             for seq, value in live.refs.values.items():
-                if live.spec.mode == "gapless" or seq in self.synced:
-                    if seq not in self.seqs(live):
-                        continue
-                    assert live.opts.counter.currval(seq) == value, (
-                        f"counter {seq} of M{live.index} holds {live.opts.counter.currval(seq)}; the reference "
-                        f"{value} ({live.spec})")
+                if seq in mine and (live.spec.mode == "gapless" or seq in self.synced):
+                    held = live.opts.counter.currval(seq)
+                    self.verify("counter", held == value, f"counter {seq} of M{live.index} holds {held}; the "
+                                f"reference {value} ({live.spec})")
 
     @invariant()
     @guarded

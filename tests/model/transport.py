@@ -25,7 +25,8 @@ once:
 
 moto serves one request at a time (a lock), as DynamoDB applies each request atomically; moto
 itself has no locks, and a transaction it cancels restores a copy of every table taken before it,
-undoing a concurrent thread's writes. Botocore's retry delays are skipped (tests/simulation/scheduler.py's ``instant_retries``).
+undoing a concurrent thread's writes. Botocore's retry delays are skipped
+(tests/simulation/scheduler.py's ``instant_retries``).
 """
 
 from __future__ import annotations
