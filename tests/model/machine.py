@@ -805,7 +805,7 @@ class PromiseMachine(RuleBasedStateMachine):
         for key, item in others.items():
             stored = table[key]
             if stored.note == item.note:
-                live.rows[key].note = item.note
+                live.rows[key].note, live.rows[key].ref = stored.note, stored.ref
         self.settle(news, error, fired, what, exact=False)
         if live.spec.mode in ("fast", "block"):
             self.resync()
@@ -1073,8 +1073,10 @@ class PromiseMachine(RuleBasedStateMachine):
             else:
                 status, out = self.cli("seed", "--model", model, "--dry-run")
         what = f"{how} of M{live.index} ({live.spec})"
-        # seed refuses (documented) a model numbered per period: an ID does not say which counter it is on
-        refused = how.startswith("seed") and live.spec.period is not None and "per period" in out
+        # seed refuses (documented) a model numbered per period or formatting its IDs: it cannot read which
+        # counter an ID is on
+        refused = how.startswith("seed") and (live.spec.period or live.spec.fmt) is not None \
+            and "cannot read the counter each ID belongs to" in out
         if not fired and not (live.spec.cycle and how == "seed") and not refused:
             assert status == 0, f"{what}: exit {status}: {out}"
         if live.spec.mode == "gapless":
