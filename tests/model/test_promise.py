@@ -34,4 +34,4 @@ def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_n
         "skip": frozenset(filter(None, os.environ.get("MODEL_SKIP", "").split(","))),
         "tolerate": frozenset(filter(None, os.environ.get("MODEL_TOLERATE", "").split(","))),
     })
-    run_state_machine_as_test(machine, settings=budget(backend_name, moto=100, local=4))
+    run_state_machine_as_test(machine, settings=budget(backend_name, moto=160, local=4))
