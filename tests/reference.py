@@ -239,6 +239,9 @@ FORMATS: Mapping[Any, bool] = {
     "X{value}": True,
     "{period}-{value:04d}": True,
     "INV-{period}-{value:06d}": True,
+    "{period}-{value}": True,
+    "T{value}": True,
+    "{value:05d}": True,
     "{nope}": False,
     "{0}": False,
     "constant": False,
@@ -266,10 +269,12 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter_ok: bool = True) -> Optional[str]:
+def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter_ok: bool = True,
+                          history: bool = False) -> Optional[str]:
     """Why a model with ``schema`` and these ``Meta`` options is refused (README), or None if it is usable.
 
-    ``counter_ok``: ``autoinc_counter`` names NextId or a subclass of it.
+    ``counter_ok``: ``autoinc_counter`` names NextId or a subclass of it. ``history``: the model takes
+    ``HistoryMixin``.
     """
     unknown = sorted(set(options) - OPTIONS)
     if unknown:
@@ -355,4 +360,9 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
             return "query strategy with an option it ignores (a counter key, gapless mode)"
     if options.get("autoinc_counter_in_table", False) and schema.kinds[schema.hash_key] != "unicode":
         return "in-table counter without a string hash key"
+    if history and (options.get("autoinc_gapless", False) or strategy == "query"):
+        return "HistoryMixin with an ID that a resent transaction may change (gapless, the query strategy)"
+    if period is not None and attribute == schema.range_key and "{period" not in (fmt or ""):
+        return "a sequence restarting each period in the range key, without the period in its format (the " \
+            "keys of two periods would collide)"
     return None

@@ -1,0 +1,1244 @@
+"""The model-based check of the whole promise: a Hypothesis state machine against ``tests/reference.py``.
+
+Each example draws one to three models (``specs``): every mode, bounds near
+the 38-digit limit, cycle, scope, period, format, ``track_explicit``, the
+counter in the model's own table, ``HistoryMixin``, ``CounterAttribute``,
+and models sharing a counter. ``tests.reference.configuration_problem``
+says whether the library must refuse the combination at class creation.
+
+The rules run every public write path and counter operation, each with at
+most one fault at the transport (``tests/model/transport.py``): lost
+requests, lost answers, throttling and cancellations as AWS sends them,
+Ctrl-C, a rival process saving in the middle of a transaction, a counter
+broken by hand and repaired.
+
+What a rule checks (and, after every step, the invariants):
+
+- the table holds exactly the items written, each with its own content: no
+  new-ID write overwrote an item, nothing that raised was stored (except
+  with ``WriteOutcomeUnknownError``), nothing that succeeded is missing;
+- an instance whose write raised has its ID at None, unless the error is
+  ``WriteOutcomeUnknownError``; a stored one holds the stored ID;
+- every error is a class of ``pynamodb_autoinc.exceptions``;
+- gapless and query sequences hold exactly the reference's values; a fast
+  one, when no fault met the step, the reference's next value;
+- each counter holds the reference's value (gapless always; fast when no
+  fault met it since the last look), and a counter broken by hand is repaired
+  by ``setval`` and by ``pynamodb-autoinc set``;
+- a reference inside a transaction (``line.ref = order.id``) points at the
+  stored ID of the order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Set, Tuple
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from pynamodb.attributes import Attribute, BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.exceptions import PynamoDBException
+from pynamodb.models import Model
+
+from pynamodb_autoinc import (
+    AutoIncrementMixin,
+    CounterAttribute,
+    CounterMixin,
+    HistoryMixin,
+    TransactWrite,
+    _state,
+    cli,
+)
+from pynamodb_autoinc._state import ProcessState
+from pynamodb_autoinc.exceptions import (
+    AutoIncrementError,
+    BulkSaveError,
+    ConfigurationError,
+    CounterError,
+    HistoryWriteError,
+    ItemExistsError,
+    SequenceExhaustedError,
+    WriteOutcomeUnknownError,
+)
+from pynamodb_autoinc.periods import clock
+from pynamodb_autoinc.testing import reset_state
+from tests.conftest import Backend
+from tests.hypothesis_setup import World, unique
+from tests.model import registry
+from tests.model.transport import Transport, faults
+from tests.reference import (
+    Counters,
+    Exhausted,
+    Schema,
+    Sequence,
+    configuration_problem,
+    configured_sequence,
+    counter_key,
+    period_label,
+    stored_id,
+)
+
+#: The frozen times the clock moves between: across a day, a month and a year, and back.
+TIMES = (
+    datetime(2026, 12, 31, 23, 59, 59),
+    datetime(2027, 1, 1, 0, 0, 0),
+    datetime(2027, 1, 1, 23, 0, 0),
+    datetime(2027, 2, 1, 0, 0, 0),
+    datetime(2026, 12, 31, 12, 0, 0),
+)
+
+#: The largest integer DynamoDB stores exactly (38 digits).
+EDGE = 10**38 - 1
+PLACES = ("a", "b")
+FORMATS_WITH_PERIOD = ("{period}-{value}", "INV-{period}-{value:06d}")
+FORMATS = ("T{value}", "{value:05d}")
+
+#: (kind, operation, n): the n-th request of the operation meets the fault ("*": any write).
+FAULT_KINDS = ("lost", "applied", "throttle", "tx-throttle", "conflict", "interrupt")
+OPERATIONS = ("*", "UpdateItem", "PutItem", "TransactWriteItems", "GetItem", "BatchWriteItem", "DeleteItem")
+Fault = Optional[Tuple[str, str, int]]
+faults_st = st.none() | st.none() | st.tuples(st.sampled_from(FAULT_KINDS), st.sampled_from(OPERATIONS),
+                                               st.integers(0, 2))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One model: its layout, mode and Meta options."""
+
+    key: str
+    layout: str  # "hash": the ID is the hash key; "range": the range key under ``project``; "attr": outside the key
+    mode: str  # fast, block, gapless, query
+    as_string: bool
+    fmt: Optional[str]
+    start: int
+    step: int
+    minimum: int
+    maximum: int
+    cycle: bool
+    period: Optional[str]
+    scoped: bool
+    track: bool
+    in_table: bool
+    history: bool
+    counted: bool
+
+    @property
+    def auto(self) -> str:
+        return {"hash": "id", "range": "number", "attr": "seq"}[self.layout]
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        query = self.mode == "query"
+        opts: Dict[str, Any] = {
+            "autoinc_attribute": self.auto,
+            "autoinc_start": self.start,
+            "autoinc_step": self.step,
+            "autoinc_min": self.minimum,
+            "autoinc_max": self.maximum,
+            "autoinc_backoff": 0,
+            "autoinc_timeout": 5.0,
+        }
+        if query:
+            opts["autoinc_strategy"] = "query"
+        else:
+            opts["autoinc_key"] = self.key
+            opts["autoinc_gapless"] = self.mode == "gapless"
+            opts["autoinc_block"] = 3 if self.mode == "block" else 1
+        for name, value, default in (("autoinc_cycle", self.cycle, False), ("autoinc_period", self.period, None),
+                                     ("autoinc_format", self.fmt, None), ("autoinc_track_explicit", self.track, False),
+                                     ("autoinc_counter_in_table", self.in_table, False)):
+            if value != default:
+                opts[name] = value
+        if self.scoped:
+            opts["autoinc_scope"] = "project" if self.layout == "range" else "group"
+        return opts
+
+    @property
+    def schema(self) -> Schema:
+        kind = "unicode" if self.as_string else "number"
+        kinds = {"note": "unicode", "ref": "unicode"}
+        if self.layout == "hash":
+            return Schema({**kinds, "id": kind}, "id", None, frozenset({"note", "ref"}))
+        if self.layout == "range":
+            return Schema({**kinds, "project": "unicode", "number": kind}, "project", "number",
+                          frozenset({"note", "ref"}))
+        return Schema({**kinds, "pk": "unicode", "seq": kind, "group": "unicode"}, "pk", None,
+                      frozenset({"note", "ref", "seq", "group"}))
+
+    @property
+    def sequence(self) -> Sequence:
+        return replace(configured_sequence(self.options), block=3 if self.mode == "block" else 1)
+
+
+@st.composite
+def specs(draw: st.DrawFn, key: str, big: Optional[bool] = None) -> Spec:
+    """A model's options; almost always a combination the reference models, now and then one it refuses."""
+    mode = draw(st.sampled_from(["fast", "block", "gapless", "query"]))
+    step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
+    sign = 1 if step > 0 else -1
+    big = draw(st.integers(0, 3)) == 0 if big is None else big
+    end: Optional[int]
+    if big:  # the end bound at the 38-digit limit, the start a few steps before it
+        end = sign * EDGE
+        start = end - step * draw(st.integers(0, 6)) - sign * draw(st.integers(0, abs(step) - 1))
+        behind = start - sign * draw(st.integers(0, 4))
+    else:
+        start = draw(st.integers(-20, 20))
+        behind = start - sign * draw(st.integers(0, 6))
+        near = st.builds(lambda k, r: start + k * step + r * sign, st.integers(0, 6), st.integers(0, abs(step) - 1))
+        end = draw(st.one_of(near, near, st.none()))  # mostly an end bound that a run reaches
+        if end is not None and end == behind:
+            end += sign
+        if end is None:
+            end = 2**63 - 1 if step > 0 else -(2**63)
+    low, high = (behind, end) if step > 0 else (end, behind)
+    query = mode == "query"
+    layout = "range" if query else draw(st.sampled_from(["hash", "range", "attr"]))
+    period = None if query else draw(st.sampled_from([None, None, "year", "month", "day"]))
+    # A period restarts the numbers: a key must carry the period in its format (now and then it does not:
+    # a combination that cannot work, which the class must refuse).
+    unworkable = period is not None and layout == "range" and draw(st.integers(0, 3)) == 0
+    as_string = not query and not unworkable and ((period is not None and layout != "attr") or draw(st.booleans()))
+    fmt = None
+    if as_string:
+        keyed = period is not None and layout != "attr"
+        fmt = draw(st.sampled_from(FORMATS_WITH_PERIOD)) if keyed else \
+            draw(st.sampled_from((None, *FORMATS, *(FORMATS_WITH_PERIOD if period else ()))))
+    scoped = not query and layout != "hash" and draw(st.booleans())
+    in_table = not query and (as_string or layout != "hash") and draw(st.integers(0, 2)) == 0
+    ended = abs(end) < 2**63 - 1 or big
+    cycle = not query and layout != "attr" and ended and draw(st.booleans())
+    track = not query and fmt is None and draw(st.booleans() if period else st.integers(0, 2).map(lambda n: n == 0))
+    extra = draw(st.sampled_from(["", "", "", "history", "counted"]))
+    return Spec(key=key, layout=layout, mode=mode, as_string=as_string, fmt=fmt, start=start, step=step,
+                minimum=low, maximum=high, cycle=cycle, period=period, scoped=scoped, track=track,
+                in_table=in_table, history=extra == "history", counted=extra == "counted")
+
+
+@st.composite
+def families(draw: st.DrawFn, big: Optional[bool] = None) -> List[Spec]:
+    """One to three models; a later one may share the first one's counter (the same sequence, another table)."""
+    first = draw(specs(unique("k"), big))
+    models = [first]
+    for _ in range(draw(st.integers(0, 2))):
+        if first.mode != "query" and not first.in_table and draw(st.booleans()):
+            models.append(replace(first, layout=draw(st.sampled_from(["hash", "range", "attr"]))
+                                  if not first.as_string and first.period is None and not first.cycle
+                                  else first.layout, history=False, counted=False))
+        else:
+            # now and then a key that reads like one of the first model's counters (``orders#eu``)
+            key = f"{first.key}#eu" if draw(st.booleans()) else unique("k")
+            models.append(draw(specs(key, big)))
+    return models
+
+
+def build(spec: Spec, backend: Backend, index: int) -> Any:
+    """The model class of ``spec`` on ``backend``, its tables created (ConfigurationError when refused)."""
+    id_type = UnicodeAttribute if spec.as_string else NumberAttribute
+    attrs: Dict[str, Attribute] = {"note": UnicodeAttribute(null=True), "ref": UnicodeAttribute(null=True)}
+    if spec.layout == "hash":
+        attrs["id"] = id_type(hash_key=True)
+    elif spec.layout == "range":
+        attrs["project"] = UnicodeAttribute(hash_key=True)
+        attrs["number"] = id_type(range_key=True)
+    else:
+        attrs["pk"] = UnicodeAttribute(hash_key=True)
+        attrs["seq"] = id_type(null=True)
+        attrs["group"] = UnicodeAttribute(null=True)
+    bases: Tuple[type, ...] = ()
+    meta: Dict[str, Any] = {"table_name": backend.table_name(f"m{index}"), **backend.meta, **spec.options}
+    if spec.history:
+        attrs["revision"] = VersionAttribute()
+        history = type(f"M{index}Version", (Model,), {
+            "Meta": type("Meta", (), {"table_name": backend.table_name(f"h{index}"), **backend.meta}),
+            "item": UnicodeAttribute(hash_key=True),
+            "version": NumberAttribute(range_key=True),
+            "deleted": BooleanAttribute(default=False),
+            "note": UnicodeAttribute(null=True),
+        })
+        backend.create(history)
+        meta["history_model"] = history
+        bases = (HistoryMixin,)
+    if spec.counted:
+        attrs["views"] = CounterAttribute()
+        bases = (CounterMixin,)
+    model = type(f"M{index}", (*bases, AutoIncrementMixin, Model), {
+        "Meta": type("Meta", (), meta), "__module__": registry.__name__, **attrs})
+    backend.create(model)
+    if not spec.in_table and spec.mode != "query":
+        backend.counter(model=model)
+    setattr(registry, f"M{index}", model)
+    return model
+
+
+@dataclass
+class Row:
+    """An item a table must hold: its key, its content and the sequence that numbered it."""
+
+    note: str
+    auto: Any
+    value: Optional[int]
+    seq: Optional[Hashable]
+    ref: Optional[str] = None
+
+
+@dataclass
+class Live:
+    """One model of the run."""
+
+    index: int
+    spec: Spec
+    cls: Any
+    opts: Any
+    refs: Counters
+    rows: Dict[Tuple[Any, Any], Row] = field(default_factory=dict)
+
+
+@dataclass
+class New:
+    """A new instance an operation was to number."""
+
+    live: Live
+    item: Any
+    place: str
+    seq: Hashable
+    label: Optional[str]
+
+
+class Unexpected(AssertionError):
+    pass
+
+
+class _PassOver(Exception):
+    """A tolerated check failed: the rest of the example does nothing (its state no longer follows the reference)."""
+
+
+def guarded(method: Callable[..., None]) -> Callable[..., None]:
+    """A rule or invariant that does nothing once a tolerated check has failed in this example."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> None:
+        if self.dead or method.__name__ in self.skip:
+            return
+        try:
+            method(self, *args, **kwargs)
+        except _PassOver:
+            self.dead = True
+        except AssertionError:
+            if method.__name__ not in self.tolerate:
+                raise
+            self.passed_over[method.__name__] = self.passed_over.get(method.__name__, 0) + 1
+            self.dead = True
+
+    return run
+
+
+class PromiseMachine(RuleBasedStateMachine):
+    """Models, one process (plus rivals), the reference, and faults at the transport."""
+
+    world: ClassVar[World]
+    big: ClassVar[Optional[bool]] = None
+    use_faults: ClassVar[bool] = True
+    tolerate: ClassVar[frozenset] = frozenset()
+    """Names of checks to pass over (only to measure a scratch copy around a known defect; empty in the suite)."""
+    passed_over: ClassVar[Dict[str, int]] = {}
+    skip: ClassVar[frozenset] = frozenset()
+    """Names of rules that do nothing (only to measure a scratch copy around a known defect; empty in the suite)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        reset_state()
+        self.exits = contextlib.ExitStack()
+        self.backend: Backend = self.exits.enter_context(type(self).world())
+        self.transport: Transport = self.exits.enter_context(faults())
+        self.now = TIMES[0]
+        self.lives: List[Live] = []
+        self.serial = itertools.count(1)
+        self.refs: Dict[str, Counters] = {}
+        self.synced: Set[str] = set()
+        self.dead = False
+
+    def teardown(self) -> None:
+        reset_state()
+        for name in [n for n in vars(registry) if n.startswith("M")]:
+            delattr(registry, name)
+        self.exits.close()
+
+    @initialize(family=st.deferred(lambda: families(PromiseMachine.big)))
+    def setup(self, family: List[Spec]) -> None:
+        for index, spec in enumerate(family):
+            problem = configuration_problem(spec.schema, spec.options, history=spec.history)
+            try:
+                cls = build(spec, self.backend, index)
+            except ConfigurationError as exc:
+                assert problem is not None, f"M{index} {spec}: refused a combination the reference models: {exc}"
+                continue
+            if problem is not None and "configuration" in self.tolerate:
+                continue
+            assert problem is None, f"[configuration] M{index} {spec}: accepted a combination that cannot work " \
+                f"({problem})"
+            refs = self.refs.setdefault(spec.key, Counters(spec.sequence))
+            self.lives.append(Live(index, spec, cls, cls.autoinc_options(), refs))
+
+    # -- helpers -----------------------------------------------------------
+
+    def verify(self, name: str, holds: bool, message: str) -> None:
+        """The check ``name``: fails with ``message`` unless it holds (or is passed over, see ``tolerate``)."""
+        if holds:
+            return
+        if name in self.tolerate:
+            self.passed_over[name] = self.passed_over.get(name, 0) + 1
+            raise _PassOver(name)
+        raise AssertionError(f"[{name}] {message}")
+
+    def label(self, spec: Spec) -> Optional[str]:
+        return period_label(spec.period, self.now)
+
+    def seq_of(self, live: Live, place: str) -> Hashable:
+        spec = live.spec
+        if spec.mode == "query":
+            return ("query", live.index, place)
+        return counter_key(spec.key, [place] if spec.scoped else [], self.label(spec))
+
+    def note(self) -> str:
+        return f"n{next(self.serial)}"
+
+    def new_item(self, live: Live, place: str) -> New:
+        spec, note = live.spec, self.note()
+        if spec.layout == "hash":
+            item = live.cls(note=note)
+        elif spec.layout == "range":
+            item = live.cls(project=place, note=note)
+        else:
+            item = live.cls(pk=f"pk{next(self.serial)}", group=place, note=note)
+        return New(live, item, place, self.seq_of(live, place), self.label(spec))
+
+    @staticmethod
+    def key_of(live: Live, item: Any) -> Tuple[Any, Any]:
+        layout = live.spec.layout
+        return (item.id, None) if layout == "hash" else (item.project, item.number) if layout == "range" \
+            else (item.pk, None)
+
+    @staticmethod
+    def auto_of(live: Live, item: Any) -> Any:
+        return getattr(item, live.spec.auto)
+
+    def render(self, live: Live, value: int, label: Optional[str]) -> Any:
+        return stored_id(value, fmt=live.spec.fmt, as_string=live.spec.as_string, label=label)
+
+    def key_for(self, new: New, value: int) -> Tuple[Any, Any]:
+        auto = self.render(new.live, value, new.label)
+        layout = new.live.spec.layout
+        return (auto, None) if layout == "hash" else (new.place, auto) if layout == "range" else \
+            (new.item.pk, None)
+
+    def table(self, live: Live) -> Dict[Tuple[Any, Any], Any]:
+        reserved = "__autoinc__#"
+        found = {}
+        for item in live.cls.scan(consistent_read=True):
+            key = self.key_of(live, item)
+            if isinstance(key[0], str) and key[0].startswith(reserved):
+                continue
+            found[key] = item
+        return found
+
+    def instance_of(self, live: Live, key: Tuple[Any, Any]) -> Any:
+        return live.cls.get(key[0], key[1], consistent_read=True) if key[1] is not None else \
+            live.cls.get(key[0], consistent_read=True)
+
+    @contextlib.contextmanager
+    def step(self, fault: Fault) -> Iterator[List[Tuple[str, str]]]:
+        """Run a library call at the machine's time with ``fault`` armed; the fault that fired goes in the list."""
+        fired: List[Tuple[str, str]] = []
+        if fault is not None and self.use_faults:
+            self.transport.arm(*fault)
+        try:
+            with clock.frozen(self.now):
+                yield fired
+        finally:
+            fired.extend(self.transport.disarm())
+
+    def attempt(self, call: Callable[[], Any], fault: Fault, *, plain: bool = False) -> Tuple[
+            Optional[BaseException], List[Tuple[str, str]], Any]:
+        """Run ``call`` with ``fault``; return its error (which must be the library's), the faults that fired,
+        and its result. ``plain``: a PynamoDB operation the library does not take over may raise PynamoDB's
+        own errors."""
+        result = None
+        with self.step(fault) as fired:
+            try:
+                result = call()
+            except AutoIncrementError as exc:
+                return exc, fired, None
+            except KeyboardInterrupt as exc:
+                assert any(kind == "interrupt" for kind, _ in self.transport.fired + fired) or \
+                    self.transport.armed is None, "a KeyboardInterrupt no fault raised"
+                return exc, fired, None
+            except PynamoDBException as exc:
+                if plain:
+                    return exc, fired, None
+                raise Unexpected(f"raised {type(exc).__name__}, not a documented error of "
+                                 f"pynamodb_autoinc.exceptions: {exc}") from exc
+            except Exception as exc:
+                raise Unexpected(f"raised {type(exc).__name__}, not a documented error of "
+                                 f"pynamodb_autoinc.exceptions: {exc}") from exc
+        return None, fired, result
+
+    def settle(self, news: List[New], error: Any, fired: List[Any], what: str,
+               exact: bool = True) -> None:
+        """Check what became of each new instance, record the stored ones, and move the reference."""
+        errors = error if isinstance(error, list) else [error] * len(news)
+        by_note: Dict[int, Dict[str, Tuple[Any, Any]]] = {}
+        stored_values: Dict[Hashable, List[int]] = {}
+        for new, error in zip(news, errors):
+            unknown = isinstance(error, WriteOutcomeUnknownError)
+            live = new.live
+            if live.index not in by_note:
+                by_note[live.index] = {item.note: (key, item) for key, item in self.table(live).items()}
+            found = by_note[live.index].get(new.item.note)
+            auto = self.auto_of(live, new.item)
+            if found is None:
+                self.verify("lost", error is not None, f"{what}: succeeded, but {new.item.note} is not stored")
+                self.verify("id-kept", auto is None or unknown, (
+                    f"{what}: raised {type(error).__name__} ({error}), the item was not stored, but the instance "
+                    f"kept the ID {auto!r}"))
+                continue
+            key, stored = found
+            landed = isinstance(error, BulkSaveError) and any(i is new.item for i in error.saved)
+            self.verify("stored-on-error", error is None or unknown or landed, (
+                f"{what}: raised {type(error).__name__} ({error}), but {new.item.note} was stored under {key}"))
+            self.verify("id-stored", auto == self.auto_of(live, stored), (
+                f"{what}: the instance holds the ID {auto!r}, the table stored it as {self.auto_of(live, stored)!r}"))
+            self.verify("overwrite", key not in live.rows,
+                        f"{what}: a new-ID write overwrote {key} ({live.rows.get(key)})")
+            value = self.value_of(new, stored)
+            live.rows[key] = Row(new.item.note, self.auto_of(live, stored), value, new.seq, stored.ref)
+            stored_values.setdefault(new.seq, []).append(value)
+        # the values of each sequence: exactly the reference's
+        for seq, values in stored_values.items():
+            live = next(n.live for n in news if n.seq == seq)
+            self.check_values(live, seq, values, bool(fired), what, exact)
+
+    def value_of(self, new: New, stored: Any) -> int:
+        """The integer a stored new item got, read back from its ID through the format."""
+        auto = self.auto_of(new.live, stored)
+        for value in self.candidates(new):
+            if self.render(new.live, value, new.label) == auto:
+                return value
+        raise AssertionError(f"{auto!r} is not a value of the sequence {new.live.spec.sequence} "
+                             f"(period {new.label})")
+
+    def candidates(self, new: New) -> Iterator[int]:
+        auto = self.auto_of(new.live, new.item)
+        if isinstance(auto, int):
+            yield auto
+        text = str(auto)
+        digits = "".join(ch for ch in text.split("-")[-1] if ch.isdigit())
+        for sign in (1, -1):
+            if digits:
+                    yield sign * int(digits)
+
+    def check_values(self, live: Live, seq: Hashable, values: List[int], fired: bool, what: str,
+                     exact: bool) -> None:
+        refs, sequence = live.refs, live.spec.sequence
+        for value in values:
+            assert sequence.fits(value), f"{what}: {value} lies outside the bounds {sequence}"
+        if live.spec.mode == "query":
+            return  # checked against the partition by the caller
+        assert isinstance(seq, str)
+        if live.spec.mode == "gapless":
+            try:
+                expected = refs.peek(seq, len(values))
+            except Exhausted:
+                raise AssertionError(f"{what}: stored {values}, but {seq} is exhausted in the reference") from None
+            assert sorted(values) == sorted(expected), (
+                f"{what}: gapless {seq} stored {values}; the reference's next values are {expected}")
+            refs.commit(seq, expected[-1])
+            return
+        if exact and not fired and seq in self.synced:
+            try:
+                expected = [refs.take(seq) for _ in values]
+            except Exhausted:
+                raise AssertionError(f"{what}: stored {values}, but {seq} is exhausted in the reference") from None
+            assert values == expected, f"{what}: fast {seq} handed out {values}; the reference says {expected}"
+        else:
+            self.synced.discard(seq)
+
+    def expected_value(self, new: New) -> Any:
+        """What the reference says the next new item of ``new``'s sequence gets: a value, Exhausted, or None
+        when the reference has lost track (a fault in fast mode)."""
+        live, refs = new.live, new.live.refs
+        try:
+            if live.spec.mode == "query":
+                stored = [row.value for key, row in live.rows.items() if key[0] == new.place and row.value is not None]
+                return live.spec.sequence.query_next(stored)
+            if live.spec.mode == "gapless":
+                return refs.peek(new.seq)[0]
+            if new.seq not in self.synced:
+                return None
+            return refs.copy().take(new.seq)
+        except Exhausted:
+            return Exhausted
+
+    def resync(self) -> None:
+        """A fault met a fast counter: forget the blocks (a new process) and read every counter again."""
+        reset_state()
+        for refs in self.refs.values():
+            refs.restart()
+        for live in self.lives:
+            if live.spec.mode in ("fast", "block"):
+                for seq in self.seqs(live):
+                    live.refs.values[seq] = live.opts.counter.currval(seq)
+                    self.synced.add(seq)
+
+    def seqs(self, live: Live) -> List[str]:
+        """Every counter key of ``live`` in use: its places in each period of the clock."""
+        keys = set()
+        for at in TIMES:
+            label = period_label(live.spec.period, at)
+            for place in PLACES:
+                keys.add(counter_key(live.spec.key, [place] if live.spec.scoped else [], label))
+        return sorted(keys)
+
+    def fresh(self, live: Live, seq: str) -> None:
+        """A counter the reference has not seen: it holds nothing, and the reference knows it."""
+        if seq not in live.refs.values:
+            live.refs.values[seq] = None
+            self.synced.add(seq)
+
+    def pick(self, live: Live, index: int) -> Optional[Tuple[Tuple[Any, Any], Row]]:
+        rows = sorted(live.rows.items(), key=lambda kv: kv[1].note)
+        return rows[index % len(rows)] if rows else None
+
+    def livest(self, index: int) -> Live:
+        return self.lives[index % len(self.lives)]
+
+    def counted(self, live: Live) -> bool:
+        return live.spec.mode != "query"
+
+    # -- rules: items --------------------------------------------------------
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), fault=faults_st)
+    @guarded
+    def save_new(self, m: int, place: str, fault: Fault) -> None:
+        """save() of a new instance gets the reference's next value, or fails with its ID at None."""
+        self.save_one(m, place, fault)
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES))
+    @guarded
+    def save_new_calmly(self, m: int, place: str) -> None:
+        """save() of a new instance with no fault (most saves meet none): sequences reach their end bound."""
+        self.save_one(m, place, None)
+
+    def save_one(self, m: int, place: str, fault: Fault) -> None:
+        live = self.livest(m)
+        new = self.new_item(live, place)
+        if isinstance(new.seq, str):
+            self.fresh(live, new.seq)
+        expected = self.expected_value(new)
+        error, fired, _ = self.attempt(new.item.save, fault)
+        what = f"M{live.index}.save() of a new item at {place} ({live.spec})"
+        if error is None or not fired:
+            self.expect_single(new, expected, error, what)
+        self.settle([new], error, fired, what)
+        if fired and live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    def expect_single(self, new: New, expected: Any, error: Optional[BaseException], what: str) -> None:
+        """With no fault: the reference's value, SequenceExhaustedError, or ItemExistsError on a stored key."""
+        live = new.live
+        if expected is Exhausted:
+            assert isinstance(error, SequenceExhaustedError), (
+                f"{what}: the reference's sequence is exhausted, but it gave {error!r} / "
+                f"{self.auto_of(live, new.item)!r}")
+            return
+        if expected is None:
+            if error is not None:
+                assert isinstance(error, (ItemExistsError, SequenceExhaustedError)), f"{what}: {error!r}"
+            return
+        taken = self.key_for(new, expected) in live.rows
+        if taken and live.spec.layout != "attr":
+            assert isinstance(error, ItemExistsError), (
+                f"{what}: the next value {expected} is stored already (the sequence came round, or an explicit "
+                f"ID), so ItemExistsError; got {error!r} / {self.auto_of(live, new.item)!r}")
+            if live.spec.mode in ("fast", "block"):
+                live.refs.take(new.seq)  # a failed put spends its value
+            return
+        assert error is None, f"{what}: expected {expected}, got {type(error).__name__}: {error}"
+        assert self.auto_of(live, new.item) == self.render(live, expected, new.label), (
+            f"{what}: got {self.auto_of(live, new.item)!r}, the reference says {expected}")
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), pick=st.integers(0, 50), ahead=st.integers(0, 3), fault=faults_st)
+    @guarded
+    def save_explicit(self, m: int, pick: int, ahead: int, fault: Fault) -> None:
+        """save() of a new instance with its ID set by hand: over a stored item (the user's overwrite) or, with
+        track_explicit, ahead of the counter, which then moves past it."""
+        live = self.livest(m)
+        spec = live.spec
+        place = PLACES[pick % 2]
+        note = self.note()
+        track = spec.track and spec.mode != "query" and ahead > 0
+        if track:
+            seq = self.seq_of(live, place)
+            assert isinstance(seq, str)
+            self.fresh(live, seq)
+            if seq not in self.synced and spec.mode != "gapless":
+                return
+            last = live.refs.values.get(seq)
+            value = (spec.start - spec.step if last is None else last) + ahead * spec.step
+            if not spec.sequence.fits(value):
+                return
+            auto = self.render(live, value, self.label(spec))
+            key: Tuple[Any, Any] = (auto, None) if spec.layout == "hash" else (place, auto) \
+                if spec.layout == "range" else (f"pk{next(self.serial)}", None)
+        else:
+            picked = self.pick(live, pick)
+            if picked is None:
+                return
+            key, row = picked
+            seq, auto = row.seq, row.auto
+            value = row.value  # type: ignore[assignment]  # None: an ID set by hand, on no sequence
+        fields = {"note": note, **({"id": key[0]} if spec.layout == "hash" else {"project": key[0], "number": key[1]}
+                                   if spec.layout == "range" else {"pk": key[0], "seq": auto, "group": place})}
+        item = live.cls(**fields)
+        if spec.history and key in live.rows:
+            item = self.instance_of(live, key)  # a versioned item is saved at the version it was read at
+            item.note = note
+        error, fired, _ = self.attempt(item.save, fault)
+        what = f"M{live.index}.save() with the explicit ID {auto!r} ({spec})"
+        stored = self.table(live).get(key)
+        if error is None:
+            assert stored is not None and stored.note == note, f"{what}: succeeded, but the table holds {stored}"
+        elif stored is not None and stored.note == note:
+            assert fired, f"{what}: raised {error!r}, but it was stored"
+        if not fired:
+            assert error is None, f"{what}: {type(error).__name__}: {error}"
+        if stored is not None and stored.note == note:
+            old = live.rows.get(key)
+            live.rows[key] = Row(note, auto, value, old.seq if old else seq, stored.ref)
+            if track and isinstance(seq, str):
+                last = live.refs.values.get(seq)
+                if last is None or (value - last) * spec.step > 0:
+                    live.refs.values[seq] = value
+                    live.refs.blocks.pop(seq, None)
+        if fired and spec.mode in ("fast", "block"):
+            self.resync()
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), pick=st.integers(0, 50), fault=faults_st)
+    @guarded
+    def edit(self, m: int, pick: int, fault: Fault) -> None:
+        """save() of a stored item read back and changed: stored, its ID and every counter unchanged."""
+        live = self.livest(m)
+        picked = self.pick(live, pick)
+        if picked is None:
+            return
+        key, row = picked
+        item = self.instance_of(live, key)
+        item.note = self.note()
+        error, fired, _ = self.attempt(item.save, fault)
+        what = f"M{live.index}.save() of the stored {key} ({live.spec})"
+        assert self.key_of(live, item) == key, f"{what}: the instance's key became {self.key_of(live, item)}"
+        stored = self.table(live)[key]
+        if not fired:
+            assert error is None, f"{what}: {type(error).__name__}: {error}"
+        if stored.note == item.note:
+            assert error is None or fired, f"{what}: raised {error!r}, but it was stored"
+            row.note = item.note
+        else:
+            assert error is not None, f"{what}: succeeded, but the table holds {stored.note}"
+        if fired and live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), pick=st.integers(0, 50), fault=faults_st)
+    @guarded
+    def delete(self, m: int, pick: int, fault: Fault) -> None:
+        """delete() of a stored item: gone (a cycle may hand its ID out again)."""
+        live = self.livest(m)
+        picked = self.pick(live, pick)
+        if picked is None:
+            return
+        key, _ = picked
+        item = self.instance_of(live, key)
+        error, fired, _ = self.attempt(item.delete, fault, plain=not live.spec.history)
+        what = f"M{live.index}.delete() of {key}"
+        if not fired:
+            assert error is None, f"{what}: {type(error).__name__}: {error}"
+        if key not in self.table(live):
+            del live.rows[key]
+        else:
+            assert error is not None, f"{what}: succeeded, but it is still stored"
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), kinds=st.lists(st.sampled_from(["new", "new", "explicit", "stored"]), min_size=1,
+                                              max_size=5), place=st.sampled_from(PLACES), fault=faults_st)
+    @guarded
+    def save_all(self, m: int, kinds: List[str], place: str, fault: Fault) -> None:
+        """save_all() of new, explicit and stored items: the new ones get the reference's values, or those that
+        were not stored keep no ID."""
+        live = self.livest(m)
+        news: List[New] = []
+        items: List[Any] = []
+        others: Dict[Tuple[Any, Any], Any] = {}
+        for n, kind in enumerate(kinds):
+            picked = self.pick(live, n * 7 + len(kinds))
+            if kind == "new" or picked is None or picked[0] in others:
+                new = self.new_item(live, place)
+                news.append(new)
+                items.append(new.item)
+                continue
+            key, row = picked
+            item = self.instance_of(live, key)
+            if kind == "explicit" and not live.spec.history:
+                fields = {"id": key[0]} if live.spec.layout == "hash" else \
+                    {"project": key[0], "number": key[1]} if live.spec.layout == "range" else \
+                    {"pk": key[0], "seq": row.auto}
+                item = live.cls(**fields)
+            item.note = self.note()
+            others[key] = item
+            items.append(item)
+        for new in news:
+            if isinstance(new.seq, str):
+                self.fresh(live, new.seq)
+        error, fired, _ = self.attempt(lambda: live.cls.save_all(items), fault)
+        what = f"M{live.index}.save_all({kinds}) ({live.spec})"
+        table = self.table(live)
+        for key, item in others.items():
+            stored = table[key]
+            if stored.note == item.note:
+                live.rows[key].note, live.rows[key].ref = stored.note, stored.ref
+        self.settle(news, error, fired, what, exact=False)
+        if live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    @precondition(lambda self: self.lives)
+    @rule(a=st.integers(0, 2), b=st.integers(0, 2), place=st.sampled_from(PLACES), abandon=st.booleans(),
+          rival=st.integers(0, 5), fault=faults_st)
+    @guarded
+    def transact(self, a: int, b: int, place: str, abandon: bool, rival: int, fault: Fault) -> None:
+        """TransactWrite of an order and a line that refers to it (``line.ref = order.id``): stored together with
+        the reference pointing at the stored order, or neither, with both IDs at None. ``rival``: another
+        process saves an item of the order's model just before the transaction is sent."""
+        order_live, line_live = self.livest(a), self.livest(b)
+        order, line = self.new_item(order_live, place), self.new_item(line_live, place)
+        for new in (order, line):
+            if isinstance(new.seq, str):
+                self.fresh(new.live, new.seq)
+        rival_new = self.new_item(order_live, place) if rival == 0 and not abandon else None
+
+        class Abandon(Exception):
+            pass
+
+        def run() -> None:
+            with TransactWrite(connection=order_live.cls._get_connection().connection) as tx:
+                tx.save(order.item)
+                line.item.ref = str(order.item.__getattribute__(order_live.spec.auto))
+                tx.save(line.item)
+                if rival_new is not None:
+                    self.as_rival(rival_new.item.save)
+                if abandon:
+                    raise Abandon
+
+        with self.step(fault) as fired:
+            try:
+                run()
+                error: Optional[BaseException] = None
+            except Abandon as exc:
+                error = exc
+            except (AutoIncrementError, KeyboardInterrupt) as exc:
+                error = exc
+            except Exception as exc:
+                raise Unexpected(f"TransactWrite raised {type(exc).__name__}: {exc}") from exc
+        what = f"TransactWrite(M{order_live.index} order, M{line_live.index} line{', rival' if rival_new else ''})"
+        calm = not fired and not abandon and rival_new is None and order.seq != line.seq
+        # a HistoryMixin item is refused in a TransactWrite (documented: its save() writes its version)
+        refused = (order_live.spec.history or line_live.spec.history) and isinstance(error, HistoryWriteError)
+        if calm and error is not None and not refused and \
+                not isinstance(error, (SequenceExhaustedError, ItemExistsError)):
+            raise AssertionError(f"{what}: {type(error).__name__}: {error}")
+        news = [n for n in (rival_new, order, line) if n is not None]
+        if rival_new is not None:
+            stored_rival = {i.note for i in self.table(order_live).values()}
+            if rival_new.item.note not in stored_rival:
+                news.remove(rival_new)
+                assert self.auto_of(order_live, rival_new.item) is None, f"{what}: the rival's failed save kept its ID"
+        saved = self.saved_notes(news)
+        if rival_new is not None and rival_new.item.note in saved:
+            news.remove(rival_new)
+            self.settle([rival_new], None, fired, f"{what}: the rival's save", exact=False)
+        self.settle(news, error, [*fired, ("rival", "")] if rival_new else fired, what, exact=False)
+        stored_line = next((row for row in line_live.rows.values() if row.note == line.item.note), None)
+        if stored_line is not None:
+            stored_order = next(row for row in order_live.rows.values() if row.note == order.item.note)
+            self.verify("reference", stored_line.ref == str(stored_order.auto), (
+                f"{what}: the line refers to the order as {stored_line.ref}, but the order was stored as "
+                f"{stored_order.auto!r}"))
+        if order_live.spec.mode in ("fast", "block") or line_live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    def saved_notes(self, news: List[New]) -> Set[str]:
+        notes: Set[str] = set()
+        for live in {id(n.live): n.live for n in news}.values():
+            notes |= {i.note for i in self.table(live).values()}
+        return notes
+
+    def as_rival(self, call: Callable[[], Any]) -> None:
+        """Run ``call`` as another process (its own memory of counters); its errors are its own."""
+        saved = _state.state
+        _state.state = ProcessState()
+        try:
+            call()
+        except AutoIncrementError:
+            pass
+        finally:
+            _state.state = saved
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), count=st.integers(1, 4), place=st.sampled_from(PLACES), fault=faults_st)
+    @guarded
+    def batch_write(self, m: int, count: int, place: str, fault: Fault) -> None:
+        """batch_write() of new items: each numbered and stored, or left with its ID at None."""
+        live = self.livest(m)
+        news = [self.new_item(live, place) for _ in range(count)]
+        for new in news:
+            if isinstance(new.seq, str):
+                self.fresh(new.live, new.seq)
+
+        def run() -> None:
+            with live.cls.batch_write() as batch:
+                for new in news:
+                    batch.save(new.item)
+
+        error, fired, _ = self.attempt(run, fault)
+        self.settle(news, error, fired, f"M{live.index}.batch_write() of {count} new items ({live.spec})",
+                    exact=False)
+        if live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), count=st.integers(2, 3), place=st.sampled_from(PLACES),
+          fault=st.none() | st.tuples(st.sampled_from(FAULT_KINDS), st.just("TransactWriteItems"), st.integers(0, 1)))
+    @guarded
+    def threads(self, m: int, count: int, place: str, fault: Fault) -> None:
+        """Threads of this process save new items at once (gapless: one group commit); Ctrl-C may hit the one
+        sending. Each item is stored with its ID, or has its ID at None."""
+        live = self.livest(m)
+        news = [self.new_item(live, place) for _ in range(count)]
+        for new in news:
+            if isinstance(new.seq, str):
+                self.fresh(new.live, new.seq)
+        errors: List[Optional[BaseException]] = [None] * count
+        barrier = threading.Barrier(count)
+
+        def run(i: int) -> None:
+            barrier.wait()
+            try:
+                news[i].item.save()
+            except BaseException as exc:  # noqa: BLE001  (checked below)
+                errors[i] = exc
+
+        with self.step(fault) as fired:
+            workers = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join(60)
+        what = f"{count} threads saving M{live.index} ({live.spec})"
+        interrupted = sum(isinstance(e, KeyboardInterrupt) for e in errors)
+        assert interrupted <= sum(kind == "interrupt" for kind, _ in fired), f"{what}: {errors}"
+        for i, error in enumerate(errors):
+            if error is not None and not isinstance(error, (AutoIncrementError, KeyboardInterrupt)):
+                raise Unexpected(f"{what}: thread {i} raised {type(error).__name__}: {error}")
+            cycled = live.spec.cycle and isinstance(error, ItemExistsError)
+            if not fired and error is not None and not isinstance(error, SequenceExhaustedError) and not cycled:
+                raise AssertionError(f"{what}: thread {i} raised {type(error).__name__}: {error}")
+        self.settle(news, list(errors), fired, what, exact=False)
+        if live.spec.mode in ("fast", "block"):
+            self.resync()
+
+    # -- rules: counters -----------------------------------------------------
+
+    def counter_seq(self, live: Live, place: str) -> str:
+        seq = self.seq_of(live, place)
+        assert isinstance(seq, str)
+        self.fresh(live, seq)
+        return seq
+
+    def cli(self, *argv: str) -> Tuple[int, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = cli.main(list(argv))
+            except SystemExit as exc:
+                status = int(exc.code or 0)
+        return status, out.getvalue() + err.getvalue()
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), ahead=st.integers(0, 3), called=st.booleans(),
+          how=st.sampled_from(["setval", "set", "restart", "restart-cli"]), fault=faults_st)
+    @guarded
+    def move_counter(self, m: int, place: str, ahead: int, called: bool, how: str, fault: Fault) -> None:
+        """setval / restart, through the library and the command line, to a value at or ahead of the counter:
+        the next new item gets what they say."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        spec, seq = live.spec, self.counter_seq(live, place)
+        if seq not in self.synced and spec.mode != "gapless":
+            self.resync()
+        last = live.refs.values.get(seq)
+        value = (spec.start - spec.step if last is None else last) + ahead * spec.step
+        if how.startswith("restart"):
+            value += spec.step  # restart names the next value
+        if not spec.sequence.fits(value) or not spec.sequence.fits(value + (0 if called else -spec.step)):
+            return
+        counter, model = live.opts.counter, f"{registry.__name__}:M{live.index}"
+        # a formatted or per-period ID cannot be compared with the value: the command line asks for --force
+        # (documented)
+        force = ("--force",) if spec.fmt or spec.period else ()
+        error: Optional[BaseException] = None
+        with self.step(fault) as fired:
+            if how == "setval":
+                error = self.attempt(lambda: counter.setval(seq, value, is_called=called,
+                                                            sequence=live.opts.sequence), None)[0]
+            elif how == "restart":
+                error = self.attempt(lambda: counter.restart(seq, live.opts.sequence, value), None)[0]
+            elif how == "set":
+                status, out = self.cli("set", str(value), "--key", seq, "--model", model,
+                                       *(() if called else ("--no-is-called",)), *force)
+                error = None if status == 0 else AutoIncrementError(out)
+            else:
+                status, out = self.cli("restart", "--model", model, "--key", seq, "--with", str(value), *force)
+                error = None if status == 0 else AutoIncrementError(out)
+        what = f"{how} {seq} to {value} (is_called={called}) ({spec})"
+        if not fired:
+            assert error is None, f"{what}: {error}"
+        if error is None:
+            if how.startswith("restart"):
+                live.refs.setval(seq, value, is_called=False)
+            else:
+                live.refs.setval(seq, value, is_called=called)
+            self.synced.add(seq)
+        if fired or error is not None:
+            self.resync() if spec.mode != "gapless" else self.reread(live, seq)
+
+    def reread(self, live: Live, seq: str) -> None:
+        live.refs.values[seq] = live.opts.counter.currval(seq)
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), count=st.integers(1, 4), fault=faults_st)
+    @guarded
+    def reserve(self, m: int, place: str, count: int, fault: Fault) -> None:
+        """NextId.reserve(): the reference's next ``count`` values (PostgreSQL's CYCLE at the end), or
+        SequenceExhaustedError with nothing taken."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        seq = self.counter_seq(live, place)
+        if seq not in self.synced and live.spec.mode != "gapless":
+            self.resync()
+        error, fired, got = self.attempt(lambda: live.opts.counter.reserve(seq, count, live.opts.sequence), fault)
+        what = f"{live.opts.counter.__name__}.reserve({seq!r}, {count}) ({live.spec})"
+        refs = live.refs.copy()
+        try:
+            if count > live.spec.sequence.size:
+                raise Exhausted  # one request cannot take more values than one pass of a cycle holds
+            expected: Any = refs.nextval(seq, count)
+        except Exhausted:
+            expected = Exhausted
+        if not fired:
+            if expected is Exhausted:
+                assert isinstance(error, SequenceExhaustedError), f"{what}: reference exhausted, got {got} {error!r}"
+            else:
+                assert error is None and got == expected, f"{what}: got {got} / {error!r}, the reference {expected}"
+                live.refs.values[seq] = refs.values[seq]
+                live.refs.blocks.pop(seq, None)
+        else:
+            self.resync() if live.spec.mode != "gapless" else self.reread(live, seq)
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2), how=st.sampled_from(["alter", "alter-cli", "seed", "seed-dry"]), fault=faults_st)
+    @guarded
+    def align(self, m: int, how: str, fault: Fault) -> None:
+        """alter (library, command line) with the model's own options, and seed: no counter moves (the
+        counters are at or past every stored ID)."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        model = f"{registry.__name__}:M{live.index}"
+        seq = self.counter_seq(live, PLACES[0])
+        exists = live.refs.values.get(seq) is not None
+        with self.step(fault) as fired:
+            if how == "alter":
+                error = self.attempt(lambda: live.opts.counter.alter(seq, live.opts.sequence), None)[0] \
+                    if exists else None
+                status, out = (0, "") if error is None else (1, str(error))
+            elif how == "alter-cli":
+                status, out = self.cli("alter", "--model", model, "--key", seq) if exists else (0, "")
+            elif how == "seed":
+                status, out = self.cli("seed", "--model", model)
+            else:
+                status, out = self.cli("seed", "--model", model, "--dry-run")
+        what = f"{how} of M{live.index} ({live.spec})"
+        # seed refuses (documented) a model numbered per period or formatting its IDs: it cannot read which
+        # counter an ID is on
+        refused = how.startswith("seed") and (live.spec.period or live.spec.fmt) is not None \
+            and "cannot read the counter each ID belongs to" in out
+        if not fired and not (live.spec.cycle and how == "seed") and not refused:
+            assert status == 0, f"{what}: exit {status}: {out}"
+        if live.spec.mode == "gapless":
+            for key in self.seqs(live):
+                if key in live.refs.values and not fired and not live.spec.cycle:
+                    assert live.opts.counter.currval(key) == live.refs.values[key], (
+                        f"{what}: moved {key} to {live.opts.counter.currval(key)}; it stood at "
+                        f"{live.refs.values[key]}, past every stored ID")
+                live.refs.values[key] = live.opts.counter.currval(key) if key in live.refs.values else None
+        else:
+            self.resync()
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2))
+    @guarded
+    def describe(self, m: int) -> None:
+        """``describe --model M`` shows M's counters, and no counter of a model with another key."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        with self.step(None):
+            status, out = self.cli("describe", "--model", f"{registry.__name__}:M{live.index}", "--json")
+        keys: Set[str] = set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if isinstance(node.get("key"), str):
+                    keys.add(node["key"])
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        with contextlib.suppress(ValueError):
+            walk(json.loads(out.splitlines()[0]) if out.strip() else {})
+        for other in self.lives:
+            if other.spec.key == live.spec.key or other.spec.mode == "query":
+                continue
+            theirs = keys & {k for k, v in other.refs.values.items() if v is not None}
+            self.verify("describe", not theirs, f"describe --model M{live.index} (key {live.spec.key!r}) shows "
+                        f"M{other.index}'s counters {sorted(theirs)} (key {other.spec.key!r}): {out}")
+
+    @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), bad=st.sampled_from(["1.5", "x"]),
+          how=st.sampled_from(["setval", "set"]))
+    @guarded
+    def break_and_repair(self, m: int, place: str, bad: str, how: str) -> None:
+        """A counter broken by hand (1.5, a string): a save fails with CounterValueError and its ID at None;
+        the documented repair (setval, ``pynamodb-autoinc set``) mends it."""
+        live = self.livest(m)
+        if live.spec.mode == "query":
+            return
+        seq = self.counter_seq(live, place)
+        if seq not in self.synced and live.spec.mode != "gapless":
+            self.resync()
+        value = live.refs.values.get(seq)
+        if value is None:
+            return
+        reset_state()
+        live.refs.restart()
+        counter = live.opts.counter
+        hash_value, range_value = counter._item_key(seq)
+        attributes = counter.get_attributes()
+        key = {attributes[counter._hash_keyname].attr_name: {"S": hash_value}}
+        if range_value is not None:
+            range_attr = attributes[counter._range_keyname]
+            key[range_attr.attr_name] = {range_attr.attr_type: str(range_value)}
+        counter._get_connection().connection.client.update_item(
+            TableName=counter.Meta.table_name, Key=key, UpdateExpression="SET #v = :v",
+            ExpressionAttributeNames={"#v": "NextId"},
+            ExpressionAttributeValues={":v": {"S": bad} if bad == "x" else {"N": bad}})
+        new = self.new_item(live, place)
+        error, fired, _ = self.attempt(new.item.save, None)
+        what = f"a save on the broken counter {seq} ({bad}) ({live.spec})"
+        if bad != "1e5":
+            assert isinstance(error, CounterError), f"{what}: expected CounterValueError, got {error!r}"
+            assert self.auto_of(live, new.item) is None, f"{what}: the failed save kept its ID"
+        with self.step(None):
+            if how == "setval":
+                repair = self.attempt(lambda: counter.setval(seq, value, sequence=live.opts.sequence), None)[0]
+                ok, out = repair is None, repr(repair)
+            else:
+                status, out = self.cli("set", str(value), "--key", seq, "--model",
+                                       f"{registry.__name__}:M{live.index}", "--force")
+                ok = status == 0
+        self.verify("repair", ok, f"the documented repair of {seq} ({how} {value}) failed: {out}")
+        if bad == "1e5":
+            self.settle([new], error, [("broken", "")], what, exact=False)
+        self.resync() if live.spec.mode != "gapless" else None
+        assert counter.currval(seq) == value, f"{how} {value} repaired {seq} to {counter.currval(seq)}"
+
+    @rule(at=st.integers(0, len(TIMES) - 1))
+    @guarded
+    def tick(self, at: int) -> None:
+        """The clock moves (across a day, a month, a year, and back)."""
+        self.now = TIMES[at]
+
+    @precondition(lambda self: self.lives)
+    @rule()
+    @guarded
+    def new_process(self) -> None:
+        """The process restarts: its blocks are gone (gaps in fast mode)."""
+        reset_state()
+        for refs in self.refs.values():
+            refs.restart()
+
+    # -- invariants ----------------------------------------------------------
+
+    @invariant()
+    @guarded
+    def tables_hold_what_was_written(self) -> None:
+        """Each table holds exactly the items written, each with its own content and references."""
+        for live in self.lives:
+            stored = {key: (item.note, item.ref) for key, item in self.table(live).items()}
+            expected = {key: (row.note, row.ref) for key, row in live.rows.items()}
+            assert stored == expected, (
+                f"M{live.index} holds {sorted(stored.items(), key=str)}; written: "
+                f"{sorted(expected.items(), key=str)}")
+
+    @invariant()
+    @guarded
+    def counters_are_the_reference(self) -> None:
+        """Every counter holds the reference's value (fast: when the reference has kept track)."""
+        for live in self.lives:
+            if live.spec.mode == "query":
+                continue
+            mine = set(self.seqs(live))
+            for seq, value in live.refs.values.items():
+                if seq in mine and (live.spec.mode == "gapless" or seq in self.synced):
+                    held = live.opts.counter.currval(seq)
+                    self.verify("counter", held == value, f"counter {seq} of M{live.index} holds {held}; the "
+                                f"reference {value} ({live.spec})")
+
+    @invariant()
+    @guarded
+    def ids_are_unique(self) -> None:
+        """No two stored items of one sequence hold one value (the ID outside the key too)."""
+        for live in self.lives:
+            seen: Dict[Any, Any] = {}
+            for key, row in live.rows.items():
+                if row.value is None or row.seq is None:
+                    continue
+                mark = (row.seq, row.value)
+                assert mark not in seen or live.spec.cycle, f"M{live.index}: {key} and {seen[mark]} hold {mark}"
+                seen[mark] = key
+
+

@@ -1,0 +1,37 @@
+"""The whole promise, under random sequences of every public operation and transport faults (issue 29).
+
+``pytest tests/model``: on moto, within the CI budget (the ``ci`` profile's
+derandomized examples); ``pytest tests/model --soak``: new examples each run,
+20 times as many, longer sequences; ``--backend local``: a smaller run on
+DynamoDB Local, with bounds at the 38-digit limit, where numbers are
+validated for real.
+
+To measure the check on a scratch copy of the library around a defect it
+already finds, ``MODEL_SKIP=rule,...`` turns rules off and
+``MODEL_TOLERATE=check,...`` ends an example quietly where a named check or
+rule fails (both empty in the suite).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis.stateful import run_state_machine_as_test
+
+from tests.hypothesis_setup import budget, worlds
+from tests.model.machine import PromiseMachine
+
+
+def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_name: str,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """Every operation, with faults at the transport, keeps the promise the reference states."""
+    machine: Any = type("Machine", (PromiseMachine,), {
+        "world": staticmethod(worlds(backend_name, request)),
+        "big": True if backend_name == "local" else None,
+        "use_faults": backend_name == "moto",
+        "skip": frozenset(filter(None, os.environ.get("MODEL_SKIP", "").split(","))),
+        "tolerate": frozenset(filter(None, os.environ.get("MODEL_TOLERATE", "").split(","))),
+    })
+    run_state_machine_as_test(machine, settings=budget(backend_name, moto=160, local=4))
