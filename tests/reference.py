@@ -362,6 +362,9 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
         return "in-table counter without a string hash key"
     if history and (options.get("autoinc_gapless", False) or strategy == "query"):
         return "HistoryMixin with an ID that a resent transaction may change (gapless, the query strategy)"
+    if history and options.get("autoinc_cycle", False):
+        return "HistoryMixin on a cycling sequence (a new item would reuse a deleted item's key, whose history " \
+            "already holds version 1)"
     if period is not None and attribute == schema.range_key and "{period" not in (fmt or ""):
         return "a sequence restarting each period in the range key, without the period in its format (the " \
             "keys of two periods would collide)"
