@@ -1051,9 +1051,8 @@ class PromiseMachine(RuleBasedStateMachine):
         what = f"{live.opts.counter.__name__}.reserve({seq!r}, {count}) ({live.spec})"
         refs = live.refs.copy()
         try:
-            if count > live.spec.sequence.size:
-                raise Exhausted  # one request cannot take more values than one pass of a cycle holds
-            expected: Any = refs.nextval(seq, count)
+            # PostgreSQL's nextval, count times: a cycling sequence wraps, in one request of one pass at most
+            expected: Any = refs.spend(seq, count)
         except Exhausted:
             expected = Exhausted
         if not fired:
