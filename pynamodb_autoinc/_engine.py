@@ -148,8 +148,9 @@ class Write:
                                                sequence=last.opts.sequence)
                  for _, head, last in self.chains()]
         if self.purpose != "transaction" and len(self.puts) == 1 and not swaps \
-                and all(c.kind == "counter" for c in self.claims):
+                and all(c.kind == "counter" and not c.opts.sequence.cycle for c in self.claims):
             # a lone item whose value the counter gave this writer alone: that value tells its own write apart
+            # (a cycling sequence's values come round to stored items: a transaction's token tells instead)
             self.sent = PUT_ITEM, dict(self.puts[0])
             return self.sent
         items = ([{"ConditionCheck": c} for c in self.checks] + [{"Delete": d} for d in self.deletes]
