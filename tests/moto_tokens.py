@@ -13,13 +13,14 @@ starts with none.
 from __future__ import annotations
 
 import json
-from typing import Dict
+from typing import Any, Dict
 
 from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import MockValidationException
 from moto.dynamodb.responses import DynamoHandler
 
 _original = DynamoHandler.transact_write_items
+_ANSWERS_TEXT = _original.__annotations__.get("return") in ("str", str)
 
 
 class _Mismatch(MockValidationException):
@@ -31,7 +32,7 @@ class _Mismatch(MockValidationException):
         self.description = json.dumps({"__type": self.error_type, "message": self.message})
 
 
-def transact_write_items(self: DynamoHandler) -> ActionResult:
+def transact_write_items(self: DynamoHandler) -> Any:
     token = self.body.get("ClientRequestToken")
     if token is None:
         return _original(self)
@@ -41,7 +42,9 @@ def transact_write_items(self: DynamoHandler) -> ActionResult:
     if token in tokens:
         if tokens[token] != items:
             raise _Mismatch()
-        return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+        answer: Dict[str, Any] = {"ConsumedCapacity": [], "ItemCollectionMetrics": {}}
+        # moto before 5.2 answers with the JSON text, later ones with an ActionResult
+        return json.dumps(answer) if _ANSWERS_TEXT else ActionResult(answer)
     result = _original(self)
     tokens[token] = items
     return result
