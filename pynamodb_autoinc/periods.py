@@ -22,7 +22,6 @@ from ._calendar import PERIODS, Clock, check_period, clock, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
-from .sequence import NUMBER_LIMIT
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -108,8 +107,8 @@ def increment_in_period(
     writer's last count.
 
     :raises model.DoesNotExist: the item does not exist
-    :raises CounterValueError: ``by`` is not an int of at most 38 digits; the count would pass 38 digits, or
-        holds no number
+    :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
+    :raises OutOfBoundsError: ``by`` has more than 38 digits
     :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
     :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute (not the version), or
         ``period_attribute`` a UnicodeAttribute, of the model outside its key; ``model`` is not a model class,
@@ -118,9 +117,6 @@ def increment_in_period(
     _check_item(model, hash_key, range_key)
     call = f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})"
     check_by(call, by)
-    if abs(by) >= NUMBER_LIMIT:
-        raise CounterValueError(f"{call}: by has more digits than a DynamoDB number holds exactly (38), so no "
-                                "count can hold it; nothing was counted")
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)

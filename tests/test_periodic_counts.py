@@ -24,6 +24,7 @@ from pynamodb_autoinc.exceptions import (
     CounterError,
     CounterValueError,
     HistoryWriteError,
+    OutOfBoundsError,
 )
 from pynamodb_autoinc.periods import clock, increment_in_period, label
 
@@ -308,8 +309,8 @@ def test_a_history_model_is_refused(backend):
 
 @pytest.mark.backends()
 def test_a_step_of_more_than_38_digits_is_refused(api_key, requests):
-    """by=10**38 is refused with CounterValueError before anything is sent."""
-    with pytest.raises(CounterValueError, match="38"):
+    """by=10**38 is refused with OutOfBoundsError (as every argument past 38 digits is) before anything is sent."""
+    with pytest.raises(OutOfBoundsError, match="38"):
         count_by(api_key, 10**38)
     assert requests == []
 
