@@ -794,9 +794,10 @@ class PromiseMachine(RuleBasedStateMachine):
         key, row = picked
         item = self.instance_of(live, key)
         item.note = self.note()
-        # plain: CounterMixin's save() of a stored item is PynamoDB's update(), which raises PynamoDB's errors
-        # (a TransactionConflictException comes out as UpdateError; reported, left to the coordinator)
-        error, fired, _ = self.attempt(item.save, fault, plain=live.spec.counted)
+        # plain (as delete): the save of a stored item is PynamoDB's put (CounterMixin: its update()), which
+        # raises PynamoDB's errors, e.g. PutError / UpdateError on a TransactionConflictException (reported,
+        # left to the coordinator); HistoryMixin's save is the library's own
+        error, fired, _ = self.attempt(item.save, fault, plain=not live.spec.history)
         what = f"M{live.index}.save() of the stored {key} ({live.spec})"
         assert self.key_of(live, item) == key, f"{what}: the instance's key became {self.key_of(live, item)}"
         stored = self.table(live)[key]
