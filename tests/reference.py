@@ -136,8 +136,8 @@ class Counters:
         """One counter request for ``count`` values.
 
         All of them, or Exhausted with nothing spent; with ``partial``, fewer
-        when fewer are left. At the end of a cycling sequence: the first
-        values from the restart value.
+        when fewer are left. A cycling sequence, without ``partial``: the
+        values left before the end, then on from the restart value.
         """
         seq = self.sequence
         last = self.values.get(key)
@@ -146,8 +146,9 @@ class Counters:
             values = seq.after(last, count)
         elif left and partial:
             values = seq.after(last, left)
-        elif not left and seq.cycle:
-            values = [seq.restart_value + i * seq.step for i in range(count)]
+        elif seq.cycle:  # the values before the end, then on from the restart value ([49, 50, 1, 2] of 1..50)
+            values = (seq.after(last, left) if left else []) + \
+                [seq.restart_value + i * seq.step for i in range(count - left)]
             values = [v for v in values if seq.fits(v)]
         else:
             raise Exhausted
