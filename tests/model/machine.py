@@ -1035,6 +1035,10 @@ class PromiseMachine(RuleBasedStateMachine):
                 status = cli.main(list(argv))
             except SystemExit as exc:
                 status = int(exc.code or 0)
+            except KeyboardInterrupt:  # an interrupt fault: the command stops, as a shell's Ctrl-C stops it
+                assert any(kind == "interrupt" for kind, _ in self.transport.fired), \
+                    "a KeyboardInterrupt no fault raised"
+                status = 130
         return status, out.getvalue() + err.getvalue()
 
     @precondition(lambda self: any(live.spec.mode != "query" for live in self.lives))
