@@ -511,18 +511,6 @@ def counter_value(claim: Claim, reason: CancellationReason) -> Any:
     return _contention.item_value(reason.raw_item, claim.opts.counter)
 
 
-def same_item(stored: Optional[Dict[str, Any]], sent: Optional[Dict[str, Any]]) -> bool:
-    """Whether ``stored`` (as DynamoDB answered it) is the item ``sent``: equal as DynamoDB stores values.
-
-    DynamoDB normalises numbers (``5.0`` is stored as ``5``, ``1e20`` as
-    ``100000000000000000000``) and answers sets in any order, so the two are
-    compared as numbers and sets, through maps and lists.
-    """
-    if stored is None or sent is None:
-        return stored is sent
-    return stored_form({"M": stored}) == stored_form({"M": sent})
-
-
 def stored_form(value: Any) -> Any:
     """An attribute value in a form equal for every way of writing what DynamoDB stores the same."""
     if not isinstance(value, dict) or len(value) != 1:
