@@ -16,7 +16,7 @@ step). ``--version`` prints the version.
 Exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a
 problem found in the data, reported in full: ``check`` found duplicates (or
 holes in a gapless sequence), or ``list`` found a counter that holds no
-integer, or ``describe`` found a counter recording other options than its model.
+integer, or ``describe`` found a counter recording other options than its model, or holding no integer.
 """
 
 from __future__ import annotations
@@ -784,7 +784,13 @@ def _describe(args: argparse.Namespace) -> int:
             # orders), nor the single-region counter a table had before it moved to region-homed sequences
             if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
                 continue
-            row = rows.setdefault((counter.Meta.table_name, key), _describe_row(counter, key, raw))
+            row = rows.get((counter.Meta.table_name, key))
+            if row is None:
+                try:
+                    row = rows[counter.Meta.table_name, key] = _describe_row(counter, key, raw)
+                except CommandError as exc:  # one broken counter: the others are still described
+                    problems.append(str(exc))
+                    continue
             if owner is None:
                 continue
             row["models"].append(owner.model.__name__)

@@ -1038,3 +1038,18 @@ def test_a_command_replaces_nothing_of_pynamodb_and_leaves_no_handler(make_model
         events = table._get_connection().connection.client.meta.events
         handlers = list(events._emitter._handlers.prefix_search("before-parse.dynamodb.Scan"))
         assert cli_module._check_answer not in handlers
+
+
+@pytest.mark.modes("fast")
+@pytest.mark.parametrize("state", SOME_BROKEN[:2])
+def test_describe_lists_the_healthy_counters_and_names_a_broken_one(make_model, monkeypatch, capsys, backend,
+                                                                    aws_credentials, state):
+    """describe beside a broken counter still lists every other counter, names the broken one with its fix on
+    stderr, and exits 3."""
+    model = broken(make_model, state)
+    opts = model.autoinc_options()
+    opts.counter.setval("healthy", 7)
+    code, out, err = run(capsys, *reach(backend), "--table", opts.counter.Meta.table_name, "describe", "--json")
+    assert code == 3, err
+    assert [(row["key"], row["last_value"]) for row in json.loads(out)] == [("healthy", 7)]
+    assert repr(opts.key) in err and "pynamodb-autoinc set" in err
