@@ -45,7 +45,7 @@ from ._options import options_for
 from .attributes import CounterMixin
 from .exceptions import (
     CONDITION_FAILED,
-    CONFLICT,
+    TRANSIENT_REASONS,
     AutoIncrementError,
     BulkItemExistsError,
     BulkSaveError,
@@ -449,7 +449,7 @@ class _Versioned(Write):
     """A history save or delete for the engine: the item's put (or delete) and the put of its next version.
 
     It is sent again, with a new ``ClientRequestToken``, while a concurrent
-    transaction holds one of its items (``TransactionConflict``), for up to
+    transaction holds one of its items (``TransactionConflict``) or it was throttled, for up to
     :data:`RETRIES`; its failures name the version it would have been.
     """
 
@@ -460,8 +460,8 @@ class _Versioned(Write):
         self.item, self.config, self.old, self.tries = item, config, old, RETRIES.tries()
 
     def verdict(self, exc: Exception) -> Any:
-        if any(r is not None and r.code == CONFLICT for r in reasons_of(exc)) and self.tries.lost():
-            return Resend()  # a concurrent transaction held an item: not lost yet, send again
+        if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():
+            return Resend()  # a concurrent transaction held an item, or it was throttled: nothing applied, send again
         return super().verdict(exc)
 
     def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:

@@ -457,3 +457,23 @@ def test_transient_cancellation_reason_is_retried(make_model, mode, code, index,
     ids = [u.id for u in users]
     assert None not in ids and len(set(ids)) == len(ids)
     assert sorted(ids) == sorted(u.id for u in User.scan(consistent_read=True))
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.parametrize("code", ["ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded"])
+@pytest.mark.parametrize("index", [0, -1], ids=["item", "version"])
+def test_transient_cancellation_reason_of_a_history_save_is_retried(backend, code, index, faults_for):
+    """A HistoryMixin save (new, then an edit) cancelled for a reason that passes, on the item or on its
+    version, is sent again: the item and each version are stored once."""
+    from tests.helpers import auto_history_doc
+
+    Doc, history = auto_history_doc(backend)
+    doc = Doc(title="one")
+    doc.save()
+    faults = faults_for(Doc)
+    faults.inject("TransactWriteItems", f"cancel:{code}:{index}")
+    doc.title = "two"
+    doc.save()
+    assert faults.fired == [("TransactWriteItems", f"cancel:{code}:{index}")]
+    assert [(d.id, d.title, d.revision) for d in Doc.scan(consistent_read=True)] == [(1, "two", 2)]
+    assert len(list(history.scan(consistent_read=True))) == 2
