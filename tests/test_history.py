@@ -434,8 +434,6 @@ def test_eight_processes_save_the_same_items(tmp_path, local):
 def test_resent_transaction_is_idempotent(backend):
     """A save whose transaction was applied but whose answer was lost is resent with the same token: it succeeds,
     and writes one version."""
-    if backend.name == "moto":
-        pytest.skip("moto does not implement TransactWriteItems' ClientRequestToken idempotency; DynamoDB does")
     Page, _ = models(backend)
     page = Page("a", title="x")
     page.save()
