@@ -87,7 +87,6 @@ import contextlib
 import logging
 import random
 import uuid
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -96,6 +95,7 @@ from pynamodb.constants import UPDATE_ITEM
 from . import _budget, _state
 from .counter import _pace_name
 from .exceptions import TRANSIENT_REASONS, AutoIncrementError, ContentionError, reasons_of
+from .sequence import integer
 from .signals import contention_failed, notify, race_lost
 from .strategies import _UNKNOWN, ChainId, Claim
 
@@ -600,8 +600,7 @@ def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str
 
 
 def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
-    raw = (item or {}).get(name, {}).get("N")
-    return None if raw is None else int(Decimal(raw))
+    return integer((item or {}).get(name, {}).get("N"))
 
 
 def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
@@ -612,7 +611,5 @@ def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
     raw = item.get(counter.next_id.attr_name)
     if raw is None:
         return None
-    try:
-        return counter._integer("", raw["N"])
-    except (AutoIncrementError, KeyError):
-        return _UNKNOWN
+    value = integer(raw.get("N"))
+    return _UNKNOWN if value is None else value

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from pynamodb.connection import Connection
@@ -50,6 +49,7 @@ from .exceptions import (
     returned_item,
 )
 from .regions import REPLICATED_WRITE_CONFLICT
+from .sequence import number
 from .strategies import _UNKNOWN, ChainId, Claim
 
 log = logging.getLogger(__name__)
@@ -517,9 +517,9 @@ def stored_form(value: Any) -> Any:
         return value
     (kind, inner), = value.items()
     if kind == "N":
-        return kind, _number(inner)
+        return kind, number(inner)
     if kind == "NS":
-        return kind, frozenset(_number(n) for n in inner)
+        return kind, frozenset(number(n) for n in inner)
     if kind == "SS":
         return kind, frozenset(inner)
     if kind == "B":
@@ -531,13 +531,6 @@ def stored_form(value: Any) -> Any:
     if kind == "L":
         return kind, tuple(stored_form(v) for v in inner)
     return kind, inner
-
-
-def _number(text: Any) -> Any:
-    try:
-        return Decimal(str(text))
-    except ArithmeticError:
-        return text
 
 
 def _binary(value: Any) -> Any:

@@ -20,7 +20,6 @@ import re
 import secrets
 import threading
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
 from botocore.exceptions import NoRegionError
@@ -46,7 +45,7 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, _is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, integer, is_int
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -165,7 +164,7 @@ class NextId(Model):
 
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
-        if not _is_int(count) or count < 1:
+        if not is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
@@ -448,9 +447,10 @@ class NextId(Model):
         raw = item.get(cls.next_id.attr_name)
         if raw is None:
             return None
-        if "N" not in raw:
+        value = integer(raw.get("N"))
+        if value is None:
             raise cls._not_a_number(key, None, raw)
-        return cls._integer(key, raw["N"])
+        return value
 
     @classmethod
     def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
@@ -678,13 +678,6 @@ class NextId(Model):
     # -- errors ---------------------------------------------------------
 
     @classmethod
-    def _integer(cls, key: str, number: str) -> int:
-        value = Decimal(number)
-        if value != value.to_integral_value():
-            raise cls._not_a_number(key, None, {"N": number})
-        return int(value)
-
-    @classmethod
     def _not_a_number(cls, key: str, cause: Optional[Exception], raw: Any = "non-number") -> CounterValueError:
         return CounterValueError(
             f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; "
@@ -855,8 +848,8 @@ class _Writer:
     def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
         """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
         idle = [(name, raw) for name, raw in item.items()
-                if name.startswith(WRITER_PREFIX) and name != self.attr and "N" in raw
-                and Decimal(raw["N"]) < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
+                if name.startswith(WRITER_PREFIX) and name != self.attr
+                and (seen := integer(raw.get("N"))) is not None and seen < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
         if idle:
             while len(self.idle) >= 8:  # a few counters at a time is plenty
                 self.idle.pop(next(iter(self.idle)))
@@ -922,7 +915,7 @@ def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the
     """
     if optional and value is None:
         return
-    if _is_int(value):
+    if is_int(value):
         if abs(value) < NUMBER_LIMIT:
             return
         raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38), so "
@@ -946,10 +939,10 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
 
 def check_by(call: str, by: Any) -> None:
     """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
-    if _is_int(by) and not abs(by) < NUMBER_LIMIT:
+    if is_int(by) and not abs(by) < NUMBER_LIMIT:
         raise OutOfBoundsError(f"{call}: {by} has more digits than a DynamoDB number holds exactly (38); nothing "
                                "was counted")
-    if not _is_int(by):
+    if not is_int(by):
         raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
                                 "steps (and one fraction would leave the stored count no integer), e.g. by=1")
 
@@ -1024,12 +1017,13 @@ class Once(_transport.Exchange[Dict[str, Any]]):
     def failed(self, refused: _Refused) -> None:
         """A resend of this call, or a refusal: send once more without the idle writers' attributes, or raise."""
         held = refused.item.get(self.writer.attr, {}).get("N")
-        if held is not None and Decimal(held) == self.seq:
+        held_seq = integer(held)
+        if held_seq == self.seq:
             raise _Resent(refused.item) from None  # an earlier send of this very call was applied
         if self.idle and self.tries.lost():
             self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
             return
-        if held is not None and Decimal(held) > self.seq or self.condition is None:
+        if held_seq is not None and held_seq > self.seq or self.condition is None:
             raise CounterError(
                 f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
                 f"not below this writer's sequence number {self.seq}; is another process counting under "
@@ -1146,7 +1140,7 @@ class _Reserve(_transport.Exchange[List[int]]):
 
     def applied(self, data: Dict[str, Any]) -> List[int]:
         step, count = self.seq.step, self.count
-        top = self.counter._integer(self.key, data["Attributes"][self.counter.next_id.attr_name]["N"])
+        top = self.counter._count_in(self.key, data["Attributes"])
         return self.tail + self.seq.values(top - step * (count - 1), count)
 
 
@@ -1183,11 +1177,10 @@ class _SwapTemplate:
         """By expression value name: (which stand-in, the offset from it)."""
         for name, value in values.items():
             number = value.get("N") if isinstance(value, dict) and len(value) == 1 else None
-            if number is None or not _is_int_text(number):
-                continue
+            whole = integer(number)
             for which, stand_in in enumerate(_STAND_IN):
-                if abs(int(number) - stand_in) < 10**6:
-                    self.slots[name] = (which, int(number) - stand_in)
+                if whole is not None and abs(whole - stand_in) < 10**6:
+                    self.slots[name] = (which, whole - stand_in)
 
     def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
         """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
@@ -1207,10 +1200,6 @@ class _SwapTemplate:
 def storable(number: int) -> bool:
     """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
     return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
-
-
-def _is_int_text(text: Any) -> bool:
-    return isinstance(text, str) and text.lstrip("-").isdigit()
 
 
 def _pace_name(standing: str) -> str:

@@ -59,7 +59,7 @@ from .exceptions import (
     reasons_of,
 )
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others, send_after_save
-from .sequence import NUMBER_LIMIT, number_text
+from .sequence import NUMBER_LIMIT, integer, number_text
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -491,7 +491,7 @@ class _Versioned(Write):
                 f"since this instance was read at version {old}, or the condition passed did not hold; "
                 "nothing was deleted; read the item again", exc, attempted=new)
         version_attr = type(item).get_attributes()[config.version].attr_name
-        current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
+        current = integer(raw.get(version_attr, {}).get("N")) if raw else None
         if current is not None and current != old:
             return VersionConflictError(
                 f"{name}: lost version {new} to another writer; the item is at version {current}, this "

@@ -8,7 +8,6 @@ time order. The time comes from :data:`clock`, which tests can freeze.
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
@@ -22,6 +21,7 @@ from ._calendar import PERIODS, Clock, check_period, clock, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
+from .sequence import integer
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -208,4 +208,9 @@ class _InPeriod(_transport.Exchange[int]):
         return self.by if self.step == 1 else self.counted(data["Attributes"])
 
     def counted(self, item: Dict[str, Any]) -> int:
-        return int(Decimal(item[self.count.attr_name]["N"]))
+        raw = item[self.count.attr_name]
+        count = integer(raw.get("N"))
+        if count is None:
+            raise CounterValueError(f"{self.name}: the event was counted, but {self.count.attr_name} holds {raw}, "
+                                    "not an integer; set it to a whole number")
+        return count

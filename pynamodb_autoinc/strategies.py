@@ -37,7 +37,6 @@ import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from pynamodb.constants import QUERY, UPDATE_ITEM
@@ -55,7 +54,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     error_code,
 )
-from .sequence import number_text
+from .sequence import number, number_text
 
 log = logging.getLogger(__name__)
 
@@ -421,7 +420,7 @@ def partition_key(instance: Model, opts: Options) -> str:
         )
     attribute = model.get_attributes()[str(model._hash_keyname)]
     if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
-        hash_value = number_text(Decimal(attribute.serialize(hash_value)))
+        hash_value = number_text(number(attribute.serialize(hash_value)))
     return f"{model.Meta.table_name}#{hash_value}"
 
 
