@@ -30,8 +30,8 @@ from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
+from . import _budget, _state, _transport
 from . import _calendar as periods
-from . import _state, _transport
 from ._budget import Budget
 from .exceptions import (
     AutoIncrementError,
@@ -841,7 +841,7 @@ class _Writer:
 
     def next_seq(self) -> Tuple[int, int]:
         """A new sequence number, above every earlier one, and the time (ms) it was taken."""
-        now_ms = int(periods.clock.now().timestamp() * 1000)
+        now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.last = max(self.last + 1, now_ms)
         return self.last, now_ms
 

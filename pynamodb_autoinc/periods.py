@@ -16,8 +16,8 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
 from . import _transport
-from ._budget import Budget
-from ._calendar import PERIODS, Clock, check_period, clock, label
+from ._budget import Budget, Clock, clock
+from ._calendar import PERIODS, check_period, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
