@@ -34,6 +34,7 @@ from . import _budget, _contention, _transport, strategies
 from ._options import options_for
 from .exceptions import (
     CONDITION_FAILED,
+    REPLICATED_WRITE_CONFLICT,
     TRANSIENT_REASONS,
     AutoIncrementError,
     ConditionFailedError,
@@ -48,7 +49,6 @@ from .exceptions import (
     reasons_of,
     returned_item,
 )
-from .regions import REPLICATED_WRITE_CONFLICT
 from .sequence import number
 from .strategies import _UNKNOWN, ChainId, Claim
 

@@ -34,6 +34,7 @@ from . import _budget, _state, _transport
 from . import _calendar as periods
 from ._budget import Budget
 from .exceptions import (
+    REPLICATED_WRITE_CONFLICT,
     AutoIncrementError,
     ConfigurationError,
     ContentionError,
@@ -175,7 +176,7 @@ class NextId(Model):
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
-        return _transport.drive(_Reserve(cls, key, count, seq, partial))
+        return _transport.drive(Reserve(cls, key, count, seq, partial))
 
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
@@ -986,6 +987,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
+        self.tries = _AGAIN.tries()
 
     def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
              send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
@@ -996,9 +998,16 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         condition. Raises :class:`_Resent` when an earlier request of this call
         was applied, and :class:`_Refused` when ``condition`` did not hold.
         """
-        self.build, self.transmit, self.tries = build, send, _AGAIN.tries()
-        self.actions, self.condition, self.return_values = actions, condition, return_values
+        self.aim(build, send, actions, condition, return_values)
         return _transport.drive(self)
+
+    def aim(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
+            send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
+            return_values: Optional[str]) -> None:
+        """Make ``build(actions, condition, return_values)``, sent with ``send``, the request :meth:`request`
+        marks next (an exchange of several requests, each counting once, aims before each)."""
+        self.build, self.transmit = build, send
+        self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.transmit(kwargs)
@@ -1063,12 +1072,18 @@ _MOVES = 100
 _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
-class _Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it."""
+class Reserve(_transport.Exchange[List[int]]):
+    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it.
 
-    errors = (_Refused,)
+    With ``conflicts`` (a model's budget), a request refused because another region wrote the counter at the
+    same time (``ReplicatedWriteConflictException``, on a global table in multi-region strong consistency;
+    nothing of it was applied) is sent again within that budget.
+    """
 
-    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
+    errors = (_Refused, CounterError)
+
+    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
+                 conflicts: Optional[Budget] = None) -> None:
         if count > seq.size:
             if not partial:
                 raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
@@ -1077,6 +1092,7 @@ class _Reserve(_transport.Exchange[List[int]]):
             raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
                                    "a DynamoDB number holds (38 digits); nothing was taken. Take fewer at once")
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
+        self.conflicted = None if conflicts is None else conflicts.tries()
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
         self.tail: List[int] = []
         """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
@@ -1108,8 +1124,11 @@ class _Reserve(_transport.Exchange[List[int]]):
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.counter._send_update("advance", self.key, kwargs)
 
-    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
+    def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
+        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer); send
+        again after a conflict with another region."""
+        if not isinstance(refused, _Refused):
+            return self._conflict(refused)
         counter, key, seq = self.counter, self.key, self.seq
         last = counter._refused_value(key, refused.item, seq)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
@@ -1129,13 +1148,29 @@ class _Reserve(_transport.Exchange[List[int]]):
                 tail = seq.values(seq.start if last is None else last + seq.step, left)
                 count = min(self.count, seq.size) - left
                 top = seq.restart_value + seq.step * (count - 1)
-                if counter.compare_and_set(key, last, top, seq):
+                try:
+                    swapped = counter.compare_and_set(key, last, top, seq)
+                except CounterError as exc:
+                    return self._conflict(exc)
+                if swapped:
                     self.tail, self.count = tail, count
                     return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
         # else: moved between the condition and the answer's item: cannot be, but try again
         if not self.tries.lost():
             raise ContentionError(f"counter {key!r} in table {counter.Meta.table_name!r} moved under {_MOVES} "
                                   "requests in a row while wrapping; nothing was spent, try again") from None
+        return None
+
+    def _conflict(self, exc: Exception) -> Optional[Dict[str, Any]]:
+        """Send again after a conflict with another region, within the budget; raise any other failure."""
+        if self.conflicted is None or error_code(exc) != REPLICATED_WRITE_CONFLICT:
+            raise exc
+        if not self.conflicted.lost():
+            raise ContentionError(
+                f"counter {self.key!r} was written from another region at the same time {self.conflicted.losses} "
+                f"times in a row in {self.conflicted.elapsed:.2f} s ({REPLICATED_WRITE_CONFLICT}); nothing was "
+                "spent. Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
+                exc) from exc
         return None
 
     def applied(self, data: Dict[str, Any]) -> List[int]:
