@@ -6,7 +6,9 @@ One table holds many counters, one item per data-type key::
      "NextId": 3,                                     # the last value handed out
      "NextOptions": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}   # its sequence
 
-Every request a counter ever receives is built in this module.
+The requests that read, advance, set and count a counter are built here; a gapless write's swap is built by
+the write engine (:mod:`pynamodb_autoinc._engine`), and the requests of a counter's queue by
+:mod:`pynamodb_autoinc._contention`.
 """
 
 from __future__ import annotations
@@ -112,9 +114,6 @@ class NextId(Model):
 
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
-
-    #: This class's swap requests built once per shape (see :meth:`_swap_kwargs`); each class has its own.
-    _swap_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
@@ -475,102 +474,6 @@ class NextId(Model):
             f"purpose, record the new ones with {cls._command('alter --model package.module:Model')} (or "
             f"{cls._reached_as()}.alter(key, sequence)); otherwise make the Meta options agree",
             recorded=recorded)
-
-    @classmethod
-    def _swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                    ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
-                    requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-        """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value`` (see
-        :meth:`_build_swap_kwargs`, which says what each argument does).
-
-        Every gapless save sends one, so it is built from a template: the request of the same shape (the same
-        counter, key, options and queue arguments) built once by PynamoDB with stand-in numbers, whose
-        numbers are then replaced by this call's. The result is the request :meth:`_build_swap_kwargs`
-        builds, made in a fraction of its time.
-        """
-        table = getattr(cls.Meta, "table_name", None)
-        shape = (key, table, expected is None, queue, ticket is None, standing, by_standing, requeue, sequence)
-        templates = cls.__dict__.get("_swap_templates")
-        if templates is None:
-            templates = {}
-            cls._swap_templates = templates  # on this class only: a subclass has its own table
-        template = templates.get(shape)
-        if template is None:
-            if len(templates) >= _TEMPLATE_LIMIT:
-                templates.clear()  # many keys (a counter per period): keep the memory bounded
-            template = templates[shape] = _SwapTemplate(cls._build_swap_kwargs(
-                key, None if expected is None else _STAND_IN[0], _STAND_IN[1], queue=queue,
-                ticket=None if ticket is None else _STAND_IN[2], standing=standing, by_standing=by_standing,
-                requeue=requeue, sequence=sequence))
-        return template.fill((expected, value, ticket))
-
-    @classmethod
-    def _build_swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                           ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
-                           requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-        """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``, built by
-        PynamoDB.
-
-        ``expected=None`` means the counter must not hold a value yet. With
-        ``queue``, the swap also waits its turn among the writers queued on the
-        counter (see :mod:`pynamodb_autoinc._contention`): without a ticket it
-        goes only while nobody is queued; with one (``ticket``, or with
-        ``by_standing`` the standing ticket recorded in attribute
-        ``standing``), only when the ticket is next, and it serves it. With a
-        ticket and ``standing``, the swap also takes a standing ticket for the
-        writer's next save (``requeue``) or drops the one it had. The value
-        condition alone keeps the sequence safe; the queue decides who goes
-        first. With ``sequence``, the counter must record those options (or
-        none), and records them.
-        """
-        actions, condition = cls._swap(expected, value, sequence)
-        if ticket is not None or by_standing:
-            if ticket is None:
-                assert standing is not None
-                condition &= cls.served == Path(standing)
-                actions.append(cls.served.set(cls.served + 1))
-            else:
-                condition &= cls.served == ticket - 1
-                actions.append(cls.served.set(ticket))
-            if standing is not None:
-                actions += ([Path(standing).set(cls.ticket), cls.ticket.set(cls.ticket + 1)] if requeue
-                            else [Path(standing).remove()])
-                actions.append(Path(_pace_name(standing)).remove())
-        elif queue:
-            condition &= cls.ticket.does_not_exist() | (cls.ticket == cls.served)
-        return cls._update_kwargs(key, actions, condition)
-
-    @classmethod
-    def _ticket_kwargs(cls, key: str, standing: Optional[str] = None, pace: Optional[int] = None) -> Dict[str, Any]:
-        """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
-        ticket if given; it answers with the whole item.
-
-        With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
-        new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
-        the pace beside it, so that the writers behind wait longer for it before they pass over it.
-        """
-        actions = [cls.ticket.add(1), cls.served.set(cls.served | 0)]
-        if standing is not None and pace is not None:
-            actions += [Path(standing).set(cls.ticket | 0), Path(_pace_name(standing)).set(pace)]
-        elif standing is not None:
-            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
-        return cls._update_kwargs(key, actions, None, "ALL_NEW")
-
-    @classmethod
-    def _skip_kwargs(cls, key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
-        """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting; with
-        ``standing``, that ticket is the standing ticket recorded there, which goes too."""
-        actions = [cls.served.set(served + 1)]
-        if standing is not None:
-            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
-        return cls._update_kwargs(key, actions, (cls.served == served) & (cls.ticket > served), "ALL_NEW")
-
-    @classmethod
-    def _give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
-        """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
-        return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove(),
-                                        Path(_pace_name(standing)).remove()],
-                                  cls.served == Path(standing), "ALL_NEW")
 
     @classmethod
     def _swap(cls, expected: Optional[int], value: int,
@@ -1193,52 +1096,6 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         raise _Refused(returned_item(exc) or {}, exc) from None
 
 
-#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (a ticket's neighbour ``ticket - 1`` too) is
-#: known by what it stands for.
-_STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-
-#: The most swap templates one counter class keeps.
-_TEMPLATE_LIMIT = 256
-
-
-class _SwapTemplate:
-    """A swap request built with :data:`_STAND_IN` numbers, and where each stands in it."""
-
-    def __init__(self, kwargs: Dict[str, Any]) -> None:
-        self.kwargs = kwargs
-        values = kwargs.get("ExpressionAttributeValues", {})
-        self.slots: Dict[str, Tuple[int, int]] = {}
-        """By expression value name: (which stand-in, the offset from it)."""
-        for name, value in values.items():
-            number = value.get("N") if isinstance(value, dict) and len(value) == 1 else None
-            whole = integer(number)
-            for which, stand_in in enumerate(_STAND_IN):
-                if whole is not None and abs(whole - stand_in) < 10**6:
-                    self.slots[name] = (which, whole - stand_in)
-
-    def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
-        """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
-        change."""
-        kwargs = dict(self.kwargs)
-        values = dict(kwargs.get("ExpressionAttributeValues", {}))
-        for name, (which, offset) in self.slots.items():
-            values[name] = {"N": str(numbers[which] + offset)}  # type: ignore[operator]
-        if values:
-            kwargs["ExpressionAttributeValues"] = values
-        if "ExpressionAttributeNames" in kwargs:
-            kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
-        kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
-        return kwargs
-
-
 def storable(number: int) -> bool:
     """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
     return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
-
-
-def _pace_name(standing: str) -> str:
-    """The attribute beside a standing-ticket attribute (``NextStanding_<id>``) that records a slow writer's
-    pace: ``NextPace_<id>``."""
-    return "NextPace_" + standing.split("_", 1)[1]
-
