@@ -1,30 +1,39 @@
-"""How long, and how often, a write may keep trying: one retry policy and one clock for every loop.
+"""How long, and how often, a write may keep trying: one retry policy, and the library's one clock.
 
 A :class:`Budget` says when to stop (after ``attempts`` lost tries and/or
 ``seconds``) and how long to wait between tries (exponential backoff with
 full jitter, from ``backoff`` up to one second). :class:`Tries` counts one
 loop's lost tries against a budget. Every sleep and every reading of the
-time in the library goes through :data:`clock`, which the simulation
-replaces with a virtual one.
+time in the library, the calendar's included, goes through :data:`clock`,
+which the simulation replaces with a virtual one and tests pin with
+``clock.frozen(...)``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from datetime import datetime, timezone
+from typing import ClassVar, Iterator, Optional
+
+from .exceptions import ConfigurationError
 
 #: The longest wait between two tries, in seconds.
 MAX_WAIT = 1.0
 
 
 class Clock:
-    """The time as the library reads it, and how it sleeps (the simulation swaps in a virtual one)."""
+    """The time as the library reads it, and how it sleeps (the simulation swaps in a subclass)."""
 
-    def now(self) -> float:
-        """Seconds since the epoch: what queue turns are written in."""
-        return time.time()
+    _frozen: ClassVar[Optional[datetime]] = None
+    """The time :meth:`frozen` pins, whichever clock runs (None: the real time)."""
+
+    def now(self) -> datetime:
+        """The current time in UTC (or the frozen time): what periods and writers' sequence numbers are read
+        from."""
+        return Clock._frozen or datetime.now(timezone.utc)
 
     def monotonic(self) -> float:
         """Seconds, for measuring how long a write has tried."""
@@ -33,9 +42,29 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    @contextlib.contextmanager
+    def frozen(self, at: datetime) -> Iterator[None]:
+        """Pin :meth:`now` to ``at`` (a naive datetime is taken as UTC) inside the block."""
+        before, Clock._frozen = Clock._frozen, utc(at)
+        try:
+            yield
+        finally:
+            Clock._frozen = before
+
 
 clock: Clock = Clock()
 """The library's one clock."""
+
+
+def utc(at: datetime) -> datetime:
+    """``at`` in UTC (a naive datetime is taken as UTC).
+
+    :raises ConfigurationError: ``at`` is not a datetime
+    """
+    if not isinstance(at, datetime):
+        raise ConfigurationError(f"now={at!r} is not a datetime; pass a datetime (a naive one is taken as UTC), "
+                                 "or None for the clock's time")
+    return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
 
 
 def backoff_delay(base: float, attempt: int) -> float:

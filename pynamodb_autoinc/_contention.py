@@ -87,15 +87,15 @@ import contextlib
 import logging
 import random
 import uuid
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Type
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
+from pynamodb.expressions.operand import Path
 
 from . import _budget, _state
-from .counter import _pace_name
 from .exceptions import TRANSIENT_REASONS, AutoIncrementError, ContentionError, reasons_of
+from .sequence import integer
 from .signals import contention_failed, notify, race_lost
 from .strategies import _UNKNOWN, ChainId, Claim
 
@@ -103,6 +103,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ._options import Options
+    from .counter import NextId
 
 
 class Write(Protocol):
@@ -288,7 +289,7 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
     passes over it: :data:`TURN`; a standing ticket (recorded in ``owner``) less; a ticket whose holder
     declared itself slow (see :data:`SLOW`) one turn plus four of its requests, up to
     :data:`SLOW_TURN_LIMIT`, so that a slow writer alive is served and a dead one costs one such turn."""
-    pace = _number(item, _pace_name(owner)) if owner else None
+    pace = _number(item, pace_name(owner)) if owner else None
     if pace is not None:
         return min(TURN + 4 * pace / 1000, SLOW_TURN_LIMIT)
     if owner is not None:
@@ -414,8 +415,8 @@ class Contest:
         self.blind = 0
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
-            item = timed(self.write, UPDATE_ITEM, head.opts.counter._ticket_kwargs(
-                head.key, self.write.standing, pace)).get("Attributes")
+            item = timed(self.write, UPDATE_ITEM, ticket_kwargs(
+                head.opts.counter, head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
             self._sleep(head.opts.budget.wait(self.losses))
             return {}
@@ -509,7 +510,7 @@ class Contest:
         head = self._head()
         self.waited = None
         try:
-            answer = self.write.send(UPDATE_ITEM, head.opts.counter._skip_kwargs(head.key, served, owner))
+            answer = self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
         except BOTOCORE_EXCEPTIONS:  # it moved after all: the next answer shows the queue
             return None
         return answer.get("Attributes")
@@ -565,8 +566,8 @@ class Contest:
         ticket, self.ticket = self.ticket, None
         head = self._head()
         counter, standing = head.opts.counter, self.write.standing
-        kwargs = (counter._skip_kwargs(head.key, ticket - 1, standing) if ticket is not None
-                  else counter._give_back_kwargs(head.key, standing))  # type: ignore[arg-type]
+        kwargs = (skip_kwargs(counter, head.key, ticket - 1, standing) if ticket is not None
+                  else give_back_kwargs(counter, head.key, standing))  # type: ignore[arg-type]
         self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
             self.write.send(UPDATE_ITEM, kwargs)
@@ -600,8 +601,7 @@ def _standing_owner(item: Optional[Dict[str, Any]], served: int) -> Optional[str
 
 
 def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
-    raw = (item or {}).get(name, {}).get("N")
-    return None if raw is None else int(Decimal(raw))
+    return integer((item or {}).get(name, {}).get("N"))
 
 
 def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
@@ -612,7 +612,72 @@ def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
     raw = item.get(counter.next_id.attr_name)
     if raw is None:
         return None
-    try:
-        return counter._integer("", raw["N"])
-    except (AutoIncrementError, KeyError):
-        return _UNKNOWN
+    value = integer(raw.get("N"))
+    return _UNKNOWN if value is None else value
+
+
+# -- the queue's requests -------------------------------------------------------
+
+def pace_name(standing: str) -> str:
+    """The attribute beside a standing-ticket attribute (``NextStanding_<id>``) that records a slow writer's
+    pace: ``NextPace_<id>``."""
+    return "NextPace_" + standing.split("_", 1)[1]
+
+
+def swap_terms(counter: Type[NextId], ticket: Optional[int], standing: Optional[str], by_standing: bool,
+               requeue: bool) -> Tuple[List[Any], Any]:
+    """The actions and the condition the queue adds to a gapless swap on ``counter``.
+
+    Without a ticket, the swap goes only while nobody is queued. With one
+    (``ticket``, or with ``by_standing`` the standing ticket recorded in
+    attribute ``standing``), only when the ticket is next, and it serves it;
+    with ``standing`` too, it takes a standing ticket for the writer's next
+    save (``requeue``) or drops the one it had. The value condition alone
+    keeps the sequence safe; the queue decides who goes first.
+    """
+    served, tickets = counter.served, counter.ticket
+    if ticket is None and not by_standing:
+        return [], tickets.does_not_exist() | (tickets == served)
+    if ticket is None:
+        assert standing is not None
+        condition, actions = served == Path(standing), [served.set(served + 1)]
+    else:
+        condition, actions = served == ticket - 1, [served.set(ticket)]
+    if standing is not None:
+        actions += [Path(standing).set(tickets), tickets.set(tickets + 1)] if requeue else [Path(standing).remove()]
+        actions.append(Path(pace_name(standing)).remove())
+    return actions, condition
+
+
+def ticket_kwargs(counter: Type[NextId], key: str, standing: Optional[str] = None,
+                  pace: Optional[int] = None) -> Dict[str, Any]:
+    """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
+    ticket if given; it answers with the whole item.
+
+    With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
+    new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
+    the pace beside it, so that the writers behind wait longer for it before they pass over it.
+    """
+    actions = [counter.ticket.add(1), counter.served.set(counter.served | 0)]
+    if standing is not None and pace is not None:
+        actions += [Path(standing).set(counter.ticket | 0), Path(pace_name(standing)).set(pace)]
+    elif standing is not None:
+        actions += [Path(standing).remove(), Path(pace_name(standing)).remove()]
+    return counter._update_kwargs(key, actions, None, "ALL_NEW")
+
+
+def skip_kwargs(counter: Type[NextId], key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
+    """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting; with
+    ``standing``, that ticket is the standing ticket recorded there, which goes too."""
+    actions = [counter.served.set(served + 1)]
+    if standing is not None:
+        actions += [Path(standing).remove(), Path(pace_name(standing)).remove()]
+    return counter._update_kwargs(
+        key, actions, (counter.served == served) & (counter.ticket > served), "ALL_NEW")
+
+
+def give_back_kwargs(counter: Type[NextId], key: str, standing: str) -> Dict[str, Any]:
+    """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
+    return counter._update_kwargs(
+        key, [counter.served.set(counter.served + 1), Path(standing).remove(), Path(pace_name(standing)).remove()],
+        counter.served == Path(standing), "ALL_NEW")

@@ -15,7 +15,7 @@ from . import regions
 from ._budget import Budget
 from .counter import CONNECTION_SETTINGS, RESERVED_PREFIX, NextId, bind_counter, in_table_counter
 from .exceptions import ConfigurationError, UnassignedIdError
-from .sequence import SequenceOptions, number_text
+from .sequence import SequenceOptions, is_int, number_text
 
 #: Every option a model's ``Meta`` may set, with its default.
 DEFAULTS: Dict[str, Any] = {
@@ -214,10 +214,6 @@ def _fail(model: Type[Model], problem: str) -> ConfigurationError:
     return ConfigurationError(f"{model.__name__}: {problem}")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, in order
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
@@ -254,14 +250,14 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
     for number in ("autoinc_retries", "autoinc_block"):
-        if not _is_int(opts[number]) and not (number == "autoinc_retries" and opts[number] is None):
+        if not is_int(opts[number]) and not (number == "autoinc_retries" and opts[number] is None):
             raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
     try:
         sequence = SequenceOptions.of(opts["autoinc_start"], opts["autoinc_step"], opts["autoinc_min"],
                                       opts["autoinc_max"], opts["autoinc_cycle"])
     except ConfigurationError as exc:
         hint = ""
-        if _is_int(opts["autoinc_step"]) and opts["autoinc_step"] < 0 and opts["autoinc_max"] is not None \
+        if is_int(opts["autoinc_step"]) and opts["autoinc_step"] < 0 and opts["autoinc_max"] is not None \
                 and opts["autoinc_min"] is None:
             hint = ("; note that Meta.autoinc_max is the upper bound whatever the direction (since 0.2.0): "
                     "the lowest value of a descending sequence is Meta.autoinc_min")

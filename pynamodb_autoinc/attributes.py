@@ -46,7 +46,7 @@ from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError, error_code
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others, send_after_save
-from .sequence import NUMBER_LIMIT
+from .sequence import NUMBER_LIMIT, is_int
 
 _T = TypeVar("_T", bound=Model)
 
@@ -88,10 +88,6 @@ class _Update(_transport.Exchange[Dict[str, Any]]):
         return data
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 if TYPE_CHECKING:
     class _IntegerAttribute(Attribute[int]):
         """How type checkers see a counter: a NumberAttribute that holds an int."""
@@ -108,9 +104,9 @@ class CounterAttribute(_IntegerAttribute):
     """
 
     def __init__(self, *, start: int = 0, delta: int = 1, **kwargs: Any) -> None:
-        if not _is_int(start):
+        if not is_int(start):
             raise ConfigurationError(f"CounterAttribute(start={start!r}): start must be an integer, e.g. start=0")
-        if not _is_int(delta) or delta == 0:
+        if not is_int(delta) or delta == 0:
             raise ConfigurationError(
                 f"CounterAttribute(delta={delta!r}): delta must be a non-zero integer, e.g. 1 (or -1 to count down)"
             )
@@ -143,7 +139,7 @@ class CounterAttribute(_IntegerAttribute):
     def serialize(self, value: Any) -> Any:
         """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction
         (``Page.views.add(1.5)``, ``Page.views.set(2.5)``, a put)."""
-        if not _is_int(value):
+        if not is_int(value):
             raise CounterValueError(
                 f"CounterAttribute {self.attr_name!r} counts in whole steps, but was given {type(value).__name__} "
                 f"{value!r}; use an int, e.g. {self.attr_name}.add(1)")

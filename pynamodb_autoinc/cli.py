@@ -31,7 +31,6 @@ import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type, TypeVar
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -51,7 +50,7 @@ from .exceptions import (
     error_responses,
 )
 from .mixin import AutoIncrementMixin
-from .sequence import SequenceOptions
+from .sequence import SequenceOptions, integer, number
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 
@@ -554,9 +553,9 @@ def _counter_value(stored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     if stored is None:
         return {"value": None}
     if "N" in stored:
-        number = Decimal(stored["N"])
-        if number == number.to_integral_value():
-            return {"value": int(number)}
+        value = integer(stored["N"])
+        if value is not None:
+            return {"value": value}
         return {"value": None, "stored": stored, "problem": "not an integer"}
     return {"value": None, "stored": stored, "problem": "not a number"}
 
@@ -905,7 +904,8 @@ def _raised_from(counter: Type[NextId], key: str, value: int, step: int) -> Tupl
     stored = item.get(counter.next_id.attr_name)
     if stored is None:
         return True, "none"
-    if "N" in stored and (Decimal(stored["N"]) < value if step > 0 else Decimal(stored["N"]) > value):
+    held = number(stored.get("N"))
+    if held is not None and (held < value if step > 0 else held > value):
         return True, _shown(stored)  # a fraction behind value is moved too: the update's condition compares numbers
     return False, str(counter._value_in(key, item))  # raises, as raise_to does, when it holds no integer
 

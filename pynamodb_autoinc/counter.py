@@ -6,7 +6,9 @@ One table holds many counters, one item per data-type key::
      "NextId": 3,                                     # the last value handed out
      "NextOptions": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}   # its sequence
 
-Every request a counter ever receives is built in this module.
+The requests that read, advance, set and count a counter are built here; a gapless write's swap is built by
+the write engine (:mod:`pynamodb_autoinc._engine`), and the requests of a counter's queue by
+:mod:`pynamodb_autoinc._contention`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import re
 import secrets
 import threading
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
 from botocore.exceptions import NoRegionError
@@ -31,10 +32,11 @@ from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
+from . import _budget, _state, _transport
 from . import _calendar as periods
-from . import _state, _transport
 from ._budget import Budget
 from .exceptions import (
+    REPLICATED_WRITE_CONFLICT,
     AutoIncrementError,
     ConfigurationError,
     ContentionError,
@@ -46,7 +48,7 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, _is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, integer, is_int
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -113,9 +115,6 @@ class NextId(Model):
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
 
-    #: This class's swap requests built once per shape (see :meth:`_swap_kwargs`); each class has its own.
-    _swap_templates: ClassVar[Dict[Any, _SwapTemplate]]
-
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
         """The (hash key, range key) of counter ``key``'s item."""
@@ -165,7 +164,7 @@ class NextId(Model):
 
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
-        if not _is_int(count) or count < 1:
+        if not is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
                                    "of values to take; nothing was taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
@@ -176,7 +175,7 @@ class NextId(Model):
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
         if seq.cycle and count > seq.size and not partial:
             raise seq.too_many(key, count)  # a wrap could never give them all at once
-        return _transport.drive(_Reserve(cls, key, count, seq, partial))
+        return _transport.drive(Reserve(cls, key, count, seq, partial))
 
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
@@ -448,9 +447,10 @@ class NextId(Model):
         raw = item.get(cls.next_id.attr_name)
         if raw is None:
             return None
-        if "N" not in raw:
+        value = integer(raw.get("N"))
+        if value is None:
             raise cls._not_a_number(key, None, raw)
-        return cls._integer(key, raw["N"])
+        return value
 
     @classmethod
     def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
@@ -474,102 +474,6 @@ class NextId(Model):
             f"purpose, record the new ones with {cls._command('alter --model package.module:Model')} (or "
             f"{cls._reached_as()}.alter(key, sequence)); otherwise make the Meta options agree",
             recorded=recorded)
-
-    @classmethod
-    def _swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                    ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
-                    requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-        """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value`` (see
-        :meth:`_build_swap_kwargs`, which says what each argument does).
-
-        Every gapless save sends one, so it is built from a template: the request of the same shape (the same
-        counter, key, options and queue arguments) built once by PynamoDB with stand-in numbers, whose
-        numbers are then replaced by this call's. The result is the request :meth:`_build_swap_kwargs`
-        builds, made in a fraction of its time.
-        """
-        table = getattr(cls.Meta, "table_name", None)
-        shape = (key, table, expected is None, queue, ticket is None, standing, by_standing, requeue, sequence)
-        templates = cls.__dict__.get("_swap_templates")
-        if templates is None:
-            templates = {}
-            cls._swap_templates = templates  # on this class only: a subclass has its own table
-        template = templates.get(shape)
-        if template is None:
-            if len(templates) >= _TEMPLATE_LIMIT:
-                templates.clear()  # many keys (a counter per period): keep the memory bounded
-            template = templates[shape] = _SwapTemplate(cls._build_swap_kwargs(
-                key, None if expected is None else _STAND_IN[0], _STAND_IN[1], queue=queue,
-                ticket=None if ticket is None else _STAND_IN[2], standing=standing, by_standing=by_standing,
-                requeue=requeue, sequence=sequence))
-        return template.fill((expected, value, ticket))
-
-    @classmethod
-    def _build_swap_kwargs(cls, key: str, expected: Optional[int], value: int, *, queue: bool = False,
-                           ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
-                           requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-        """The TransactWriteItems ``Update`` that moves ``key`` from ``expected`` to ``value``, built by
-        PynamoDB.
-
-        ``expected=None`` means the counter must not hold a value yet. With
-        ``queue``, the swap also waits its turn among the writers queued on the
-        counter (see :mod:`pynamodb_autoinc._contention`): without a ticket it
-        goes only while nobody is queued; with one (``ticket``, or with
-        ``by_standing`` the standing ticket recorded in attribute
-        ``standing``), only when the ticket is next, and it serves it. With a
-        ticket and ``standing``, the swap also takes a standing ticket for the
-        writer's next save (``requeue``) or drops the one it had. The value
-        condition alone keeps the sequence safe; the queue decides who goes
-        first. With ``sequence``, the counter must record those options (or
-        none), and records them.
-        """
-        actions, condition = cls._swap(expected, value, sequence)
-        if ticket is not None or by_standing:
-            if ticket is None:
-                assert standing is not None
-                condition &= cls.served == Path(standing)
-                actions.append(cls.served.set(cls.served + 1))
-            else:
-                condition &= cls.served == ticket - 1
-                actions.append(cls.served.set(ticket))
-            if standing is not None:
-                actions += ([Path(standing).set(cls.ticket), cls.ticket.set(cls.ticket + 1)] if requeue
-                            else [Path(standing).remove()])
-                actions.append(Path(_pace_name(standing)).remove())
-        elif queue:
-            condition &= cls.ticket.does_not_exist() | (cls.ticket == cls.served)
-        return cls._update_kwargs(key, actions, condition)
-
-    @classmethod
-    def _ticket_kwargs(cls, key: str, standing: Optional[str] = None, pace: Optional[int] = None) -> Dict[str, Any]:
-        """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
-        ticket if given; it answers with the whole item.
-
-        With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
-        new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
-        the pace beside it, so that the writers behind wait longer for it before they pass over it.
-        """
-        actions = [cls.ticket.add(1), cls.served.set(cls.served | 0)]
-        if standing is not None and pace is not None:
-            actions += [Path(standing).set(cls.ticket | 0), Path(_pace_name(standing)).set(pace)]
-        elif standing is not None:
-            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
-        return cls._update_kwargs(key, actions, None, "ALL_NEW")
-
-    @classmethod
-    def _skip_kwargs(cls, key: str, served: int, standing: Optional[str] = None) -> Dict[str, Any]:
-        """The UpdateItem that passes over ticket ``served + 1``, whose holder kept the queue waiting; with
-        ``standing``, that ticket is the standing ticket recorded there, which goes too."""
-        actions = [cls.served.set(served + 1)]
-        if standing is not None:
-            actions += [Path(standing).remove(), Path(_pace_name(standing)).remove()]
-        return cls._update_kwargs(key, actions, (cls.served == served) & (cls.ticket > served), "ALL_NEW")
-
-    @classmethod
-    def _give_back_kwargs(cls, key: str, standing: str) -> Dict[str, Any]:
-        """The UpdateItem that serves the standing ticket recorded in ``standing`` unused, if it is next."""
-        return cls._update_kwargs(key, [cls.served.set(cls.served + 1), Path(standing).remove(),
-                                        Path(_pace_name(standing)).remove()],
-                                  cls.served == Path(standing), "ALL_NEW")
 
     @classmethod
     def _swap(cls, expected: Optional[int], value: int,
@@ -676,13 +580,6 @@ class NextId(Model):
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
     # -- errors ---------------------------------------------------------
-
-    @classmethod
-    def _integer(cls, key: str, number: str) -> int:
-        value = Decimal(number)
-        if value != value.to_integral_value():
-            raise cls._not_a_number(key, None, {"N": number})
-        return int(value)
 
     @classmethod
     def _not_a_number(cls, key: str, cause: Optional[Exception], raw: Any = "non-number") -> CounterValueError:
@@ -848,15 +745,15 @@ class _Writer:
 
     def next_seq(self) -> Tuple[int, int]:
         """A new sequence number, above every earlier one, and the time (ms) it was taken."""
-        now_ms = int(periods.clock.now().timestamp() * 1000)
+        now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.last = max(self.last + 1, now_ms)
         return self.last, now_ms
 
     def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
         """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
         idle = [(name, raw) for name, raw in item.items()
-                if name.startswith(WRITER_PREFIX) and name != self.attr and "N" in raw
-                and Decimal(raw["N"]) < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
+                if name.startswith(WRITER_PREFIX) and name != self.attr
+                and (seen := integer(raw.get("N"))) is not None and seen < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
         if idle:
             while len(self.idle) >= 8:  # a few counters at a time is plenty
                 self.idle.pop(next(iter(self.idle)))
@@ -922,7 +819,7 @@ def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the
     """
     if optional and value is None:
         return
-    if _is_int(value):
+    if is_int(value):
         if abs(value) < NUMBER_LIMIT:
             return
         raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38), so "
@@ -946,10 +843,10 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
 
 def check_by(call: str, by: Any) -> None:
     """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
-    if _is_int(by) and not abs(by) < NUMBER_LIMIT:
+    if is_int(by) and not abs(by) < NUMBER_LIMIT:
         raise OutOfBoundsError(f"{call}: {by} has more digits than a DynamoDB number holds exactly (38); nothing "
                                "was counted")
-    if not _is_int(by):
+    if not is_int(by):
         raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
                                 "steps (and one fraction would leave the stored count no integer), e.g. by=1")
 
@@ -993,6 +890,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
+        self.tries = _AGAIN.tries()
 
     def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
              send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
@@ -1003,9 +901,16 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         condition. Raises :class:`_Resent` when an earlier request of this call
         was applied, and :class:`_Refused` when ``condition`` did not hold.
         """
-        self.build, self.transmit, self.tries = build, send, _AGAIN.tries()
-        self.actions, self.condition, self.return_values = actions, condition, return_values
+        self.aim(build, send, actions, condition, return_values)
         return _transport.drive(self)
+
+    def aim(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
+            send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
+            return_values: Optional[str]) -> None:
+        """Make ``build(actions, condition, return_values)``, sent with ``send``, the request :meth:`request`
+        marks next (an exchange of several requests, each counting once, aims before each)."""
+        self.build, self.transmit = build, send
+        self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.transmit(kwargs)
@@ -1024,12 +929,13 @@ class Once(_transport.Exchange[Dict[str, Any]]):
     def failed(self, refused: _Refused) -> None:
         """A resend of this call, or a refusal: send once more without the idle writers' attributes, or raise."""
         held = refused.item.get(self.writer.attr, {}).get("N")
-        if held is not None and Decimal(held) == self.seq:
+        held_seq = integer(held)
+        if held_seq == self.seq:
             raise _Resent(refused.item) from None  # an earlier send of this very call was applied
         if self.idle and self.tries.lost():
             self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
             return
-        if held is not None and Decimal(held) > self.seq or self.condition is None:
+        if held_seq is not None and held_seq > self.seq or self.condition is None:
             raise CounterError(
                 f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
                 f"not below this writer's sequence number {self.seq}; is another process counting under "
@@ -1069,12 +975,18 @@ _MOVES = 100
 _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
-class _Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it."""
+class Reserve(_transport.Exchange[List[int]]):
+    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it.
 
-    errors = (_Refused,)
+    With ``conflicts`` (a model's budget), a request refused because another region wrote the counter at the
+    same time (``ReplicatedWriteConflictException``, on a global table in multi-region strong consistency;
+    nothing of it was applied) is sent again within that budget.
+    """
 
-    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool) -> None:
+    errors = (_Refused, CounterError)
+
+    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
+                 conflicts: Optional[Budget] = None) -> None:
         if count > seq.size:
             if not partial:
                 raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
@@ -1083,6 +995,7 @@ class _Reserve(_transport.Exchange[List[int]]):
             raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
                                    "a DynamoDB number holds (38 digits); nothing was taken. Take fewer at once")
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
+        self.conflicted = None if conflicts is None else conflicts.tries()
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
         self.tail: List[int] = []
         """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
@@ -1114,8 +1027,11 @@ class _Reserve(_transport.Exchange[List[int]]):
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.counter._send_update("advance", self.key, kwargs)
 
-    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
+    def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
+        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer); send
+        again after a conflict with another region."""
+        if not isinstance(refused, _Refused):
+            return self._conflict(refused)
         counter, key, seq = self.counter, self.key, self.seq
         last = counter._refused_value(key, refused.item, seq)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
@@ -1135,7 +1051,11 @@ class _Reserve(_transport.Exchange[List[int]]):
                 tail = seq.values(seq.start if last is None else last + seq.step, left)
                 count = min(self.count, seq.size) - left
                 top = seq.restart_value + seq.step * (count - 1)
-                if counter.compare_and_set(key, last, top, seq):
+                try:
+                    swapped = counter.compare_and_set(key, last, top, seq)
+                except CounterError as exc:
+                    return self._conflict(exc)
+                if swapped:
                     self.tail, self.count = tail, count
                     return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
         # else: moved between the condition and the answer's item: cannot be, but try again
@@ -1144,9 +1064,21 @@ class _Reserve(_transport.Exchange[List[int]]):
                                   "requests in a row while wrapping; nothing was spent, try again") from None
         return None
 
+    def _conflict(self, exc: Exception) -> Optional[Dict[str, Any]]:
+        """Send again after a conflict with another region, within the budget; raise any other failure."""
+        if self.conflicted is None or error_code(exc) != REPLICATED_WRITE_CONFLICT:
+            raise exc
+        if not self.conflicted.lost():
+            raise ContentionError(
+                f"counter {self.key!r} was written from another region at the same time {self.conflicted.losses} "
+                f"times in a row in {self.conflicted.elapsed:.2f} s ({REPLICATED_WRITE_CONFLICT}); nothing was "
+                "spent. Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
+                exc) from exc
+        return None
+
     def applied(self, data: Dict[str, Any]) -> List[int]:
         step, count = self.seq.step, self.count
-        top = self.counter._integer(self.key, data["Attributes"][self.counter.next_id.attr_name]["N"])
+        top = self.counter._count_in(self.key, data["Attributes"])
         return self.tail + self.seq.values(top - step * (count - 1), count)
 
 
@@ -1164,57 +1096,6 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         raise _Refused(returned_item(exc) or {}, exc) from None
 
 
-#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (a ticket's neighbour ``ticket - 1`` too) is
-#: known by what it stands for.
-_STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-
-#: The most swap templates one counter class keeps.
-_TEMPLATE_LIMIT = 256
-
-
-class _SwapTemplate:
-    """A swap request built with :data:`_STAND_IN` numbers, and where each stands in it."""
-
-    def __init__(self, kwargs: Dict[str, Any]) -> None:
-        self.kwargs = kwargs
-        values = kwargs.get("ExpressionAttributeValues", {})
-        self.slots: Dict[str, Tuple[int, int]] = {}
-        """By expression value name: (which stand-in, the offset from it)."""
-        for name, value in values.items():
-            number = value.get("N") if isinstance(value, dict) and len(value) == 1 else None
-            if number is None or not _is_int_text(number):
-                continue
-            for which, stand_in in enumerate(_STAND_IN):
-                if abs(int(number) - stand_in) < 10**6:
-                    self.slots[name] = (which, int(number) - stand_in)
-
-    def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
-        """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
-        change."""
-        kwargs = dict(self.kwargs)
-        values = dict(kwargs.get("ExpressionAttributeValues", {}))
-        for name, (which, offset) in self.slots.items():
-            values[name] = {"N": str(numbers[which] + offset)}  # type: ignore[operator]
-        if values:
-            kwargs["ExpressionAttributeValues"] = values
-        if "ExpressionAttributeNames" in kwargs:
-            kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
-        kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
-        return kwargs
-
-
 def storable(number: int) -> bool:
     """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
     return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
-
-
-def _is_int_text(text: Any) -> bool:
-    return isinstance(text, str) and text.lstrip("-").isdigit()
-
-
-def _pace_name(standing: str) -> str:
-    """The attribute beside a standing-ticket attribute (``NextStanding_<id>``) that records a slow writer's
-    pace: ``NextPace_<id>``."""
-    return "NextPace_" + standing.split("_", 1)[1]
-

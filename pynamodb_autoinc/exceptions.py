@@ -58,6 +58,8 @@ def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
     return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
 
 
+#: The DynamoDB error a write gets on an MRSC table when another region modifies the item at the same time.
+REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
 #: The cancellation reason of an item whose condition failed.
 CONDITION_FAILED = "ConditionalCheckFailed"
 #: The cancellation reason of an item that a concurrent transaction touched.

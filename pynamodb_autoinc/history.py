@@ -30,14 +30,13 @@ import json
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
-from pynamodb.constants import TRANSACT_WRITE_ITEMS
 from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-from . import _engine, _transport, regions, strategies
+from . import _engine, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Resend, Write, exists_advice
@@ -59,7 +58,8 @@ from .exceptions import (
     reasons_of,
 )
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others, send_after_save
-from .sequence import NUMBER_LIMIT, number_text
+from .sequence import NUMBER_LIMIT, integer, number_text
+from .strategies import Claim
 
 _T = TypeVar("_T", bound="HistoryMixin")
 
@@ -216,7 +216,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             raise ConfigurationError(
                 f"{type(self).__name__}.save(add_version_condition=False) would let two saves claim one "
                 "version; a history save always checks the version (pass merge= to resolve conflicts)")
-        return _transport.drive(_Merging(self, condition, merge))
+        return self._write(condition, deleted=False, merge=merge)
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
@@ -362,7 +362,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return (getattr(self, cls._hash_keyname or ""),
                 getattr(self, cls._range_keyname) if cls._range_keyname else None)
 
-    def _write(self, condition: Optional[Condition], *, deleted: bool) -> Dict[str, Any]:
+    def _write(self, condition: Optional[Condition], *, deleted: bool, merge: Optional[Merge] = None) -> Dict[str, Any]:
         """Write the item (or delete it) and its next version as one write of the engine."""
         model, config = type(self), _config(type(self))
         self._refuse_strong()
@@ -379,31 +379,11 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         writing = _writing.set(True)
         try:
             claims = _claim(self, opts, is_new, "save") if opts is not None else []  # clears a new one's version
-            old = getattr(self, config.version)
             with strategies.held(claims):
-                if (old or 0) + 1 >= NUMBER_LIMIT:  # DynamoDB would refuse the number (moto stores it)
-                    raise HistoryWriteError(
-                        f"{model.__name__} {self.history_key()!r}: version {old + 1} has more digits than a "
-                        "DynamoDB number holds exactly (38), so it cannot be recorded; nothing was written")
-                if claims:
-                    condition = _engine.key_absent(self, condition)
-                elif not deleted and old is None:
-                    # PynamoDB conditions a first save on the version attribute only, which an item stored
-                    # before the model took HistoryMixin lacks too: condition on the key
-                    key = model._hash_key_attribute()
-                    first = key.exists() if getattr(self, "_autoinc_read", False) else key.does_not_exist()
-                    condition = first if condition is None else first & condition
-                state: Dict[str, Any] = {name: None if deleted else getattr(self, name) for name in config.copied}
-                record = config.history(self.history_key(), (old or 0) + 1, deleted=deleted, **state)
-                puts = [record.get_save_kwargs_from_instance(
-                    condition=config.history._range_key_attribute().does_not_exist())]
-                deletes = [self.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
-                if not deleted:
-                    puts.insert(0, _engine.put_kwargs(self, condition))
-            entries = [Entry(self, claims[0], 0)] if claims else []
-            _engine.commit(_Versioned(self, config, old, puts, entries, deletes))
+                write = _Versioned(self, config, condition, deleted, claims, merge)
+            _engine.commit(write)
             if deleted:
-                setattr(self, config.version, old + 1)
+                setattr(self, config.version, write.old + 1)  # type: ignore[operator]
             else:
                 self.update_local_version_attribute()
             if opts is not None:
@@ -413,56 +393,72 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return {}
 
 
-class _Merging(_transport.Exchange[Dict[str, Any]]):
-    """A history save as :func:`_transport.drive` sends it: one write of the engine, and after a lost version,
-    given ``merge``, a merge with the stored item and another (within :data:`RETRIES`)."""
-
-    errors = (VersionConflictError,)
-
-    def __init__(self, item: HistoryMixin, condition: Optional[Condition], merge: Optional[Merge]) -> None:
-        self.item, self.condition, self.merge, self.tries = item, condition, merge, RETRIES.tries()
-
-    def request(self) -> Tuple[str, Dict[str, Any]]:
-        return TRANSACT_WRITE_ITEMS, {}
-
-    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        return self.item._write(self.condition, deleted=False)
-
-    def failed(self, exc: VersionConflictError) -> None:
-        item = self.item
-        if self.merge is None or not self.tries.lost():
-            raise exc
-        try:
-            stored = type(item).get(*item._key_values(), consistent_read=True)
-        except type(item).DoesNotExist:
-            raise exc from None  # deleted: nothing to merge with
-        self.merge(item, stored)
-        name = _config(type(item)).version
-        if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
-            item.attribute_values.pop(name, None)
-            item._autoinc_read = True
-        else:
-            setattr(item, name, getattr(stored, name))
-
-
 class _Versioned(Write):
     """A history save or delete for the engine: the item's put (or delete) and the put of its next version.
 
     It is sent again, with a new ``ClientRequestToken``, while a concurrent
-    transaction holds one of its items (``TransactionConflict``) or it was throttled, for up to
-    :data:`RETRIES`; its failures name the version it would have been.
+    transaction holds one of its items (``TransactionConflict``) or it was throttled, and, given
+    ``merge``, after a lost version: the stored item is read, ``merge`` updates
+    the instance from it, and the write is built again on top of the stored
+    version; both for up to :data:`RETRIES`. Its failures name the version it
+    would have been.
     """
 
-    def __init__(self, item: HistoryMixin, config: _Config, old: Optional[int], puts: List[Dict[str, Any]],
-                 entries: List[Entry], deletes: List[Dict[str, Any]]) -> None:
-        super().__init__(item._get_connection().connection, puts, entries, purpose="transaction", deletes=deletes,
-                         retry=False)
-        self.item, self.config, self.old, self.tries = item, config, old, RETRIES.tries()
+    def __init__(self, item: HistoryMixin, config: _Config, condition: Optional[Condition], deleted: bool,
+                 claims: List[Claim], merge: Optional[Merge]) -> None:
+        super().__init__(item._get_connection().connection, [], [Entry(item, claims[0], 0)] if claims else [],
+                         purpose="transaction", retry=False)
+        self.item, self.config, self.condition, self.deleted, self.merge = item, config, condition, deleted, merge
+        self.tries = RETRIES.tries()
+        self.build()
+
+    def build(self) -> None:
+        """The item's put (or delete) and its next version's put, from the instance as it is now."""
+        item, config, model, deleted = self.item, self.config, type(self.item), self.deleted
+        self.old: Optional[int] = getattr(item, config.version)
+        old, condition = self.old, self.condition
+        if (old or 0) + 1 >= NUMBER_LIMIT:  # DynamoDB would refuse the number (moto stores it)
+            raise HistoryWriteError(
+                f"{model.__name__} {item.history_key()!r}: version {(old or 0) + 1} has more digits than a "
+                "DynamoDB number holds exactly (38), so it cannot be recorded; nothing was written")
+        if self.claims:
+            condition = _engine.key_absent(item, condition)
+        elif not deleted and old is None:
+            # PynamoDB conditions a first save on the version attribute only, which an item stored before the
+            # model took HistoryMixin lacks too: condition on the key
+            key = model._hash_key_attribute()
+            first = key.exists() if getattr(item, "_autoinc_read", False) else key.does_not_exist()
+            condition = first if condition is None else first & condition
+        state: Dict[str, Any] = {name: None if deleted else getattr(item, name) for name in config.copied}
+        record = config.history(item.history_key(), (old or 0) + 1, deleted=deleted, **state)
+        self.puts = [record.get_save_kwargs_from_instance(
+            condition=config.history._range_key_attribute().does_not_exist())]
+        self.deletes = [item.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
+        if not deleted:
+            self.puts.insert(0, _engine.put_kwargs(item, condition))
 
     def verdict(self, exc: Exception) -> Any:
         if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():
             return Resend()  # a concurrent transaction held an item, or it was throttled: nothing applied, send again
-        return super().verdict(exc)
+        try:
+            return super().verdict(exc)
+        except VersionConflictError as lost:
+            if self.merge is None or not self.tries.lost():
+                raise
+            item = self.item
+            try:
+                stored = type(item).get(*item._key_values(), consistent_read=True)
+            except type(item).DoesNotExist:
+                raise lost from None  # deleted: nothing to merge with
+            self.merge(item, stored)
+            name = self.config.version
+            if getattr(stored, name) is None:  # stored without a version (before HistoryMixin): adopt it as 1
+                item.attribute_values.pop(name, None)
+                item._autoinc_read = True
+            else:
+                setattr(item, name, getattr(stored, name))
+            self.build()  # on top of the stored version
+            return Resend()
 
     def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
         return self.failure(exc, reasons_of(exc), [])
@@ -491,7 +487,7 @@ class _Versioned(Write):
                 f"since this instance was read at version {old}, or the condition passed did not hold; "
                 "nothing was deleted; read the item again", exc, attempted=new)
         version_attr = type(item).get_attributes()[config.version].attr_name
-        current = int(raw[version_attr]["N"]) if raw and version_attr in raw else None
+        current = integer(raw.get(version_attr, {}).get("N")) if raw else None
         if current is not None and current != old:
             return VersionConflictError(
                 f"{name}: lost version {new} to another writer; the item is at version {current}, this "

@@ -8,20 +8,20 @@ time order. The time comes from :data:`clock`, which tests can freeze.
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
-from pynamodb.constants import GET_ITEM, UPDATE_ITEM
+from pynamodb.constants import GET_ITEM, ITEM
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
 from . import _transport
-from ._budget import Budget
-from ._calendar import PERIODS, Clock, check_period, clock, label
+from ._budget import Budget, Clock, clock
+from ._calendar import PERIODS, check_period, label
 from .counter import Once, _Refused, _Resent, check_by, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
+from .sequence import integer
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -120,12 +120,8 @@ def increment_in_period(
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
     current = label(period, now)
-    keys = model._serialize_keys(hash_key, range_key)
-    meta = model.Meta
-    once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys),
-                f"{model.__name__} {hash_key!r}")
-    exchange = _InPeriod(model, f"{model.__name__} {hash_key!r}", keys, once, (count, stored, period_attribute),
-                         current, by)
+    exchange = _InPeriod(model, f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key),
+                         (count, stored, period_attribute), current, by)
     try:
         return _transport.drive(exchange)
     except _Resent as resent:
@@ -134,13 +130,16 @@ def increment_in_period(
 
 class _InPeriod(_transport.Exchange[int]):
     """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
-    count again in the period another process reset it to."""
+    count again in the period another process reset it to. The updates count once however often botocore
+    resends them (:class:`~pynamodb_autoinc.counter.Once` marks them)."""
 
     errors = (_Refused,)
 
-    def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], once: Once,
-                 attributes: Tuple[Any, Any, str], current: str, by: int) -> None:
-        self.model, self.name, self.keys, self.once, self.current, self.by = model, name, keys, once, current, by
+    def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], attributes: Tuple[Any, Any, str],
+                 current: str, by: int) -> None:
+        self.model, self.name, self.keys, self.current, self.by = model, name, keys, current, by
+        meta = model.Meta
+        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name)
         self.count, self.stored, self.period_attribute = attributes
         self.connection = model._get_connection()
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
@@ -152,24 +151,24 @@ class _InPeriod(_transport.Exchange[int]):
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         count, stored, current, exists = self.count, self.stored, self.current, self.exists
+        hash_key, range_key = self.keys
+        if self.step == 2:
+            return GET_ITEM, self.connection.connection.get_operation_kwargs(
+                self.model.Meta.table_name, hash_key, range_key=range_key, consistent_read=True)
         if self.step == 0:
-            return UPDATE_ITEM, {"actions": [count.set(count + self.by), *self.versioned],
-                                 "condition": exists & (stored == current)}
-        if self.step == 1:
-            return UPDATE_ITEM, {"actions": [count.set(self.by), stored.set(current), *self.versioned],
-                                 "condition": exists & (stored.does_not_exist() | (stored < current))}
-        return GET_ITEM, {}
+            actions, condition = [count.set(count + self.by), *self.versioned], exists & (stored == current)
+        else:
+            actions = [count.set(self.by), stored.set(current), *self.versioned]
+            condition = exists & (stored.does_not_exist() | (stored < current))
+        self.once.aim(lambda actions, condition, values: self.connection.get_operation_kwargs(
+            hash_key, range_key=range_key, actions=actions, condition=condition, return_values=values,
+            return_values_on_condition_failure="ALL_OLD"), self._update, actions, condition, "UPDATED_NEW")
+        return self.once.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        hash_key, range_key = self.keys
-        if operation == GET_ITEM:
-            item = _transport.get(self.connection.connection, self.model.Meta.table_name, hash_key, range_key)
-            raise _Refused(item or {}, None)  # neither update held: the item as it is (nothing: missing)
-        return self.once.write(
-            lambda actions, condition, values: self.connection.get_operation_kwargs(
-                hash_key, range_key=range_key, actions=actions, condition=condition, return_values=values,
-                return_values_on_condition_failure="ALL_OLD"),
-            self._update, kwargs["actions"], kwargs["condition"], "UPDATED_NEW")
+        if operation == GET_ITEM:  # neither update held: the item as it is (nothing: missing)
+            raise _Refused(_transport.send(self.connection.connection, GET_ITEM, kwargs).get(ITEM) or {}, None)
+        return self._update(kwargs)
 
     def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         """Send one update; DynamoDB's refusal of the numbers (a count past 38 digits, or one that is no
@@ -185,10 +184,14 @@ class _InPeriod(_transport.Exchange[int]):
                 f"{self.count.attr_name} to a number within the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
-        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
+        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`). An update
+        applied by an earlier send raises :class:`_Resent`."""
         if self.step < 2:
-            self.step += 1
-            return
+            try:
+                return self.once.failed(refused)  # sent again at once, without the idle writers' attributes
+            except _Refused:
+                self.step += 1  # its condition did not hold
+                return None
         name = self.name
         if not refused.item:
             raise self.model.DoesNotExist(f"{name} does not exist; create it before counting") from None
@@ -205,7 +208,13 @@ class _InPeriod(_transport.Exchange[int]):
                                "counted, try again") from None
 
     def applied(self, data: Dict[str, Any]) -> int:
+        self.once.applied(data)
         return self.by if self.step == 1 else self.counted(data["Attributes"])
 
     def counted(self, item: Dict[str, Any]) -> int:
-        return int(Decimal(item[self.count.attr_name]["N"]))
+        raw = item[self.count.attr_name]
+        count = integer(raw.get("N"))
+        if count is None:
+            raise CounterValueError(f"{self.name}: the event was counted, but {self.count.attr_name} holds {raw}, "
+                                    "not an integer; set it to a whole number")
+        return count

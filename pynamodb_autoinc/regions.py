@@ -49,9 +49,6 @@ from .exceptions import (
 )
 from .sequence import SequenceOptions
 
-#: The DynamoDB error a write gets on an MRSC table when another region modifies the item at the same time.
-REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
-
 SCHEMES = ("Meta.autoinc_regions = ('us-east-1', 'eu-west-1', ...) (each region numbers its own subsequence), "
            "Meta.autoinc_home_region = 'us-east-1' (every counter request goes to one region), or "
            "Meta.autoinc_single_region_writes = True (you route all writes to one region yourself)")

@@ -37,8 +37,26 @@ def number_text(value: Any) -> Optional[str]:
     return None
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def number(text: Any) -> Optional[Decimal]:
+    """The number a DynamoDB number's text holds (``"7"``, ``"2.50"``, ``"1E+2"``), exactly; None when it is no
+    finite number. The library's one parser of stored numbers."""
+    try:
+        value = Decimal(text)
+    except (ArithmeticError, TypeError, ValueError):
+        return None
+    return value if value.is_finite() else None
+
+
+def integer(text: Any) -> Optional[int]:
+    """The integer a DynamoDB number's text holds (``"7"``, ``"7.0"``, ``"7E+2"``); None for a fraction or no
+    number."""
+    value = number(text)
+    return int(value) if value is not None and value == value.to_integral_value() else None
 
 
 #: How the errors of :meth:`SequenceOptions.of` name each option: as a model's ``Meta`` spells it.
@@ -62,7 +80,7 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
         value = values[name]
         if value is None and defaults and name != "step":
             continue
-        if not _is_int(value):
+        if not is_int(value):
             allowed = "an int or None" if defaults and name != "step" else "an int"
             raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
         if abs(value) >= NUMBER_LIMIT:

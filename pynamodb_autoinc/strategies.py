@@ -37,25 +37,23 @@ import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from pynamodb.constants import QUERY, UPDATE_ITEM
+from pynamodb.constants import QUERY
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from . import _state, _transport, regions
 from ._options import Options
-from .counter import SET_BY_HAND
+from .counter import SET_BY_HAND, Reserve
 from .exceptions import (
-    ContentionError,
     CounterError,
     SequenceExhaustedError,
     UnassignedIdError,
     WriteOutcomeUnknownError,
     error_code,
 )
-from .sequence import number_text
+from .sequence import number, number_text
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +204,7 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
         regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
     if kind == "counter":
         claim.assign(_from_block(opts, key) if opts.block > 1
-                     else _conflicted(opts, key, lambda: opts.counter.nextval(key, opts.sequence)))
+                     else _reserve(opts, key, 1, partial=False)[0])
         _log_claim(claim)
         return claim
     chain = [c for c in pending if c.chain == claim.chain]
@@ -312,50 +310,11 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
         raise opts.sequence.too_many(key, count)  # a cycling sequence is asked for what is left, pass by pass
     values: List[int] = []
     while len(values) < count:
-        values += _conflicted(opts, key, functools.partial(opts.counter.reserve, key, count - len(values),
-                                                           opts.sequence, partial=partial or opts.sequence.cycle))
+        values += _transport.drive(Reserve(opts.counter, key, count - len(values), opts.sequence,
+                                           partial or opts.sequence.cycle, opts.budget))
         if partial:
             break
     return values
-
-
-_T = TypeVar("_T")
-
-
-def _conflicted(opts: Options, key: str, request: Callable[[], _T]) -> _T:
-    """Send a counter request, retrying a ``ReplicatedWriteConflictException`` as a lost race.
-
-    On a global table in multi-region strong consistency, a write that meets
-    a concurrent write of the same item from another region is refused, and
-    nothing of it is applied. It is sent again under the model's budget
-    (``Meta.autoinc_timeout`` and ``Meta.autoinc_retries``), with backoff.
-    """
-    return _transport.drive(_Conflicted(opts, key, request))
-
-
-class _Conflicted(_transport.Exchange[_T]):
-    """A counter request (``call``) as :func:`_transport.drive` sends it: again after a conflict."""
-
-    errors = (CounterError,)
-
-    def __init__(self, opts: Options, key: str, call: Callable[[], _T]) -> None:
-        self.key, self.call, self.tries = key, call, opts.budget.tries()
-
-    def request(self) -> Tuple[str, Dict[str, Any]]:
-        return UPDATE_ITEM, {}
-
-    def send(self, operation: str, kwargs: Dict[str, Any]) -> _T:
-        return self.call()
-
-    def failed(self, exc: CounterError) -> None:
-        if error_code(exc) != regions.REPLICATED_WRITE_CONFLICT:
-            raise exc
-        if not self.tries.lost():
-            raise ContentionError(
-                f"counter {self.key!r} was written from another region at the same time {self.tries.losses} times "
-                f"in a row in {self.tries.elapsed:.2f} s (ReplicatedWriteConflictException); nothing was spent. "
-                "Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
-                exc) from exc
 
 
 def _from_block(opts: Options, key: str) -> int:
@@ -421,7 +380,7 @@ def partition_key(instance: Model, opts: Options) -> str:
         )
     attribute = model.get_attributes()[str(model._hash_keyname)]
     if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
-        hash_value = number_text(Decimal(attribute.serialize(hash_value)))
+        hash_value = number_text(number(attribute.serialize(hash_value)))
     return f"{model.Meta.table_name}#{hash_value}"
 
 

@@ -50,6 +50,7 @@ def test_swap_request_from_a_template_is_the_one_pynamodb_builds(expected, ticke
     one PynamoDB builds for those numbers, whatever the queue arguments, and a filled-in request is a copy
     that a caller may change without changing the next one."""
     from pynamodb_autoinc import NextId
+    from pynamodb_autoinc._engine import build_swap_kwargs, swap_kwargs
     from pynamodb_autoinc.sequence import SequenceOptions
 
     class Counter(NextId):
@@ -64,9 +65,9 @@ def test_swap_request_from_a_template_is_the_one_pynamodb_builds(expected, ticke
     value = (expected or 0) + 2
     args = dict(queue=queue, ticket=ticket, standing=standing, by_standing=by_standing, requeue=requeue,
                 sequence=sequence)
-    first = Counter._swap_kwargs("user", expected, value, **args)
-    assert first == Counter._build_swap_kwargs("user", expected, value, **args)
+    first = swap_kwargs(Counter, "user", expected, value, **args)
+    assert first == build_swap_kwargs(Counter, "user", expected, value, **args)
     first["ExpressionAttributeValues"].clear()
     first["Key"]["NextKey"]["S"] = "changed"
-    again = Counter._swap_kwargs("user", expected, value + 2, **args)
-    assert again == Counter._build_swap_kwargs("user", expected, value + 2, **args)
+    again = swap_kwargs(Counter, "user", expected, value + 2, **args)
+    assert again == build_swap_kwargs(Counter, "user", expected, value + 2, **args)

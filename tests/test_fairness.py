@@ -23,6 +23,7 @@ from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 from pynamodb_autoinc import (
     _budget,
     _contention,
+    _engine,
     _group,
 )
 from pynamodb_autoinc.exceptions import (
@@ -87,7 +88,8 @@ def test_a_dead_writers_ticket_delays_a_save_by_about_a_turn(make_model, virtual
     counter = User.autoinc_options().counter
     counter.setval(User.autoinc_options().key, 5)
     key = User.autoinc_options().key
-    User._get_connection().connection.dispatch("UpdateItem", counter._ticket_kwargs(key))  # the dead writer's
+    # the dead writer's ticket
+    User._get_connection().connection.dispatch("UpdateItem", _contention.ticket_kwargs(counter, key))
     user = User()
     user.save()
     assert user.id == 6
@@ -102,15 +104,15 @@ def test_a_writer_passed_over_queues_again(make_model, virtual_clock):
     connection = User._get_connection().connection
     counter.setval(User.autoinc_options().key, 1)
     key = User.autoinc_options().key
-    connection.dispatch("UpdateItem", counter._ticket_kwargs(key))  # ticket 1: a writer still waiting
+    connection.dispatch("UpdateItem", _contention.ticket_kwargs(counter, key))  # ticket 1: a writer still waiting
     served = {"done": False}
 
     def pass_over(_: Any, operation_name: str, **__: Any) -> None:
         # while our save waits with ticket 2, another writer passes over both tickets
         if operation_name == "TransactWriteItems" and not served["done"] and queue_of(User)[0] == 2:
             served["done"] = True
-            connection.dispatch("UpdateItem", counter._skip_kwargs(User.autoinc_options().key, 0))
-            connection.dispatch("UpdateItem", counter._skip_kwargs(User.autoinc_options().key, 1))
+            connection.dispatch("UpdateItem", _contention.skip_kwargs(counter, User.autoinc_options().key, 0))
+            connection.dispatch("UpdateItem", _contention.skip_kwargs(counter, User.autoinc_options().key, 1))
 
     with pre_dynamodb_send.connected_to(pass_over):
         user = User()
@@ -157,8 +159,8 @@ def serve_ghost(model: Any, ticket: int) -> None:
     """Another process's save: its swap serves ``ticket`` and stores the next value."""
     opts = model.autoinc_options()
     current = opts.counter.currval(opts.key)
-    model._get_connection().connection.dispatch("UpdateItem", opts.counter._swap_kwargs(
-        opts.key, current, current + 1, ticket=ticket))
+    model._get_connection().connection.dispatch("UpdateItem", _engine.swap_kwargs(
+        opts.counter, opts.key, current, current + 1, ticket=ticket))
 
 
 def save_with_a_writer_behind(model: Any, rival: Any) -> Any:
@@ -170,7 +172,8 @@ def save_with_a_writer_behind(model: Any, rival: Any) -> Any:
         if operation_name == "TransactWriteItems":
             sent["swaps"] += 1
             if sent["swaps"] == 3:  # the first swap on the ticket
-                model._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))
+                model._get_connection().connection.dispatch("UpdateItem",
+                                                            _contention.ticket_kwargs(opts.counter, opts.key))
 
     rival(model, times=3)
     with pre_dynamodb_send.connected_to(ghost):
@@ -216,7 +219,7 @@ def test_a_dead_processs_standing_ticket_is_passed_over_soon(make_model, virtual
     opts = User.autoinc_options()
     opts.counter.setval(opts.key, 5)
     connection = User._get_connection().connection
-    connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))
+    connection.dispatch("UpdateItem", _contention.ticket_kwargs(opts.counter, opts.key))
     connection.dispatch("UpdateItem", opts.counter._update_kwargs(  # ticket 1 is the dead process's standing one
         opts.key, [Path(_contention.STANDING_PREFIX + "dead").set(0)], None))
     user = User()
@@ -238,7 +241,7 @@ def test_standing_tickets_left_by_processes_that_stopped_are_passed_over_one_sho
     opts.counter.setval(opts.key, 5)
     connection = User._get_connection().connection
     for n in range(4):  # tickets 1 to 4 are four dead processes' standing ones
-        connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))
+        connection.dispatch("UpdateItem", _contention.ticket_kwargs(opts.counter, opts.key))
         connection.dispatch("UpdateItem", opts.counter._update_kwargs(
             opts.key, [Path(f"{_contention.STANDING_PREFIX}dead{n}").set(n)], None))
     user = User()
@@ -275,7 +278,7 @@ def test_a_passed_over_standing_ticket_queues_again(make_model, rival, requests,
     save_with_a_writer_behind(User, rival)
     serve_ghost(User, 2)
     name, = standing_names(User)
-    User._get_connection().connection.dispatch("UpdateItem", opts.counter._skip_kwargs(opts.key, 2, name))
+    User._get_connection().connection.dispatch("UpdateItem", _contention.skip_kwargs(opts.counter, opts.key, 2, name))
     requests.clear()
     user = User()
     user.save()
@@ -369,8 +372,8 @@ def test_a_failing_item_of_a_group_fails_alone(make_model):
 def dead_ticket(model: Any, pace: Optional[int] = None) -> None:
     """A ticket taken by a writer that then died; with ``pace``, the writer had declared itself slow."""
     opts = model.autoinc_options()
-    model._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(
-        opts.key, _contention.STANDING_PREFIX + "dead", pace))
+    model._get_connection().connection.dispatch("UpdateItem", _contention.ticket_kwargs(
+        opts.counter, opts.key, _contention.STANDING_PREFIX + "dead", pace))
 
 
 def test_a_slow_writers_ticket_is_waited_for_longer_than_a_turn(make_model, virtual_clock):

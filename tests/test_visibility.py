@@ -91,14 +91,15 @@ def test_debug_logs_claims_and_races(make_model, rival, caplog):
 
 def test_debug_logs_queue_waits(make_model, monkeypatch, caplog):
     """At DEBUG a save waiting in the gapless queue behind another writer's ticket logs its waits."""
-    from pynamodb_autoinc import _budget
+    from pynamodb_autoinc import _budget, _contention
     from tests.simulation.scheduler import VirtualClock
 
     monkeypatch.setattr(_budget, "clock", VirtualClock())
     User = make_model("User")
     opts = User.autoinc_options()
     opts.counter.setval(opts.key, 5)
-    User._get_connection().connection.dispatch("UpdateItem", opts.counter._ticket_kwargs(opts.key))  # a dead writer
+    # a dead writer's ticket
+    User._get_connection().connection.dispatch("UpdateItem", _contention.ticket_kwargs(opts.counter, opts.key))
     with caplog.at_level(logging.DEBUG, logger="pynamodb_autoinc"):
         User().save()
     assert any(" waits " in r.getMessage() and "ticket: 2" in r.getMessage() for r in caplog.records)

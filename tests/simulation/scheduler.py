@@ -392,9 +392,6 @@ class VirtualClock(_budget.Clock):
         self.elapsed = 0.0
         self.lock = threading.Lock()
 
-    def now(self) -> float:
-        return 1_800_000_000.0 + self.elapsed
-
     def monotonic(self) -> float:
         return self.elapsed
 
