@@ -29,6 +29,7 @@ from pynamodb_autoinc.exceptions import (
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
+    UnassignedIdError,
     WriteOutcomeUnknownError,
 )
 from tests.helpers import auto_history_doc, auto_model, currval, doc_history, ids
@@ -280,6 +281,61 @@ def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
     Order.save_all([Order(id=7, name="explicit"), Order(name="new")])
     assert sorted((o.id, o.name, o.n) for o in Order.scan(consistent_read=True)) == [(1, "new", 0),
                                                                                     (7, "explicit", 0)]
+
+
+def _scoped_model(make_model: Any, counted: bool, **meta: Any) -> Any:
+    """An Order numbering ``seq`` (outside its key ``pk``) per ``group``; ``counted``: with CounterMixin."""
+    extra: Any = {"bases": (CounterMixin,), "n": CounterAttribute()} if counted else {}
+    return make_model("Order", pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                      group=UnicodeAttribute(null=True), autoinc_attribute="seq", autoinc_scope="group", **extra,
+                      **meta)
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counter-mixin"])
+def test_save_all_refuses_a_tracked_explicit_id_without_its_scope_value_before_writing(make_model, counted):
+    """With ``Meta.autoinc_track_explicit`` (and a period), save_all() of a new item, an explicit ID and an
+    explicit ID whose scope value is None (no counter to track it on) raises UnassignedIdError naming the scope
+    attribute before anything is written: nothing is stored and the new item keeps no ID. (CounterMixin stored
+    the new item and the first explicit one, then raised the bare error, which did not say so.)"""
+    Order = _scoped_model(make_model, counted, autoinc_track_explicit=True, autoinc_period="year")
+    new, explicit, bad = Order(pk="a", group="g"), Order(pk="b", group="g", seq=7), Order(pk="c", seq=8)
+    with pytest.raises(UnassignedIdError, match="Order.group is None, but seq is numbered per group"):
+        Order.save_all([new, explicit, bad])
+    assert new.seq is None
+    assert list(Order.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counter-mixin"])
+def test_save_all_refuses_a_new_item_without_its_scope_value_in_every_mode(make_model, counted):
+    """save_all() of two new items, the second without its scope value, raises UnassignedIdError naming the
+    scope attribute, as save() does, in every mode (fast and block mode raised a BulkSaveError), before a value
+    is claimed or anything is written."""
+    Order = _scoped_model(make_model, counted)
+    first, bad = Order(pk="a", group="g"), Order(pk="b")
+    with pytest.raises(UnassignedIdError, match="Order.group is None, but seq is numbered per group"):
+        Order.save_all([first, bad])
+    assert (first.seq, bad.seq) == (None, None)
+    assert list(Order.scan(consistent_read=True)) == []
+    opts = Order.autoinc_options()
+    assert opts.counter.currval(opts.counter_key(first, None)) is None
+
+
+@pytest.mark.modes("fast", "block")  # HistoryMixin refuses gapless mode
+def test_history_save_all_stopped_by_an_item_without_its_scope_value_says_which_were_saved(make_model, backend):
+    """HistoryMixin.save_all() (one save per instance): a new item without its scope value, after one that was
+    saved, raises BulkSaveError whose ``saved`` holds the first instance and ``unsaved`` the other, which keeps
+    no ID."""
+    Doc = make_model("Doc", bases=(HistoryMixin,), pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                     group=UnicodeAttribute(null=True), revision=VersionAttribute(), autoinc_attribute="seq",
+                     autoinc_scope="group", history_model=doc_history(backend))
+    first, bad = Doc(pk="a", group="g"), Doc(pk="b")
+    with pytest.raises(BulkSaveError, match="1 of 2 saved; Doc.group is None") as info:
+        Doc.save_all([first, bad])
+    assert info.value.saved == [first] and info.value.unsaved == [bad]
+    assert (first.seq, bad.seq) == (1, None)
+    assert [(d.pk, d.seq) for d in Doc.scan(consistent_read=True)] == [("a", 1)]
 
 
 @pytest.mark.parametrize("order", ["explicit-first", "new-first"])
