@@ -44,7 +44,14 @@ from pynamodb.models import Model
 from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
-from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError, error_code
+from .exceptions import (
+    AutoIncrementError,
+    BulkItemExistsError,
+    BulkSaveError,
+    ConfigurationError,
+    CounterValueError,
+    error_code,
+)
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others, send_after_save
 from .sequence import NUMBER_LIMIT
 
@@ -273,7 +280,10 @@ class CounterMixin(_Base, metaclass=CheckedModel):
 
         Every instance is checked before anything is written: the others' ``before_save`` is sent, their
         explicit IDs are checked and tracked (``Meta.autoinc_track_explicit``) first, so one refused (its
-        scope value missing, a required attribute None) leaves every instance unwritten."""
+        scope value missing, a required attribute None) leaves every instance unwritten.
+
+        :raises BulkSaveError: a write failed after others landed; ``saved`` and ``unsaved`` say which
+        """
         if not issubclass(cls, AutoIncrementMixin):
             raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
         items = list(instances)
@@ -296,7 +306,11 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         for new in fresh:
             for name, attr in counters(type(new)).items():
                 setattr(new, name, attr.start)
-        super().save_all(fresh)  # type: ignore[misc]
+        try:
+            super().save_all(fresh)  # type: ignore[misc]
+        except BulkSaveError as exc:  # the explicit items, sent after the new ones, are unsaved too
+            exc.unsaved = [item for item in items if not any(item is s for s in exc.saved)]
+            raise
         for new in fresh:  # an explicit item's UpdateItem would write over a new item of this call
             taken = keys.get(_key(new))
             if taken is not None:
@@ -306,8 +320,17 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                     "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
                     f"Save it on its own, raise the counter past it first ({opts.counter._reached_as()}.setval), or "
                     "set Meta.autoinc_track_explicit", items, fresh)
+        saved: List[Model] = list(fresh)
         for item in explicit:
-            item._update_fields()
+            try:
+                item._update_fields()
+            except Exception as exc:
+                if not saved:
+                    raise  # nothing landed: the error save() raises
+                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                                  f"{type(exc).__name__}: {exc}", items, saved,
+                                  exc if isinstance(exc, AutoIncrementError) else None) from exc
+            saved.append(item)
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = set(_named(actions))

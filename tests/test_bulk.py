@@ -283,6 +283,38 @@ def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
                                                                                     (7, "explicit", 0)]
 
 
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_stopped_by_a_failed_update_says_which_were_saved(make_model):
+    """CounterMixin: save_all() of a new item and a stored item read before another writer saved it (its version
+    condition fails) raises BulkSaveError whose ``saved`` holds the new item, which landed, and ``unsaved`` the
+    stale one, instead of PynamoDB's bare UpdateError, which hid that the new item was stored."""
+    Order = make_model("Order", bases=(CounterMixin,), name=UnicodeAttribute(null=True), n=CounterAttribute(),
+                       revision=VersionAttribute())
+    first = Order(name="a")
+    first.save()
+    stale = Order.get(first.id, consistent_read=True)
+    first.name = "b"
+    first.save()
+    new, stale.name = Order(name="new"), "c"
+    with pytest.raises(BulkSaveError, match="1 of 2 saved; UpdateError") as info:
+        Order.save_all([new, stale])
+    assert info.value.saved == [new] and info.value.unsaved == [stale]
+    assert sorted((o.id, o.name) for o in Order.scan(consistent_read=True)) == [(1, "b"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_stopped_at_its_new_items_lists_the_explicit_ones_unsaved(make_model):
+    """CounterMixin: save_all() whose new item takes the key of a stored item (a counter behind it) raises
+    BulkSaveError; the explicit item of the call, never sent, is in ``unsaved`` with the new one."""
+    Order = _order_model(make_model)
+    Order(id=1, name="stored").save()
+    new, explicit = Order(name="new"), Order(id=5, name="explicit")
+    with pytest.raises(BulkSaveError, match="already exists") as info:
+        Order.save_all([new, explicit])
+    assert info.value.saved == [] and info.value.unsaved == [new, explicit]
+    assert [(o.id, o.name) for o in Order.scan(consistent_read=True)] == [(1, "stored")]
+
+
 def _scoped_model(make_model: Any, counted: bool, **meta: Any) -> Any:
     """An Order numbering ``seq`` (outside its key ``pk``) per ``group``; ``counted``: with CounterMixin."""
     extra: Any = {"bases": (CounterMixin,), "n": CounterAttribute()} if counted else {}
