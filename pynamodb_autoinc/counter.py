@@ -116,6 +116,9 @@ class NextId(Model):
     #: This class's swap requests built once per shape (see :meth:`_swap_kwargs`); each class has its own.
     _swap_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
+    #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
+    _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
+
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
         """The (hash key, range key) of counter ``key``'s item."""
@@ -144,7 +147,24 @@ class NextId(Model):
         records other options raises :class:`SequenceMismatchError`. Without
         ``sequence``, the options the counter records are followed.
         """
-        return cls.reserve(key, 1, sequence)[0]
+        # with ``sequence``: the request is the same every time (see _Reserve.request), built once per class
+        # and key, and sent at once; a refusal goes on as reserve() goes on after one
+        templates = cls.__dict__.get("_advance_templates")
+        template = templates.get((key, sequence)) if templates is not None and sequence is not None else None
+        if template is None:
+            if sequence is None or not isinstance(sequence, SequenceOptions) or not storable(sequence.start
+                                                                                            - sequence.step):
+                return cls.reserve(key, 1, sequence)[0]
+            if templates is None:
+                templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
+            elif len(templates) >= _TEMPLATE_LIMIT:
+                templates.clear()
+            template = templates[key, sequence] = _SwapTemplate(_Reserve(cls, key, 1, sequence, False).request()[1])
+        try:
+            data = cls._send_update("advance", key, template.fill((None, 0, None)))
+        except _Refused as refused:
+            return _transport.drive(_Reserve(cls, key, 1, cast(SequenceOptions, sequence), False), refused)[0]
+        return cls._integer(key, data["Attributes"][cls.next_id.attr_name]["N"])
 
     @classmethod
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
@@ -1200,7 +1220,9 @@ class _SwapTemplate:
             kwargs["ExpressionAttributeValues"] = values
         if "ExpressionAttributeNames" in kwargs:
             kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
-        kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
+        key = kwargs["Key"] = {}
+        for name, part in self.kwargs["Key"].items():  # a loop: a comprehension is one more call on every save
+            key[name] = dict(part)
         return kwargs
 
 

@@ -58,7 +58,16 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others, send_after_save
+from .mixin import (
+    AutoIncrementMixin,
+    _bulk_error,
+    _check_explicit,
+    _claim,
+    key_absent,
+    put_kwargs,
+    refuse_others,
+    send_after_save,
+)
 from .sequence import NUMBER_LIMIT, number_text
 
 _T = TypeVar("_T", bound="HistoryMixin")
@@ -386,7 +395,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                         f"{model.__name__} {self.history_key()!r}: version {old + 1} has more digits than a "
                         "DynamoDB number holds exactly (38), so it cannot be recorded; nothing was written")
                 if claims:
-                    condition = _engine.key_absent(self, condition)
+                    condition = key_absent(self, condition)
                 elif not deleted and old is None:
                     # PynamoDB conditions a first save on the version attribute only, which an item stored
                     # before the model took HistoryMixin lacks too: condition on the key
@@ -399,7 +408,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                     condition=config.history._range_key_attribute().does_not_exist())]
                 deletes = [self.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
                 if not deleted:
-                    puts.insert(0, _engine.put_kwargs(self, condition))
+                    puts.insert(0, put_kwargs(self, condition))
             entries = [Entry(self, claims[0], 0)] if claims else []
             _engine.commit(_Versioned(self, config, old, puts, entries, deletes))
             if deleted:

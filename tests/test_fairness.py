@@ -23,7 +23,7 @@ from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 from pynamodb_autoinc import (
     _budget,
     _contention,
-    _group,
+    _engine,
 )
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
@@ -298,7 +298,7 @@ class HoldFirstTransaction:
             return
         self.holding.set()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(len(g.queue) for g in _group._groups().by_place.values()) \
+        while time.monotonic() < deadline and sum(len(g.queue) for g in _engine._groups().by_place.values()) \
                 < self.waiting:
             time.sleep(0.005)
 
