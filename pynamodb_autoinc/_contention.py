@@ -269,8 +269,9 @@ def _queue() -> _Process:
 
 
 def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip, and
-    every request of a queued save counts towards the process's pace."""
+    """Send a request of ``write``, which lost a race (an uncontested write is not timed: the queue learns
+    round trips from the writes it serves); a transaction's duration, answered or not, counts as a round trip,
+    and every request of a queued save counts towards the process's pace."""
     began = _budget.clock.monotonic()
     try:
         return write.send(operation, kwargs)
