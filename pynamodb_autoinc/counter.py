@@ -149,11 +149,12 @@ class NextId(Model):
         """
         # with ``sequence``: the request is the same every time (see _Reserve.request), built once per class
         # and key, and sent at once; a refusal goes on as reserve() goes on after one
+        if not isinstance(sequence, SequenceOptions) or not isinstance(key, str):
+            return cls.reserve(key, 1, sequence)[0]  # which checks them
         templates = cls.__dict__.get("_advance_templates")
-        template = templates.get((key, sequence)) if templates is not None and sequence is not None else None
+        template = templates.get((key, sequence)) if templates is not None else None
         if template is None:
-            if sequence is None or not isinstance(sequence, SequenceOptions) or not storable(sequence.start
-                                                                                            - sequence.step):
+            if not storable(sequence.start - sequence.step):
                 return cls.reserve(key, 1, sequence)[0]
             if templates is None:
                 templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
@@ -163,7 +164,7 @@ class NextId(Model):
         try:
             data = cls._send_update("advance", key, template.fill((None, 0, None)))
         except _Refused as refused:
-            return _transport.drive(_Reserve(cls, key, 1, cast(SequenceOptions, sequence), False), refused)[0]
+            return _transport.drive(_Reserve(cls, key, 1, sequence, False), refused)[0]
         return cls._integer(key, data["Attributes"][cls.next_id.attr_name]["N"])
 
     @classmethod
