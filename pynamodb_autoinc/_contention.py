@@ -114,6 +114,7 @@ class Write(Protocol):
     claims: List[Claim]
     retry: bool
     grouped: bool
+    previous_end: Optional[float]
     queue: bool
     ticket: Optional[int]
     standing: Optional[str]
@@ -192,8 +193,6 @@ class _Process:
         has its own, since each place has a lone save of its own in flight (two models sharing a counter)."""
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
         """By (counter, connection): the standing ticket held there."""
-        self.last_end: Dict[Tuple[ChainId, int], float] = {}
-        """By (counter, connection): when the last lone save there ended."""
         self.sighted: Dict[ChainId, Tuple[float, int]] = {}
         """By counter: when (monotonic) a value was first seen there, and the value."""
         self.intervals: Dict[ChainId, float] = {}
@@ -271,8 +270,9 @@ def _queue() -> _Process:
 
 
 def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send a request of ``write``; a transaction's duration, answered or not, counts as a round trip, and
-    every request of a queued save counts towards the process's pace."""
+    """Send a request of ``write``, which lost a race (an uncontested write is not timed: the queue learns
+    round trips from the writes it serves); a transaction's duration, answered or not, counts as a round trip,
+    and every request of a queued save counts towards the process's pace."""
     began = _budget.clock.monotonic()
     try:
         return write.send(operation, kwargs)
@@ -298,9 +298,13 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
 
 
 class Contest:
-    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue."""
+    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue.
 
-    def __init__(self, write: Write) -> None:
+    The engine makes one at the write's first lost race (``lost``), whose time its budget counts from; or
+    before its first request, when this process holds a standing ticket or saw the queue busy a moment ago.
+    """
+
+    def __init__(self, write: Write, *, lost: bool = False) -> None:
         self.write = write
         self.began = _budget.clock.monotonic()
         self.losses = 0
@@ -325,7 +329,9 @@ class Contest:
         if self.chain is not None and write.grouped:
             self.place = (self.chain, id(write.connection))
             write.standing = _queue().standing_name(self.place)
-            self.hot = self.began - _queue().last_end.get(self.place, self.began - HOT) < HOT
+            # the save began about one round trip before its first loss
+            began = self.began - _queue().round_trip if lost else self.began
+            self.hot = write.previous_end is not None and began - write.previous_end < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
         """Before the first send: come back on a standing ticket, or take a ticket if the queue was busy a
@@ -334,7 +340,11 @@ class Contest:
             held = _queue().standing.pop(self.place, None)
             if held is not None:
                 return self._come_back(held)
-        if self.chain is None or _budget.clock.monotonic() - _queue().busy.get(self.chain, -BUSY) >= BUSY:
+        busy, now = _queue().busy, _budget.clock.monotonic()
+        for chain, seen in list(busy.items()):
+            if now - seen >= BUSY:
+                busy.pop(chain, None)  # calm again: its next saves need no contest before their first request
+        if self.chain is None or self.chain not in busy:
             return None
         return self._queue()
 
@@ -357,7 +367,6 @@ class Contest:
         if self.place is None:
             return
         now = _budget.clock.monotonic()
-        _queue().last_end[self.place] = now
         last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
         _queue().saw(self.place[0], last.value, last.opts.step, now - _queue().round_trip / 2)
         if self.write.requeue and (self.ticket is not None or self.write.by_standing):

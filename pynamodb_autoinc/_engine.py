@@ -1,8 +1,9 @@
 """The write engine: every request that stores an item carrying a new ID.
 
-``Model.save()``, ``Model.save_all()`` and a user's ``TransactWrite`` hand
-their items to :func:`commit` as one :class:`Write`. Building a request and
-reading its answer are kept apart from sending it:
+``Model.save()`` (:func:`save`), ``Model.save_all()`` and a user's
+``TransactWrite`` hand their items to :func:`commit` as one :class:`Write`;
+a lone gapless save goes through the threads' group commit (:func:`joined`).
+Building a request and reading its answer are kept apart from sending it:
 
 - :meth:`Write.request` builds the request: a PutItem for a lone item whose
   value the counter gave (fast, block), or a TransactWriteItems holding the
@@ -12,14 +13,15 @@ reading its answer are kept apart from sending it:
   to our own write was lost: told by the token, or by the value only this
   writer claimed, never by equal content), a lost race or a passing failure
   to retry, or the error that names the item;
-- :func:`commit` has :func:`_transport.drive` send it, retrying lost races
-  as the contest decides, and commits the claims, or releases them on any
-  other exit.
+- :func:`commit` sends it once; a failure goes to :func:`_transport.drive`,
+  which retries lost races as the contest (made at the first loss) decides;
+  it commits the claims, or releases them on any other exit.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
@@ -28,12 +30,11 @@ from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import ITEM, PUT_ITEM, TRANSACT_WRITE_ITEMS
 from pynamodb.exceptions import CancellationReason
-from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from . import _budget, _contention, _transport, strategies
+from . import _budget, _contention, _state, _transport, strategies
 from ._options import options_for
-from .counter import NextId
+from .counter import _STAND_IN, _TEMPLATE_LIMIT, NextId, _SwapTemplate
 from .exceptions import (
     CONDITION_FAILED,
     REPLICATED_WRITE_CONFLICT,
@@ -51,7 +52,7 @@ from .exceptions import (
     reasons_of,
     returned_item,
 )
-from .sequence import SequenceOptions, integer, number
+from .sequence import SequenceOptions, number
 from .strategies import _UNKNOWN, ChainId, Claim
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,10 @@ class Write:
         self.connection, self.puts, self.entries, self.purpose = connection, puts, entries, purpose
         self.checks, self.deletes, self.updates = checks, deletes, updates
         self.token, self.retry, self.extra = token, retry, dict(extra or {})
-        self.claims = [e.claim for e in entries if e.claim is not None]
+        self.claims: List[Claim] = []
+        for entry in entries:  # loops rather than comprehensions on a save's path: each of those is a call
+            if entry.claim is not None:
+                self.claims.append(entry.claim)
         self.queue = False
         """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
         self.ticket: Optional[int] = None
@@ -122,6 +126,8 @@ class Write:
         """The swap takes a standing ticket for the process's next save."""
         self.grouped = False
         """Sent by its process's group commit: the only write of the process on its counter in flight."""
+        self.previous_end: Optional[float] = None
+        """With ``grouped``: when (:data:`_budget.clock`, monotonic) the last write of its group ended."""
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
         """The counter items that refused swaps showed, by chain."""
         self.sent: Tuple[str, Dict[str, Any]] = ("", {})
@@ -135,7 +141,10 @@ class Write:
         for claim in self.claims:
             if claim.kind == "swap":
                 found.setdefault(claim.chain, []).append(claim)
-        return [(chain, group[0], group[-1]) for chain, group in found.items()]
+        chains = []
+        for chain, group in found.items():
+            chains.append((chain, group[0], group[-1]))
+        return chains
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         """The request to send: (operation name, its arguments)."""
@@ -144,18 +153,26 @@ class Write:
                 attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
-        swaps = [swap_kwargs(last.opts.counter, last.key, head.expected, last.value, queue=self.queue,
-                             ticket=self.ticket, standing=self.standing, by_standing=self.by_standing,
-                             requeue=self.requeue, sequence=last.opts.sequence)
-                 for _, head, last in self.chains()]
-        if self.purpose != "transaction" and len(self.puts) == 1 and not swaps \
-                and all(c.kind == "counter" and not c.opts.sequence.cycle for c in self.claims):
+        chains = self.chains()
+        # only a write on one counter that the library may send again with new values queues
+        self.queue = self.retry and len(chains) == 1
+        claims = self.claims
+        if self.purpose != "transaction" and len(self.puts) == 1 and not chains and (not claims or (
+                claims[0].kind == "counter" and not claims[0].opts.sequence.cycle)):
             # a lone item whose value the counter gave this writer alone: that value tells its own write apart
             # (a cycling sequence's values come round to stored items: a transaction's token tells instead)
             self.sent = PUT_ITEM, dict(self.puts[0])
             return self.sent
-        items = ([{"ConditionCheck": c} for c in self.checks] + [{"Delete": d} for d in self.deletes]
-                 + [{"Put": p} for p in self.puts] + [{"Update": u} for u in [*self.updates, *swaps]])
+        items: List[Dict[str, Any]] = []
+        for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes), ("Put", self.puts),
+                            ("Update", self.updates)):
+            for part in parts:
+                items.append({kind: part})
+        for _, head, last in chains:
+            items.append({"Update": swap_kwargs(
+                last.opts.counter, last.key, head.expected, last.value, queue=self.queue, ticket=self.ticket,
+                standing=self.standing, by_standing=self.by_standing, requeue=self.requeue,
+                sequence=last.opts.sequence)})
         # the token tells this write apart: DynamoDB answers a resend of an applied transaction with success
         token = self.token if self.token is not None else uuid.uuid4().hex
         self.sent = TRANSACT_WRITE_ITEMS, {"TransactItems": items, "ClientRequestToken": token, **self.extra}
@@ -166,8 +183,9 @@ class Write:
         strategies.retake(self.claims, current)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one request of this write's through its connection."""
-        return send(self.connection, operation, kwargs)
+        """Send one request of this write's through its connection (:func:`_transport.send`); a failure raises
+        botocore's error, which :meth:`verdict` reads."""
+        return _transport.send(self.connection, operation, kwargs, raw=True)
 
     # -- reading answers ----------------------------------------------------
 
@@ -429,42 +447,71 @@ def alone(write: Write) -> Write:
     return single
 
 
+def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
+    """Write a new instance of ``Model.save()`` (its PutItem arguments ``put``) with its claim: a lone gapless
+    save goes with the same counter's saves of other threads of this process (:func:`joined`), any other
+    through :func:`commit`."""
+    write = Write(connection, [put], [Entry(instance, claim, 0)], purpose="save")
+    if claim.kind == "swap" and claim.opts.attribute == type(instance)._hash_keyname:
+        return joined(write)
+    return commit(write)
+
+
 def commit(write: Write) -> Dict[str, Any]:
-    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure."""
-    contest = _contention.Contest(write)
+    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
+
+    The first request goes straight to :func:`send`; only a failure enters the retry loop
+    (:func:`_transport.drive`), and only a lost race the queue (:mod:`pynamodb_autoinc._contention`), whose
+    contest starts then. A contest starts before the first request only when this process holds a standing
+    ticket, or saw a queue busy a moment ago.
+    """
+    exchange = _Commit(write)
     try:
-        with strategies.held(write.claims):
-            queued = contest.start()
+        queue = _state.state.parts.get("queue")
+        if queue is not None and (queue.standing or queue.busy):
+            exchange.contest = _contention.Contest(write)
+            queued = exchange.contest.start()
             if queued is not None:
                 write.retake(queued)
-            response = _transport.drive(_Commit(write, contest))
-            for claim in write.claims:
-                claim.commit()
-            for _, _, last in write.chains():
-                strategies.remember(last.opts, last.key, last.value)
+        operation, kwargs = write.request()
+        try:
+            response = write.send(operation, kwargs) if exchange.contest is None else exchange.send(operation, kwargs)
+        except BOTOCORE_EXCEPTIONS as exc:
+            response = _transport.drive(exchange, exc)
+        strategies.commit(write.claims)
+        contest = exchange.contest
+        if contest is not None:
             contest.done()
             waited = _budget.clock.monotonic() - contest.began
             if waited > SLOW_SAVE and write.entries:
-                log.warning("%s took %.2f s to commit (%d races lost); the counter is busy", describe(
-                    write.entries[0].instance), waited, contest.losses)
-    except BaseException:
-        contest.give_back()
+                log.warning("%s took %.2f s to commit after losing a race (%d races lost); the counter is busy",
+                            describe(write.entries[0].instance), waited, contest.losses)
+    except BaseException as exc:
+        if not isinstance(exc, WriteOutcomeUnknownError):  # the item may be stored under an unknown outcome's
+            for claim in write.claims:
+                claim.release()
+        if exchange.contest is not None:
+            exchange.contest.give_back()
         raise
     return response
 
 
 class _Commit(_transport.Exchange[Dict[str, Any]]):
-    """A write as :func:`_transport.drive` sends it: a lost race is retried as ``contest`` decides."""
+    """A write as :func:`_transport.drive` sends it once its first request failed: a lost race is retried as
+    its contest decides, made at the first loss."""
 
     errors = BOTOCORE_EXCEPTIONS
 
-    def __init__(self, write: Write, contest: _contention.Contest) -> None:
-        self.write, self.contest = write, contest
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.contest: Optional[_contention.Contest] = None
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         return self.write.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        if self.contest is None:
+            return self.write.send(operation, kwargs)
         return _contention.timed(self.write, operation, kwargs)
 
     def failed(self, exc: Exception) -> Optional[Dict[str, Any]]:
@@ -472,35 +519,200 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         outcome = self.write.verdict(exc)
         if outcome is APPLIED:
             return {}
+        if outcome is not PASSING and isinstance(outcome, Resend):
+            self.write.retake(outcome)
+            return None
+        if self.contest is None:
+            self.contest = _contention.Contest(self.write, lost=True)
         if outcome is PASSING:
             self.contest.passing(exc)
             return None
-        if not isinstance(outcome, Resend):
-            outcome = self.contest.lost(exc, outcome)
-        self.write.retake(outcome)
+        self.write.retake(self.contest.lost(exc, outcome))
         return None
 
 
-def send(connection: Connection, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one request (:func:`_transport.send`); a failure raises botocore's error, which
-    :meth:`Write.verdict` reads."""
-    return _transport.send(connection, operation, kwargs, raw=True)
+# -- group commit ----------------------------------------------------------------
+#
+# Threads of one process saving gapless items on one counter do not race each
+# other: the first becomes the leader and sends, in one TransactWriteItems,
+# its own item and those of the threads queued behind it, with one counter
+# swap (:class:`GroupWrite`). A thread whose item fails (its key exists, its
+# condition failed) gets its own error; the others are sent again. Near the
+# sequence's end bound the group saves the items that fit; the others get
+# :class:`~pynamodb_autoinc.exceptions.SequenceExhaustedError` and keep no ID.
+# A failure that names no item (an item too large) sends each item on its
+# own, so that it fails alone. An interrupt (``KeyboardInterrupt``) in one of
+# the threads leaves every item as its write ended (see :func:`joined`).
+# A lone save with no other thread waiting is sent as it is.
+
+#: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
+GROUP_LIMIT = 25
+
+#: The most bytes of items one group commit sends (TransactWriteItems takes 4 MB).
+GROUP_BYTES = 2_000_000
+
+
+class _Groups:
+    """This process's groups, one per counter and connection (a part of :mod:`pynamodb_autoinc._state`)."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.by_place: Dict[Tuple[Any, ...], _Group] = {}
+
+
+def _groups() -> _Groups:
+    state = _state.state
+    return state.parts.get("groups") or state.part("groups", _Groups)
+
+
+class _Member:
+    """A thread's write waiting in a group."""
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.claim = write.claims[0]
+        """The claim its item is sent with (a new one when a split group sends it alone)."""
+        self.taken = False
+        """A leader took it from the queue: it ends as that leader sends it."""
+        self.done = False
+        self.finished = threading.Event()
+        self.response: Dict[str, Any] = {}
+        self.error: Optional[BaseException] = None
+
+
+class _Group:
+    """The lone gapless saves of one counter and connection in this process (a place of the queue)."""
+
+    def __init__(self) -> None:
+        self.lead = threading.Lock()  # held by the thread sending the group's request
+        self.guard = threading.Lock()  # guards the queue
+        self.queue: List[_Member] = []
+        self.ended: Optional[float] = None
+        """When (:data:`_budget.clock`, monotonic) its last write was applied: a save that loses a race soon
+        after is in a loop, and may keep its place in the counter's queue (one clock reading a save)."""
+
+
+def joined(write: Write) -> Dict[str, Any]:
+    """Commit ``write`` together with the same counter's writes of other threads of this process.
+
+    A thread interrupted (``KeyboardInterrupt``, any ``BaseException``) while
+    its write waits in the queue leaves the queue and gives its claim back;
+    one whose write a leader already took waits for that leader's request
+    to end, so that its ID says whether the item was stored. A leader
+    interrupted while it sends gives back every claim not committed: those
+    members get :class:`~pynamodb_autoinc.exceptions.ItemWriteError`, their
+    IDs back to None, and the leader's thread the interrupt.
+    """
+    member = _Member(write)
+    group: Optional[_Group] = None
+    try:
+        groups, place = _groups(), (member.claim.chain, id(write.connection))
+        group = groups.by_place.get(place)
+        if group is None:
+            with groups.guard:
+                group = groups.by_place.setdefault(place, _Group())
+        with group.guard:
+            group.queue.append(member)
+        while not member.done:
+            with group.lead:
+                if not member.done:
+                    _lead(group, member)
+    except BaseException:
+        _leave(group, member)
+        raise
+    if member.error is not None:
+        raise member.error
+    return member.response
+
+
+def _leave(group: Optional[_Group], member: _Member) -> None:
+    """``member``'s thread was interrupted: take its write out of the queue and give its claim back, or, if a
+    leader took it, wait until that leader's request ended (its claim then says whether the item is stored)."""
+    waiting = False
+    if group is not None:
+        with group.guard:
+            waiting = member in group.queue
+            if waiting:
+                group.queue.remove(member)
+    if member.taken and not waiting:
+        member.finished.wait()
+    else:
+        member.claim.release()
+
+
+def _lead(group: _Group, leader: _Member) -> None:
+    """Send the queue's writes (the leader's first) as one transaction; every member taken ends done, with its
+    response or its own error, whatever ends the request, an interrupt included."""
+    batch: List[_Member] = []
+    sent: Optional[GroupWrite] = None
+    try:
+        with group.guard:
+            size = 0
+            for other in list(group.queue):
+                bytes_ = len(repr(other.write.puts[0]))
+                if other is leader or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
+                    other.taken = True
+                    batch.append(other)
+                    group.queue.remove(other)
+                    size += bytes_
+        if len(batch) > 1:
+            batch.sort(key=lambda m: m is not leader)  # the leader's own write first
+        if len(batch) == 1:
+            batch[0].write.grouped, batch[0].write.previous_end = True, group.ended
+            batch[0].response = commit(batch[0].write)
+            group.ended = _budget.clock.monotonic()
+            return
+        sent = GroupWrite([m.write for m in batch])
+        sent.grouped, sent.previous_end = True, group.ended
+        try:
+            with strategies.held(list(sent.claims)):
+                sent.rechain()  # the members past the sequence's end bound are taken out
+                response = commit(sent)
+                group.ended = _budget.clock.monotonic()
+        except Split:  # a failure that names no item: each item on its own
+            for m in batch:
+                if id(m.write) not in sent.failures:
+                    try:
+                        single = alone(m.write)
+                        m.claim = single.claims[0]
+                        m.response = commit(single)
+                    except Exception as error:
+                        m.error = error
+            response = {}
+        for m in batch:
+            m.error = sent.failures.get(id(m.write), m.error)
+            if m.error is None:
+                m.response = m.response or response
+    except BaseException as error:  # every member learns how the request ended: its own error, if it has one
+        for m in batch:
+            if m.error is None and sent is not None:
+                m.error = sent.failures.get(id(m.write))
+            if m.error is not None or m.claim.state == "committed":
+                continue  # its own error, or stored before the request ended
+            if isinstance(error, Exception):
+                m.error = error
+            elif m is not leader:
+                # interrupted: nothing of it counts as written (as a save's own interrupt), so its ID is given back
+                m.error = ItemWriteError(
+                    f"{describe(m.write.entries[0].instance)}: the thread sending it with other threads' "
+                    f"saves in one transaction was interrupted ({type(error).__name__}); it was not written and "
+                    "its ID is back to None. Save it again")
+                m.claim.release()
+            else:
+                m.claim.release()
+        if not isinstance(error, Exception):
+            raise  # KeyboardInterrupt and the like stop the leader's thread too
+    finally:
+        with group.guard:
+            for m in batch:
+                if m in group.queue:
+                    group.queue.remove(m)
+        for m in batch:
+            m.done = True
+            m.finished.set()
 
 
 # -- helpers -------------------------------------------------------------------
-
-def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
-    """The condition that no item with ``instance``'s key exists, ANDed with ``condition``."""
-    absent: Condition = type(instance)._hash_key_attribute().does_not_exist()
-    return absent if condition is None else absent & condition
-
-
-def put_kwargs(instance: Model, condition: Optional[Condition], add_version_condition: bool = True) -> Dict[str, Any]:
-    """The PutItem arguments for ``instance``, asking for the old item if a condition fails."""
-    args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
-    kwargs.update(key=ITEM, return_values_on_condition_failure="ALL_OLD")
-    return dict(type(instance)._get_connection().get_operation_kwargs(*args, **kwargs))
-
 
 def counter_value(claim: Claim, reason: CancellationReason) -> Any:
     """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown.
@@ -628,41 +840,5 @@ def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], 
     return counter._update_kwargs(key, actions, condition)
 
 
-#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (a ticket's neighbour ``ticket - 1`` too) is
-#: known by what it stands for.
-_STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-
-#: The most swap templates one counter class keeps.
-_TEMPLATE_LIMIT = 256
-
 #: Each counter class's swap templates, by shape.
 _TEMPLATES: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = weakref.WeakKeyDictionary()
-
-
-class _SwapTemplate:
-    """A swap request built with :data:`_STAND_IN` numbers, and where each stands in it."""
-
-    def __init__(self, kwargs: Dict[str, Any]) -> None:
-        self.kwargs = kwargs
-        self.slots: Dict[str, Tuple[int, int]] = {}
-        """By expression value name: (which stand-in, the offset from it)."""
-        for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
-            whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None
-            for which, stand_in in enumerate(_STAND_IN):
-                if whole is not None and abs(whole - stand_in) < 10**6:
-                    self.slots[name] = (which, whole - stand_in)
-
-    def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
-        """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
-        change."""
-        kwargs = dict(self.kwargs)
-        values = dict(kwargs.get("ExpressionAttributeValues", {}))
-        for name, (which, offset) in self.slots.items():
-            values[name] = {"N": str(numbers[which] + offset)}  # type: ignore[operator]
-        if values:
-            kwargs["ExpressionAttributeValues"] = values
-        if "ExpressionAttributeNames" in kwargs:
-            kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
-        kwargs["Key"] = {name: dict(part) for name, part in kwargs["Key"].items()}
-        return kwargs

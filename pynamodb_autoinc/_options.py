@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
@@ -99,6 +99,21 @@ class ModelOptions:
     region: Optional[str] = None
     """With ``regions``: the region these options number for (its counter key ends ``@region``, and
     ``sequence`` is its subsequence); None on the options a model declares."""
+    fixed_key: Optional[str] = field(init=False, repr=False, compare=False)
+    """The counter key when it depends on neither the instance nor the clock (no scope, period or region), so
+    that a save reads it as it is; None otherwise (:meth:`counter_key` makes it)."""
+    budget: Budget = field(init=False, repr=False, compare=False)
+    """How long and how often a write of this model retries lost races (``Meta.autoinc_retries``,
+    ``Meta.autoinc_timeout``, ``Meta.autoinc_backoff``)."""
+    step: int = field(init=False, repr=False, compare=False)
+    start: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the fields a save reads, computed once (and again by dataclasses.replace, for a region's options)
+        fixed = None if self.scope or self.period or self.region is not None else self.key
+        for name, value in (("fixed_key", fixed), ("budget", Budget(self.retries, self.timeout, self.backoff)),
+                            ("step", self.sequence.step), ("start", self.sequence.start)):
+            object.__setattr__(self, name, value)
 
     def to_python(self, value: int, period: Optional[str] = None) -> Any:
         """``value`` as the auto attribute holds it."""
@@ -153,20 +168,6 @@ class ModelOptions:
             return False
         return self.period is None or periods.is_label(self.period, parts[-1])
 
-    @property
-    def budget(self) -> Budget:
-        """How long and how often a write of this model retries lost races (``Meta.autoinc_retries``,
-        ``Meta.autoinc_timeout``, ``Meta.autoinc_backoff``)."""
-        return Budget(self.retries, self.timeout, self.backoff)
-
-    @property
-    def start(self) -> int:
-        return self.sequence.start
-
-    @property
-    def step(self) -> int:
-        return self.sequence.step
-
 
 Options = ModelOptions
 """The name used inside the library."""
@@ -179,16 +180,16 @@ def _scope_part(value: Any) -> str:
 
 def options_for(model: Type[Model]) -> Options:
     """The validated options of ``model``, computed on first use and cached."""
-    cached: Optional[Options] = model.__dict__.get(_CACHED)
+    cached: Optional[Options] = model.__dict__.get(OPTIONS_CACHE)
     if cached is None:
         cached = _read(model)
-        setattr(model, _CACHED, cached)
+        setattr(model, OPTIONS_CACHE, cached)
     return cached
 
 
 #: The attribute a model class keeps its options under, read from its own ``__dict__`` (a subclass has its own).
 #: Not a WeakKeyDictionary: the options refer to the class, so such a cache would keep every class alive.
-_CACHED = "_autoinc_options_cache"
+OPTIONS_CACHE = "_autoinc_options_cache"
 
 
 def check_options(model: Type[Model]) -> None:

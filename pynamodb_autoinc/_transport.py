@@ -80,12 +80,20 @@ class Exchange(Protocol[_T]):
         return response
 
 
-def drive(exchange: Exchange[_T]) -> _T:
+def drive(exchange: Exchange[_T], failure: Optional[BaseException] = None) -> _T:
     """Send ``exchange``'s requests until one is applied: the library's one retry loop.
+
+    ``failure``: the first request was sent by the caller and failed so (a
+    write's first try goes straight to :func:`send`; only a failure enters
+    the loop); the loop reads it first.
 
     It ends because :meth:`Exchange.failed` counts every lost try against a
     :class:`~pynamodb_autoinc._budget.Budget` and raises once it is spent.
     """
+    if failure is not None:
+        answer = exchange.failed(failure)
+        if answer is not None:
+            return exchange.applied(answer)
     while True:
         operation, kwargs = exchange.request()
         try:

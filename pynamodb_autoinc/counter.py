@@ -115,6 +115,9 @@ class NextId(Model):
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
 
+    #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
+    _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
+
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
         """The (hash key, range key) of counter ``key``'s item."""
@@ -143,7 +146,32 @@ class NextId(Model):
         records other options raises :class:`SequenceMismatchError`. Without
         ``sequence``, the options the counter records are followed.
         """
-        return cls.reserve(key, 1, sequence)[0]
+        return cls._advance(key, sequence, None)
+
+    @classmethod
+    def _advance(cls, key: str, sequence: Optional[SequenceOptions], conflicts: Optional[Budget]) -> int:
+        """:meth:`nextval`; with ``conflicts`` (a model's budget), a conflict with another region is sent again
+        within it (see :class:`Reserve`)."""
+        # with ``sequence``: the request is the same every time (see Reserve.request), built once per class
+        # and key, and sent at once; a refusal goes on as reserve() goes on after one
+        if not isinstance(sequence, SequenceOptions) or not isinstance(key, str):
+            return cls.reserve(key, 1, sequence)[0]  # which checks them
+        templates = cls.__dict__.get("_advance_templates")
+        template = templates.get((key, sequence)) if templates is not None else None
+        if template is None:
+            if not storable(sequence.start - sequence.step):
+                return cls.reserve(key, 1, sequence)[0]
+            if templates is None:
+                templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
+            elif len(templates) >= _TEMPLATE_LIMIT:
+                templates.clear()
+            template = templates[key, sequence] = _SwapTemplate(
+                Reserve(cls, key, 1, sequence, False).request()[1])
+        try:
+            data = cls._send_update("advance", key, template.fill((None, 0, None)))
+        except Reserve.errors as failure:
+            return _transport.drive(Reserve(cls, key, 1, sequence, False, conflicts), failure)[0]
+        return cls._count_in(key, data["Attributes"])
 
     @classmethod
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
@@ -1094,6 +1122,45 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
         raise _Refused(returned_item(exc) or {}, exc) from None
+
+
+#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
+#: counter value, so that each number in the built request (a ticket's neighbour ``ticket - 1`` too) is
+#: known by what it stands for.
+_STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
+
+#: The most swap templates one counter class keeps.
+_TEMPLATE_LIMIT = 256
+
+
+class _SwapTemplate:
+    """A swap request built with :data:`_STAND_IN` numbers, and where each stands in it."""
+
+    def __init__(self, kwargs: Dict[str, Any]) -> None:
+        self.kwargs = kwargs
+        self.slots: Dict[str, Tuple[int, int]] = {}
+        """By expression value name: (which stand-in, the offset from it)."""
+        for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
+            whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None
+            for which, stand_in in enumerate(_STAND_IN):
+                if whole is not None and abs(whole - stand_in) < 10**6:
+                    self.slots[name] = (which, whole - stand_in)
+
+    def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
+        """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
+        change."""
+        kwargs = dict(self.kwargs)
+        values = dict(kwargs.get("ExpressionAttributeValues", {}))
+        for name, (which, offset) in self.slots.items():
+            values[name] = {"N": str(numbers[which] + offset)}  # type: ignore[operator]
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        if "ExpressionAttributeNames" in kwargs:
+            kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
+        key = kwargs["Key"] = {}
+        for name, part in self.kwargs["Key"].items():  # a loop: a comprehension is one more call on every save
+            key[name] = dict(part)
+        return kwargs
 
 
 def storable(number: int) -> bool:

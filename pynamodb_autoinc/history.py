@@ -57,7 +57,16 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, refuse_others, send_after_save
+from .mixin import (
+    AutoIncrementMixin,
+    _bulk_error,
+    _check_explicit,
+    _claim,
+    key_absent,
+    put_kwargs,
+    refuse_others,
+    send_after_save,
+)
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
 
@@ -422,7 +431,7 @@ class _Versioned(Write):
                 f"{model.__name__} {item.history_key()!r}: version {(old or 0) + 1} has more digits than a "
                 "DynamoDB number holds exactly (38), so it cannot be recorded; nothing was written")
         if self.claims:
-            condition = _engine.key_absent(item, condition)
+            condition = key_absent(item, condition)
         elif not deleted and old is None:
             # PynamoDB conditions a first save on the version attribute only, which an item stored before the
             # model took HistoryMixin lacks too: condition on the key
@@ -435,7 +444,7 @@ class _Versioned(Write):
             condition=config.history._range_key_attribute().does_not_exist())]
         self.deletes = [item.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
         if not deleted:
-            self.puts.insert(0, _engine.put_kwargs(item, condition))
+            self.puts.insert(0, put_kwargs(item, condition))
 
     def verdict(self, exc: Exception) -> Any:
         if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():

@@ -31,10 +31,10 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _engine, _group, regions, signals, strategies
+from . import _engine, regions, signals, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
-from ._options import Options, check_options, options_for
+from ._options import OPTIONS_CACHE, Options, check_options, options_for
 from .counter import RESERVED_PREFIX
 from .exceptions import (
     CONFLICT,
@@ -108,19 +108,25 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         :raises ConditionFailedError: ``condition`` did not hold
         :raises ContentionError: the counter (or partition) race was lost too many times
         """
-        opts = options_for(type(self))
+        model = type(self)
+        opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
         is_new = getattr(self, opts.attribute) is None
         claims = _claim(self, opts, is_new, "save")
         if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
-            with strategies.held(claims):  # until the write ends, whatever ends it
-                put = _engine.put_kwargs(self, _engine.key_absent(self, condition), add_version_condition)
-                write = Write(regions.write_connection(type(self), opts), [put], [Entry(self, claims[0], 0)],
-                              purpose="save")
-                data = _group.commit(write)
+            try:  # until the write ends, whatever ends it; the engine commits or releases the claim
+                connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
+                              else regions.write_connection(model, opts))
+                put = put_kwargs(self, key_absent(self, condition), add_version_condition)
+                data = _engine.save(self, claims[0], put, connection)
+            except WriteOutcomeUnknownError:
+                raise
+            except BaseException:
+                claims[0].release()
+                raise
             self.update_local_version_attribute()
-        send_after_save(type(self), instance=self, is_new=is_new, operation="save")
+        send_after_save(model, instance=self, is_new=is_new, operation="save")
         return data
 
     def get_save_kwargs_from_instance(
@@ -148,7 +154,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         fresh=transaction._client_request_token is not None)
         with strategies.held(claims):
             if claims:
-                condition = _engine.key_absent(self, condition)
+                condition = key_absent(self, condition)
                 return_values_on_condition_failure = "ALL_OLD"
             kwargs = super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
         if hook.claimed_in is None and any(c.kind != "counter" for c in claims):
@@ -169,7 +175,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
 
     def serialize(self, null_check: bool = True) -> Dict[str, Dict[str, Any]]:
         if null_check:
-            opts = options_for(type(self))
+            model = type(self)
+            opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
             if getattr(self, opts.attribute) is None:
                 raise UnassignedIdError(
                     f"{type(self).__name__} has no {opts.attribute} yet; a new instance gets its ID from "
@@ -318,7 +325,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                             claims.append(claim)
                             _distinct(cls, item, keys, items, saved, new_ids)
                         entries.append(Entry(item, claim, index))
-                    puts = [_engine.put_kwargs(e.instance, _engine.key_absent(e.instance) if e.claim else None)
+                    puts = [put_kwargs(e.instance, key_absent(e.instance) if e.claim else None)
                             for e in entries]
                     try:
                         _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
@@ -354,6 +361,19 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
         return _BatchWrite(cls, auto_commit=auto_commit)
+
+
+def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
+    """The condition that no item with ``instance``'s key exists, ANDed with ``condition``."""
+    absent: Condition = type(instance)._hash_key_attribute().does_not_exist()
+    return absent if condition is None else absent & condition
+
+
+def put_kwargs(instance: Model, condition: Optional[Condition], add_version_condition: bool = True) -> Dict[str, Any]:
+    """The PutItem arguments for ``instance``, asking for the old item if a condition fails."""
+    args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
+    kwargs.update(key=ITEM, return_values_on_condition_failure="ALL_OLD")
+    return dict(type(instance)._get_connection().get_operation_kwargs(*args, **kwargs))
 
 
 def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
@@ -416,7 +436,9 @@ _NOTHING: Any = object()
 def _mark_stored(instance: Model) -> None:
     """Record that ``instance`` holds a stored item's ID (it was read, or saved): saving it again is an edit."""
     if isinstance(instance, AutoIncrementMixin):
-        instance.__dict__[_STORED] = getattr(instance, options_for(type(instance)).attribute)
+        model = type(instance)
+        opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
+        instance.__dict__[_STORED] = getattr(instance, opts.attribute)
 
 
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
@@ -434,7 +456,8 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     """
     if not isinstance(instance, AutoIncrementMixin):
         return
-    opts = options_for(type(instance))
+    model = type(instance)
+    opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
     if getattr(instance, opts.attribute) is not None or operation == "bulk":
         return  # an explicit ID; or save_all(), which claims the IDs of a whole batch at once
     if operation == "batch":

@@ -42,14 +42,13 @@ class _AllocatingSignal(NamedSignal):
     last lets user receivers set scope values or an explicit ID first.
     """
 
-    def receivers_for(self, sender: Any) -> c.Generator[c.Callable[..., Any], None, None]:
-        last = []
+    def receivers_for(self, sender: Any) -> c.Iterator[c.Callable[..., Any]]:  # type: ignore[override]
+        # a list, not a generator, so that a save steps into this module once rather than once per receiver
+        first: list[c.Callable[..., Any]] = []
+        last: list[c.Callable[..., Any]] = []
         for receiver in super().receivers_for(sender):
-            if getattr(receiver, "_autoinc_runs_last", False):
-                last.append(receiver)
-            else:
-                yield receiver
-        yield from last
+            (last if getattr(receiver, "_autoinc_runs_last", False) else first).append(receiver)
+        return iter(first + last)
 
 
 class _Namespace(Namespace):

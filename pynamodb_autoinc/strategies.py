@@ -1,7 +1,7 @@
 """Where an ID is born: claims on the next value of a sequence.
 
 A :class:`Claim` is a value taken for one new instance and set on it at
-once. Every claim ends in one of two ways: :meth:`Claim.commit`, once the
+once. Every claim ends in one of two ways: :func:`commit`, once the
 item carrying it is stored, or :meth:`Claim.release`, which puts the
 attribute back to ``None`` because the item will not be. The write engine
 (:mod:`pynamodb_autoinc._engine`) commits; :func:`held` releases on every
@@ -38,6 +38,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from weakref import WeakKeyDictionary
 
 from pynamodb.constants import QUERY
 from pynamodb.exceptions import PynamoDBException
@@ -90,11 +91,9 @@ class Claim:
     def assign(self, value: int) -> None:
         """Take ``value`` and set it on the instance."""
         self.value = value
-        setattr(self.instance, self.opts.attribute, self.opts.to_python(value, self.period))
-
-    def commit(self) -> None:
-        """The item carrying this value is stored."""
-        self.state = "committed"
+        opts = self.opts
+        setattr(self.instance, opts.attribute,
+                value if opts.fmt is None and not opts.as_string else opts.to_python(value, self.period))
 
     def release(self) -> None:
         """The item will not be stored: put the attribute back to None."""
@@ -104,6 +103,24 @@ class Claim:
         setattr(self.instance, self.opts.attribute, None)
         if self.kind == "swap":
             remember(self.opts, self.key, None)  # it may be stale: read it afresh next time
+
+
+def commit(claims: Sequence[Claim]) -> None:
+    """The items carrying ``claims`` are stored: each claim is committed, and this process remembers the value
+    each chain of swaps moved its counter to (the last claim of the chain)."""
+    last: Dict[ChainId, Claim] = {}
+    for claim in claims:
+        claim.state = "committed"
+        if claim.kind == "swap":
+            last[claim.chain] = claim
+    if last:
+        memory = _memory()
+        with memory.lock:
+            for chain, claim in last.items():
+                memory.seen.pop(chain[1:], None)  # the newest last, so the oldest goes first (as remember())
+                memory.seen[chain[1:]] = claim.value
+            if len(memory.seen) > REMEMBERED:
+                _bound(memory.seen)
 
 
 @contextmanager
@@ -136,6 +153,8 @@ class _Memory:
         self.lock = threading.Lock()
         self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # sequence -> [next value, last value]
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
+        self.ids: WeakKeyDictionary[type, Dict[str, Tuple[Any, ...]]] = WeakKeyDictionary()
+        """By counter class, then key: :func:`counter_id` (weak: a counter class bound to a model goes with it)."""
 
 
 #: The most counters (scope values and periods count apart) this process remembers a value or keeps a block
@@ -156,8 +175,17 @@ def _memory() -> _Memory:
 
 
 def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
-    """Identifies one counter item across models: endpoint, table, item key."""
-    return opts.counter._where(key)
+    """Identifies one counter item across models: endpoint, table, item key (found once per process)."""
+    memory = _memory()
+    ids = memory.ids.get(opts.counter)
+    ident = ids.get(key) if ids is not None else None
+    if ident is None:
+        ident = opts.counter._where(key)
+        with memory.lock:
+            ids = memory.ids.setdefault(opts.counter, {})
+            ids[key] = ident
+            _bound(ids)
+    return ident
 
 
 def remember(opts: Options, key: str, value: Optional[int]) -> None:
@@ -183,11 +211,6 @@ SET_BY_HAND.append(forget_counter)
 
 # -- taking values -----------------------------------------------------------
 
-def _log_claim(claim: Claim) -> None:
-    log.debug("%s claims %s=%r (%s, %r)", type(claim.instance).__name__, claim.opts.attribute, claim.value, claim.kind,
-              claim.key)
-
-
 def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh: bool = False) -> Claim:
     """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims.
 
@@ -195,27 +218,45 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     this process remembers. The model's first claim in a process checks its
     tables for global tables (:func:`pynamodb_autoinc.regions.effective`).
     """
-    opts = regions.effective(opts)
-    kind = "query" if opts.strategy == "query" else "swap" if opts.gapless else "counter"
-    period = opts.current_period()
-    key = partition_key(instance, opts) if kind == "query" else opts.counter_key(instance, period)
-    claim = Claim(instance, opts, kind, key, period)
-    if kind != "query":
-        regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
-    if kind == "counter":
-        claim.assign(_from_block(opts, key) if opts.block > 1
-                     else _reserve(opts, key, 1, partial=False)[0])
-        _log_claim(claim)
-        return claim
-    chain = [c for c in pending if c.chain == claim.chain]
-    if len(chain) >= opts.sequence.size:
-        raise opts.sequence.too_many(key, len(chain) + 1)
-    if chain:
-        claim.assign(opts.sequence.following(key, chain[-1].value))
+    opts = _claiming(opts)
+    period = None
+    if opts.strategy == "query":
+        kind, key = "query", partition_key(instance, opts)
     else:
-        _head(claim, _UNKNOWN if fresh else _remembered(claim))
-    _log_claim(claim)
+        kind, fixed = "swap" if opts.gapless else "counter", opts.fixed_key
+        if fixed is not None:
+            key = fixed
+        else:  # a scope, a period or a region in the key
+            period = opts.current_period()
+            key = opts.counter_key(instance, period)
+            if opts.region is not None:
+                regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
+    claim = Claim(instance, opts, kind, key, period)
+    if kind == "counter":
+        if opts.block > 1:
+            claim.assign(_from_block(opts, key))
+        else:
+            # a global table's conflict between regions is a lost race, retried within the model's budget
+            claim.assign(opts.counter._advance(key, opts.sequence, opts.budget))
+    else:
+        chain = [c for c in pending if c.chain == claim.chain] if pending else []
+        if chain:
+            if len(chain) >= opts.sequence.size:
+                raise opts.sequence.too_many(key, len(chain) + 1)
+            claim.assign(opts.sequence.following(key, chain[-1].value))
+        else:
+            _head(claim, _UNKNOWN if fresh else _remembered(claim))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s claims %s=%r (%s, %r)", type(instance).__name__, opts.attribute, claim.value, kind, key)
     return claim
+
+
+def _claiming(opts: Options) -> Options:
+    """The options a claim uses (:func:`regions.effective`): the check's verdict, read as this process left
+    it once the model's tables were checked."""
+    known = _state.state.parts.get("tables")
+    verdict = known.checked.get(opts.model) if known is not None else None
+    return verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
 
 
 def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
@@ -285,8 +326,10 @@ def remembered(claim: Claim) -> Any:
 def _remembered(claim: Claim) -> Any:
     if claim.kind != "swap":
         return _UNKNOWN
-    with _memory().lock:
-        return _memory().seen.get(counter_id(claim.opts, claim.key), _UNKNOWN)
+    ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it
+    memory = _memory()
+    with memory.lock:
+        return memory.seen.get(ident, _UNKNOWN)
 
 
 def _head(claim: Claim, last: Any) -> None:
@@ -296,7 +339,11 @@ def _head(claim: Claim, last: Any) -> None:
         last = _query_last(claim.instance, opts) if claim.kind == "query" else opts.counter.currval(claim.key)
     if claim.kind == "swap":
         claim.expected = last
-    claim.assign(opts.sequence.following(claim.key, last))
+    sequence = opts.sequence
+    value = sequence.start if last is None else last + sequence.step
+    if last is not None and not sequence.minimum <= value <= sequence.maximum:
+        value = sequence.following(claim.key, last)  # the end bound: wrap, or raise
+    claim.assign(value)
 
 
 def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]:
@@ -403,4 +450,4 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
         raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
                            f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
     value = int(range_key.deserialize(range_key.get_value(items[0][range_key.attr_name]))) if items else None
-    return value if value is not None and sequence.contains(value) else None
+    return value if value is not None and sequence.minimum <= value <= sequence.maximum else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import gc
+import importlib.util
+import sys
 import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -39,7 +41,7 @@ LOOPS_ALLOWED = {
     ("_transport", "drive"): "the driver: the library's one retry loop",
     ("_transport", "scan"): "a scan's pages, not retries of one request (bounded by _transport.PAGES)",
     ("_budget", "__iter__"): "Tries itself: what `for _ in budget.tries()` runs on; sends nothing",
-    ("_group", "joined"): "a thread waits its turn to lead its process's group commit; each round is one commit",
+    ("_engine", "joined"): "a thread waits its turn to lead its process's group commit; each round is one commit",
     ("strategies", "_reserve"): "a cycling sequence's passes round its wrap, each taking at least one value",
     ("strategies", "_bound"): "forgets a dict's oldest entries; sends nothing",
     ("counter", "note_idle"): "forgets a dict's oldest entries; sends nothing",
@@ -242,3 +244,67 @@ def test_a_model_class_nothing_refers_to_is_freed(backend):
     reset_state()
     gc.collect()
     assert freed() is None
+
+
+# -- the path of one save --------------------------------------------------------
+#
+# A warm save (the model's third) is traced with a profiler hook, as benchmarks/save_path.py traces it: calls into
+# the package, the modules they run in, and the moves between modules along the calls and returns.
+
+#: The most calls into the package, modules and moves between them that one warm save may make (issue 31).
+SAVE_CALLS, SAVE_MODULES, SAVE_MOVES = 40, 8, 16
+
+
+def _third_save(make_model: Any) -> Any:
+    """The path of the third save of a new model (the first two warm the process up), traced by the tracer of
+    benchmarks/save_path.py."""
+    save_path = sys.modules.get("save_path")
+    if save_path is None:
+        spec = importlib.util.spec_from_file_location("save_path", PACKAGE.parent / "benchmarks" / "save_path.py")
+        assert spec is not None and spec.loader is not None
+        save_path = sys.modules["save_path"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(save_path)
+    model = make_model("Path", name=UnicodeAttribute(null=True))
+    model(name="first").save()
+    model(name="second").save()
+    return save_path.trace(lambda: model(name="third").save())
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes("fast", "gapless")
+def test_a_warm_save_makes_few_calls_into_the_package(make_model):
+    """A warm fast or gapless save makes at most 40 calls into the package."""
+    path = _third_save(make_model)
+    assert path.calls <= SAVE_CALLS, " ".join(path.steps)
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes("fast", "gapless")
+def test_a_warm_save_runs_in_few_modules(make_model):
+    """A warm fast or gapless save runs in at most 8 of the package's modules."""
+    path = _third_save(make_model)
+    assert len(path.modules) <= SAVE_MODULES, sorted(path.modules)
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes("fast", "gapless")
+def test_a_warm_save_goes_down_and_back_up_once(make_model):
+    """A warm fast or gapless save moves between modules at most 16 times: each layer about once, down and up."""
+    path = _third_save(make_model)
+    assert path.moves <= SAVE_MOVES, " ".join(path.steps)
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes("fast", "block", "gapless", "query")
+def test_an_uncontested_save_runs_no_queue_code(make_model):
+    """The queue (``_contention``) runs only after a lost race: no function of it runs on an uncontested save."""
+    path = _third_save(make_model)
+    assert "_contention" not in path.modules, " ".join(path.steps)
+
+
+@pytest.mark.backends("moto")
+@pytest.mark.modes("fast", "block", "gapless", "query")
+def test_a_save_of_a_model_without_features_runs_no_feature_module(make_model):
+    """A model without regions, periods or history runs none of their modules when it saves."""
+    path = _third_save(make_model)
+    assert not path.modules & {"regions", "periods", "_calendar", "history"}, " ".join(path.steps)

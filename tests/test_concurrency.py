@@ -350,9 +350,9 @@ def test_group_leader_interrupted_while_sending_leaves_no_ids(make_model, exc):
 
 
 def _queued() -> int:
-    from pynamodb_autoinc import _group
+    from pynamodb_autoinc import _engine
 
-    return sum(len(g.queue) for g in _group._groups().by_place.values())
+    return sum(len(g.queue) for g in _engine._groups().by_place.values())
 
 
 def _wait_for(check: Any) -> None:

@@ -24,7 +24,6 @@ from pynamodb_autoinc import (
     _budget,
     _contention,
     _engine,
-    _group,
 )
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
@@ -301,7 +300,7 @@ class HoldFirstTransaction:
             return
         self.holding.set()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(len(g.queue) for g in _group._groups().by_place.values()) \
+        while time.monotonic() < deadline and sum(len(g.queue) for g in _engine._groups().by_place.values()) \
                 < self.waiting:
             time.sleep(0.005)
 
