@@ -21,6 +21,7 @@ Every claim ends committed or released (its attribute back to ``None``); see
 from __future__ import annotations
 
 import contextvars
+import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
@@ -31,7 +32,7 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _engine, regions, signals, strategies
+from . import _engine, regions, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import OPTIONS_CACHE, Options, check_options, options_for
@@ -52,10 +53,12 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     reasons_of,
 )
-from .signals import before_save
+from .signals import after_save, before_save
 from .strategies import Claim
 
 _T = TypeVar("_T", bound=Model)
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     _Base = Model
@@ -443,9 +446,13 @@ def _mark_stored(instance: Model) -> None:
 
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
     """The instance's write committed: record that it holds a stored item's ID, then send
-    :data:`~pynamodb_autoinc.signals.after_save` (every write path of the library ends here)."""
+    :data:`~pynamodb_autoinc.signals.after_save` (every write path of the library ends here), logging (never
+    raising) a receiver's failure: the write has committed."""
     _mark_stored(instance)
-    signals.send_after_save(sender, instance=instance, **kwargs)
+    try:
+        after_save.send(sender, instance=instance, **kwargs)
+    except Exception:
+        log.exception("an after_save receiver of %s failed; the write had committed", sender.__name__)
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:

@@ -123,10 +123,3 @@ def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
     except Exception:
         log.exception("a %s receiver of %s failed", signal.name, sender.__name__)
 
-
-def send_after_save(sender: type, **kwargs: Any) -> None:
-    """Send :data:`after_save`, logging (never raising) a receiver's failure."""
-    try:
-        after_save.send(sender, **kwargs)
-    except Exception:
-        log.exception("an after_save receiver of %s failed; the write had committed", sender.__name__)
