@@ -44,7 +44,14 @@ from pynamodb.models import Model
 from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
-from .exceptions import BulkItemExistsError, ConfigurationError, CounterValueError, error_code
+from .exceptions import (
+    AutoIncrementError,
+    BulkItemExistsError,
+    BulkSaveError,
+    ConfigurationError,
+    CounterValueError,
+    error_code,
+)
 from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
 
@@ -242,11 +249,22 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                     for name, value in before.items():
                         setattr(self, name, value)
                     raise
+        self._before_update()
+        return self._update_fields(condition, add_version_condition)
+
+    def _before_update(self) -> None:
+        """What ``save()`` does before the ``UpdateItem`` of an item that has its ID: ``before_save``, the
+        checks a put would make, and ``Meta.autoinc_track_explicit`` (the only request it may send)."""
         if isinstance(self, AutoIncrementMixin):
             # as AutoIncrementMixin.save() of an instance that has its ID: the signals, Meta.autoinc_track_explicit
             _claim(self, type(self).autoinc_options(), False, "save")
         self.serialize(null_check=True)  # the checks a put would make (missing values, an unassigned ID)
-        data = self.update(self._field_actions(fields), condition, add_version_condition=add_version_condition)
+
+    def _update_fields(self, condition: Optional[Condition] = None,
+                       add_version_condition: bool = True) -> Dict[str, Any]:
+        """The ``UpdateItem`` of ``save()`` for an item that has its ID, then ``after_save``."""
+        data = self.update(self._field_actions(counters(type(self))), condition,
+                           add_version_condition=add_version_condition)
         if isinstance(self, AutoIncrementMixin):
             send_after_save(type(self), instance=self, is_new=False, operation="save")
         return data
@@ -254,7 +272,14 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
         """``AutoIncrementMixin.save_all``: new instances are put with their counters at ``start``; the
-        others are then saved one by one with :meth:`save`, which raises their counters."""
+        others are then saved one by one with the ``UpdateItem`` of :meth:`save`, which raises their counters.
+
+        Every instance is checked before anything is written: the others' ``before_save`` is sent, their
+        explicit IDs are checked and tracked (``Meta.autoinc_track_explicit``) first, so one refused (its
+        scope value missing, a required attribute None) leaves every instance unwritten.
+
+        :raises BulkSaveError: a write failed after others landed; ``saved`` and ``unsaved`` say which
+        """
         if not issubclass(cls, AutoIncrementMixin):
             raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
         items = list(instances)
@@ -262,23 +287,28 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         opts = cls.autoinc_options()
         attribute = opts.attribute
         fresh = [item for item in items if getattr(item, attribute) is None]
-        explicit = [item for item in items if getattr(item, attribute) is not None]
+        explicit = [item for item in items if isinstance(item, CounterMixin) and getattr(item, attribute) is not None]
         keys: Dict[Any, Model] = {}
         for item in explicit:  # checked as AutoIncrementMixin.save_all checks them, before anything is sent
-            if isinstance(item, cls):
-                _check_explicit(item, opts)
+            _check_explicit(item, opts)
             key = _key(item)
             other = keys.setdefault(key, item) if key is not None else item
             if other is not item:
                 raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; "
                                   f"{_describe(other)} and {_describe(item)} have the same key and one would "
                                   "overwrite the other; save each key once. Nothing was sent", items)
-        for item in fresh:
-            for name, attr in counters(type(item)).items():
-                setattr(item, name, attr.start)
-        super().save_all(fresh)  # type: ignore[misc]
-        for item in fresh:  # an explicit item's UpdateItem would write over a new item of this call
-            taken = keys.get(_key(item))
+        for item in explicit:  # each one's signal, checks and tracking, as save() makes them, before anything is
+            item._before_update()  # written: one refused (a scope value missing) leaves every item unwritten
+        for new in fresh:
+            for name, attr in counters(type(new)).items():
+                setattr(new, name, attr.start)
+        try:
+            super().save_all(fresh)  # type: ignore[misc]
+        except BulkSaveError as exc:  # the explicit items, sent after the new ones, are unsaved too
+            exc.unsaved = [item for item in items if not any(item is s for s in exc.saved)]
+            raise
+        for new in fresh:  # an explicit item's UpdateItem would write over a new item of this call
+            taken = keys.get(_key(new))
             if taken is not None:
                 raise _bulk_error(
                     BulkItemExistsError, f"{cls.__name__}.save_all(): {len(fresh)} of {len(items)} saved; the "
@@ -286,8 +316,17 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                     "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
                     f"Save it on its own, raise the counter past it first ({opts.counter._reached_as()}.setval), or "
                     "set Meta.autoinc_track_explicit", items, fresh)
+        saved: List[Model] = list(fresh)
         for item in explicit:
-            item.save()
+            try:
+                item._update_fields()
+            except Exception as exc:
+                if not saved:
+                    raise  # nothing landed: the error save() raises
+                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                                  f"{type(exc).__name__}: {exc}", items, saved,
+                                  exc if isinstance(exc, AutoIncrementError) else None) from exc
+            saved.append(item)
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = set(_named(actions))

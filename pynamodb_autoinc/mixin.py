@@ -245,6 +245,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         anything is claimed or tracked.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
+        :raises UnassignedIdError: a new item, or with ``Meta.autoinc_track_explicit`` an explicit one, lacks
+            a scope value its counter key needs (nothing sent)
         :raises BulkSaveError: a transaction failed, or two items of the call
             share a key; ``saved`` and ``unsaved`` say which instances landed
             (new unsaved ones are left without IDs). Sharing a key raises
@@ -279,6 +281,10 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             _check_explicit(item, opts)
         for item in items:  # as each put would, before anything is claimed or sent
             _check_required(item, opts)
+        if opts.scope:  # a new item's counter key needs its scope values: refused as save() refuses it, in every mode
+            period = opts.current_period()
+            for item in fresh:
+                opts.counter_key(item, period)
         for item in fresh:
             _as_new(item)
         keys: Dict[Any, Model] = {}  # every key of the call, and whose it is

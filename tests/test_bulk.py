@@ -29,6 +29,7 @@ from pynamodb_autoinc.exceptions import (
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
+    UnassignedIdError,
     WriteOutcomeUnknownError,
 )
 from tests.helpers import auto_history_doc, auto_model, currval, doc_history, ids
@@ -280,6 +281,93 @@ def test_counter_mixin_save_all_saves_explicit_and_new_items_apart(make_model):
     Order.save_all([Order(id=7, name="explicit"), Order(name="new")])
     assert sorted((o.id, o.name, o.n) for o in Order.scan(consistent_read=True)) == [(1, "new", 0),
                                                                                     (7, "explicit", 0)]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_stopped_by_a_failed_update_says_which_were_saved(make_model):
+    """CounterMixin: save_all() of a new item and a stored item read before another writer saved it (its version
+    condition fails) raises BulkSaveError whose ``saved`` holds the new item, which landed, and ``unsaved`` the
+    stale one, instead of PynamoDB's bare UpdateError, which hid that the new item was stored."""
+    Order = make_model("Order", bases=(CounterMixin,), name=UnicodeAttribute(null=True), n=CounterAttribute(),
+                       revision=VersionAttribute())
+    first = Order(name="a")
+    first.save()
+    stale = Order.get(first.id, consistent_read=True)
+    first.name = "b"
+    first.save()
+    new, stale.name = Order(name="new"), "c"
+    with pytest.raises(BulkSaveError, match="1 of 2 saved; UpdateError") as info:
+        Order.save_all([new, stale])
+    assert info.value.saved == [new] and info.value.unsaved == [stale]
+    assert sorted((o.id, o.name) for o in Order.scan(consistent_read=True)) == [(1, "b"), (2, "new")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_counter_mixin_save_all_stopped_at_its_new_items_lists_the_explicit_ones_unsaved(make_model):
+    """CounterMixin: save_all() whose new item takes the key of a stored item (a counter behind it) raises
+    BulkSaveError; the explicit item of the call, never sent, is in ``unsaved`` with the new one."""
+    Order = _order_model(make_model)
+    Order(id=1, name="stored").save()
+    new, explicit = Order(name="new"), Order(id=5, name="explicit")
+    with pytest.raises(BulkSaveError, match="already exists") as info:
+        Order.save_all([new, explicit])
+    assert info.value.saved == [] and info.value.unsaved == [new, explicit]
+    assert [(o.id, o.name) for o in Order.scan(consistent_read=True)] == [(1, "stored")]
+
+
+def _scoped_model(make_model: Any, counted: bool, **meta: Any) -> Any:
+    """An Order numbering ``seq`` (outside its key ``pk``) per ``group``; ``counted``: with CounterMixin."""
+    extra: Any = {"bases": (CounterMixin,), "n": CounterAttribute()} if counted else {}
+    return make_model("Order", pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                      group=UnicodeAttribute(null=True), autoinc_attribute="seq", autoinc_scope="group", **extra,
+                      **meta)
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counter-mixin"])
+def test_save_all_refuses_a_tracked_explicit_id_without_its_scope_value_before_writing(make_model, counted):
+    """With ``Meta.autoinc_track_explicit`` (and a period), save_all() of a new item, an explicit ID and an
+    explicit ID whose scope value is None (no counter to track it on) raises UnassignedIdError naming the scope
+    attribute before anything is written: nothing is stored and the new item keeps no ID. (CounterMixin stored
+    the new item and the first explicit one, then raised the bare error, which did not say so.)"""
+    Order = _scoped_model(make_model, counted, autoinc_track_explicit=True, autoinc_period="year")
+    new, explicit, bad = Order(pk="a", group="g"), Order(pk="b", group="g", seq=7), Order(pk="c", seq=8)
+    with pytest.raises(UnassignedIdError, match="Order.group is None, but seq is numbered per group"):
+        Order.save_all([new, explicit, bad])
+    assert new.seq is None
+    assert list(Order.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counter-mixin"])
+def test_save_all_refuses_a_new_item_without_its_scope_value_in_every_mode(make_model, counted):
+    """save_all() of two new items, the second without its scope value, raises UnassignedIdError naming the
+    scope attribute, as save() does, in every mode (fast and block mode raised a BulkSaveError), before a value
+    is claimed or anything is written."""
+    Order = _scoped_model(make_model, counted)
+    first, bad = Order(pk="a", group="g"), Order(pk="b")
+    with pytest.raises(UnassignedIdError, match="Order.group is None, but seq is numbered per group"):
+        Order.save_all([first, bad])
+    assert (first.seq, bad.seq) == (None, None)
+    assert list(Order.scan(consistent_read=True)) == []
+    opts = Order.autoinc_options()
+    assert opts.counter.currval(opts.counter_key(first, None)) is None
+
+
+@pytest.mark.modes("fast", "block")  # HistoryMixin refuses gapless mode
+def test_history_save_all_stopped_by_an_item_without_its_scope_value_says_which_were_saved(make_model, backend):
+    """HistoryMixin.save_all() (one save per instance): a new item without its scope value, after one that was
+    saved, raises BulkSaveError whose ``saved`` holds the first instance and ``unsaved`` the other, which keeps
+    no ID."""
+    Doc = make_model("Doc", bases=(HistoryMixin,), pk=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                     group=UnicodeAttribute(null=True), revision=VersionAttribute(), autoinc_attribute="seq",
+                     autoinc_scope="group", history_model=doc_history(backend))
+    first, bad = Doc(pk="a", group="g"), Doc(pk="b")
+    with pytest.raises(BulkSaveError, match="1 of 2 saved; Doc.group is None") as info:
+        Doc.save_all([first, bad])
+    assert info.value.saved == [first] and info.value.unsaved == [bad]
+    assert (first.seq, bad.seq) == (1, None)
+    assert [(d.pk, d.seq) for d in Doc.scan(consistent_read=True)] == [("a", 1)]
 
 
 @pytest.mark.parametrize("order", ["explicit-first", "new-first"])
