@@ -434,6 +434,8 @@ class _Versioned(Write):
                 item._autoinc_read = True
             else:
                 setattr(item, name, getattr(stored, name))
+            if isinstance(item, AutoIncrementMixin):  # a new save of the merged state: its receivers run again
+                _claim(item, options_for(type(item)), False, "save")
             self.build()  # on top of the stored version
             return Resend()
 
