@@ -764,8 +764,8 @@ def describe(instance: Model) -> str:
     """How errors name an instance: its key and its auto-increment attribute (``User with id=5``,
     ``Member with pk='User#Alex', num=4``)."""
     model = type(instance)
-    attribute = options_for(model).attribute
     keys = [name for name in (model._hash_keyname, model._range_keyname) if name]
+    attribute = options_for(model).attribute if hasattr(model, "autoinc_options") else keys[0]
     names = keys if attribute in keys else [*keys, attribute]
     return f"{model.__name__} with " + ", ".join(f"{name}={getattr(instance, name)!r}" for name in names)
 

@@ -32,7 +32,7 @@ by ``2 * delta``. The library does not guard against this (see the README).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
@@ -44,15 +44,9 @@ from pynamodb.models import Model
 from . import _transport
 from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
-from .exceptions import (
-    AutoIncrementError,
-    BulkItemExistsError,
-    BulkSaveError,
-    ConfigurationError,
-    CounterValueError,
-    error_code,
-)
-from .mixin import AutoIncrementMixin, _bulk_error, _check_explicit, _claim, _key, refuse_others, send_after_save
+from ._options import options_for
+from .exceptions import ConfigurationError, CounterValueError, error_code
+from .mixin import AutoIncrementMixin, _claim, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
 
 _T = TypeVar("_T", bound=Model)
@@ -270,63 +264,17 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         return data
 
     @classmethod
-    def save_all(cls, instances: Iterable[Model]) -> None:
-        """``AutoIncrementMixin.save_all``: new instances are put with their counters at ``start``; the
-        others are then saved one by one with the ``UpdateItem`` of :meth:`save`, which raises their counters.
-
-        Every instance is checked before anything is written: the others' ``before_save`` is sent, their
-        explicit IDs are checked and tracked (``Meta.autoinc_track_explicit``) first, so one refused (its
-        scope value missing, a required attribute None) leaves every instance unwritten.
-
-        :raises BulkSaveError: a write failed after others landed; ``saved`` and ``unsaved`` say which
-        """
-        if not issubclass(cls, AutoIncrementMixin):
-            raise AttributeError(f"{cls.__name__}.save_all() is a method of AutoIncrementMixin models")
-        items = list(instances)
-        refuse_others(cls, items)  # before the new ones are saved
-        opts = cls.autoinc_options()
-        attribute = opts.attribute
-        fresh = [item for item in items if getattr(item, attribute) is None]
-        explicit = [item for item in items if isinstance(item, CounterMixin) and getattr(item, attribute) is not None]
-        keys: Dict[Any, Model] = {}
-        for item in explicit:  # checked as AutoIncrementMixin.save_all checks them, before anything is sent
-            _check_explicit(item, opts)
-            key = _key(item)
-            other = keys.setdefault(key, item) if key is not None else item
-            if other is not item:
-                raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; "
-                                  f"{_describe(other)} and {_describe(item)} have the same key and one would "
-                                  "overwrite the other; save each key once. Nothing was sent", items)
-        for item in explicit:  # each one's signal, checks and tracking, as save() makes them, before anything is
-            item._before_update()  # written: one refused (a scope value missing) leaves every item unwritten
-        for new in fresh:
-            for name, attr in counters(type(new)).items():
-                setattr(new, name, attr.start)
-        try:
-            super().save_all(fresh)  # type: ignore[misc]
-        except BulkSaveError as exc:  # the explicit items, sent after the new ones, are unsaved too
-            exc.unsaved = [item for item in items if not any(item is s for s in exc.saved)]
-            raise
-        for new in fresh:  # an explicit item's UpdateItem would write over a new item of this call
-            taken = keys.get(_key(new))
-            if taken is not None:
-                raise _bulk_error(
-                    BulkItemExistsError, f"{cls.__name__}.save_all(): {len(fresh)} of {len(items)} saved; the "
-                    f"explicit {_describe(taken)} has the key that a new instance of the same call was given, and "
-                    "its write would overwrite it; it was not sent, nor the explicit items after the new ones. "
-                    f"Save it on its own, raise the counter past it first ({opts.counter._reached_as()}.setval), or "
-                    "set Meta.autoinc_track_explicit", items, fresh)
-        saved: List[Model] = list(fresh)
-        for item in explicit:
-            try:
-                item._update_fields()
-            except Exception as exc:
-                if not saved:
-                    raise  # nothing landed: the error save() raises
-                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                                  f"{type(exc).__name__}: {exc}", items, saved,
-                                  exc if isinstance(exc, AutoIncrementError) else None) from exc
-            saved.append(item)
+    def _autoinc_alone(cls, item: Any) -> Optional[Callable[[], Any]]:
+        """``save_all()`` puts a new item with the others, its counters at ``start``; an item that has its ID
+        is written after them, on its own, by the ``UpdateItem`` of :meth:`save`, which raises its counters.
+        Its ``before_save``, checks and tracking (``Meta.autoinc_track_explicit``) come first, before anything
+        is written, so one refused (a scope value missing) leaves every item unwritten."""
+        if getattr(item, options_for(cls).attribute) is None:
+            for name, attr in counters(type(item)).items():
+                setattr(item, name, attr.start)
+            return None
+        item._before_update()
+        return item._update_fields
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = set(_named(actions))

@@ -46,27 +46,14 @@ from .exceptions import (
     CONDITION_FAILED,
     TRANSIENT_REASONS,
     AutoIncrementError,
-    BulkItemExistsError,
-    BulkSaveError,
-    BulkSequenceExhaustedError,
     ConfigurationError,
     GlobalTableError,
     HistoryWriteError,
     ItemExistsError,
-    SequenceExhaustedError,
     VersionConflictError,
     reasons_of,
 )
-from .mixin import (
-    AutoIncrementMixin,
-    _bulk_error,
-    _check_explicit,
-    _claim,
-    key_absent,
-    put_kwargs,
-    refuse_others,
-    send_after_save,
-)
+from .mixin import AutoIncrementMixin, _claim, key_absent, put_kwargs, save_all, send_after_save
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
 
@@ -283,32 +270,13 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
         :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
         """
-        items: List[Model] = list(instances)
-        refuse_others(cls, items)  # before the first item is saved
-        if items:
-            cls._refuse_strong()  # before the first item is saved
-        if issubclass(cls, AutoIncrementMixin):
-            opts = options_for(cls)
-            for item in items:  # explicit IDs checked as save() checks them, before the first item is saved
-                if getattr(item, opts.attribute) is not None:
-                    _check_explicit(item, opts)
-        saved: List[Model] = []
-        for item in items:
-            try:
-                item.save()
-            except AutoIncrementError as exc:
-                if isinstance(exc, BulkSaveError):
-                    raise
-                kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
-                        else BulkItemExistsError if isinstance(exc, ItemExistsError) else BulkSaveError)
-                raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}",
-                                  items, saved, exc) from exc
-            except Exception as exc:
-                if not saved:
-                    raise  # nothing landed: the error save() raises
-                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                                  f"{type(exc).__name__}: {exc}", items, saved) from exc
-            saved.append(item)
+        save_all(cls, instances)
+
+    @classmethod
+    def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
+        """``save_all()`` writes each item with its own :meth:`save`, which records its version."""
+        cls._refuse_strong()  # before the first item is saved
+        return item.save
 
     @classmethod
     def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
@@ -466,6 +434,8 @@ class _Versioned(Write):
                 item._autoinc_read = True
             else:
                 setattr(item, name, getattr(stored, name))
+            if isinstance(item, AutoIncrementMixin):  # a new save of the merged state: its receivers run again
+                _claim(item, options_for(type(item)), False, "save")
             self.build()  # on top of the stored version
             return Resend()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 from pynamodb.constants import ITEM, PUT
 from pynamodb.exceptions import AttributeNullError
@@ -264,50 +264,133 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             :class:`BulkSequenceExhaustedError`, a transaction that got no
             answer :class:`BulkWriteOutcomeUnknownError` (its new instances,
             in ``unsaved``, keep the IDs they may be stored under)
+
+        Mixins extend it through :meth:`_autoinc_alone`, not by writing
+        their own.
         """
-        items = list(instances)
-        opts = options_for(cls)
-        given: Dict[int, Model] = {}
-        refuse_others(cls, items)
-        for item in items:
-            if id(item) in given:
-                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
-                                  f"instance ({_engine.describe(item)}) was given twice; pass each instance "
-                                  "once. Nothing was sent or spent", items)
-            given[id(item)] = item
-        if len(items) > 1 and any(getattr(item, opts.attribute) is None for item in items):
-            regions.effective(opts)  # the global-table check, before anything is claimed
-            if regions.strong(opts):
-                raise GlobalTableError(
-                    f"{cls.__name__}.save_all() writes its items in TransactWriteItems, which global tables in "
-                    "multi-region strong consistency (MRSC) do not support; save the instances one by one")
-        is_new = [getattr(item, opts.attribute) is None for item in items]
-        for item, new in zip(items, is_new):
-            before_save.send(type(item), instance=item, is_new=new, operation="bulk")
-        explicit = [item for item in items if getattr(item, opts.attribute) is not None]
-        fresh = [item for item in items if getattr(item, opts.attribute) is None]
-        new_ids = {id(item) for item in fresh}
-        for item in explicit:
+        save_all(cls, instances)
+
+    @classmethod
+    def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
+        """How a mixin extends :meth:`save_all`: None to write ``item`` in the call's transactions, or the
+        write that saves it on its own, after them, in the call's order. Called once for each item, after
+        the call's checks and before anything is written, so it may prepare the item."""
+        return None
+
+    @classmethod
+    def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
+        return _BatchWrite(cls, auto_commit=auto_commit)
+
+
+def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
+    """Refuse a ``save_all()`` of ``cls`` given an instance of another model, before anything is written.
+
+    :raises TypeError: naming both models
+    """
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
+                            "instances with its own save_all()")
+
+
+def save_all(cls: Any, instances: Iterable[Model]) -> None:
+    """``save_all()`` of every model of the library (:meth:`AutoIncrementMixin.save_all`).
+
+    Every item is checked first: one of another model, an instance given twice, an explicit ID that is not
+    one, two items with one key. Then the items that no mixin writes on its own (``cls._autoinc_alone``) are
+    written in transactions (:func:`_transactions`), and after them the others, each on its own, in order.
+
+    :raises BulkSaveError: once anything may have been written; ``saved`` and ``unsaved`` say what landed
+    """
+    items = list(instances)
+    refuse_others(cls, items)
+    opts = options_for(cls) if issubclass(cls, AutoIncrementMixin) else None
+    new = {id(item) for item in items if opts is not None and getattr(item, opts.attribute) is None}
+    given: Set[int] = set()
+    keys: Dict[Any, Model] = {}
+    for item in items:
+        if id(item) in given:
+            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
+                              f"instance ({_engine.describe(item)}) was given twice; pass each instance once. "
+                              "Nothing was sent or spent", items)
+        given.add(id(item))
+        if opts is not None and id(item) not in new:
             _check_explicit(item, opts)
-        for item in items:  # as each put would, before anything is claimed or sent
-            _check_required(item, opts)
-        if opts.scope:  # a new item's counter key needs its scope values: refused as save() refuses it, in every mode
-            period = opts.current_period()
-            for item in fresh:
-                opts.counter_key(item, period)
-        for item in fresh:
-            _as_new(item)
-        keys: Dict[Any, Model] = {}  # every key of the call, and whose it is
+        _distinct(cls, item, keys, items, [], new)
+    alone = {id(item): write for item in items if (write := cls._autoinc_alone(item)) is not None}
+    batched = [item for item in items if id(item) not in alone]
+    transactions = _transactions(cls, options_for(cls), batched, items) if batched else None
+    saved: List[Model] = []
+    try:
+        if transactions is not None:
+            transactions(saved)
+        taken = {_key(item): item for item in saved}
         for item in items:
-            _distinct(cls, item, keys, items, [], new_ids)
-        if opts.track_explicit:
-            _track(explicit, opts)
-        if opts.strategy == "query":
-            # no counter to batch: each item in turn, its number read from its partition just before its put
-            chunks = [(getattr(item, opts.attribute) is None, [item]) for item in items]
-        else:
-            chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
-        saved: List[Model] = []
+            if id(item) not in alone:
+                continue
+            other = taken.get(_key(item))
+            if other is not None and opts is not None:  # its write would overwrite a new item of this call
+                raise _bulk_error(
+                    BulkItemExistsError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; the "
+                    f"explicit {_engine.describe(item)} has the key that a new instance of the same call was given, "
+                    "and its write would overwrite it; it was not sent, nor the items after it. Save it on its own, "
+                    f"raise the counter past it first ({opts.counter._reached_as()}.setval), or set "
+                    "Meta.autoinc_track_explicit", items, saved)
+            alone[id(item)]()
+            saved.append(item)
+            taken[_key(item)] = item
+    except Exception as exc:
+        if isinstance(exc, BulkSaveError) or not (saved or isinstance(exc, AutoIncrementError)):
+            raise  # nothing landed: the error a save would raise
+        error = exc if isinstance(exc, AutoIncrementError) else None
+        kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
+                else BulkItemExistsError if isinstance(exc, ItemExistsError)
+                else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
+        raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                          f"{exc if error is not None else f'{type(exc).__name__}: {exc}'}", items, saved,
+                          error) from exc
+
+
+def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
+                  items: List[Model]) -> Callable[[List[Model]], None]:
+    """Check ``batch``, of the ``items`` of a ``save_all()``, as each put would be checked (raising before
+    anything is written), send its ``before_save`` and track its explicit IDs; return the write that stores it
+    in transactions of up to 100, new ones with their IDs, and appends to a list what landed."""
+    is_new = [getattr(item, opts.attribute) is None for item in batch]
+    if len(batch) > 1 and any(is_new):
+        regions.effective(opts)  # the global-table check, before anything is claimed
+        if regions.strong(opts):
+            raise GlobalTableError(
+                f"{cls.__name__}.save_all() writes its items in TransactWriteItems, which global tables in "
+                "multi-region strong consistency (MRSC) do not support; save the instances one by one")
+    for item, new in zip(batch, is_new):
+        before_save.send(type(item), instance=item, is_new=new, operation="bulk")
+    explicit = [item for item in batch if getattr(item, opts.attribute) is not None]
+    fresh = [item for item in batch if getattr(item, opts.attribute) is None]
+    new_ids = {id(item) for item in fresh}
+    for item in explicit:
+        _check_explicit(item, opts)
+    for item in batch:  # as each put would, before anything is claimed or sent
+        _check_required(item, opts)
+    if opts.scope:  # a new item's counter key needs its scope values: refused as save() refuses it, in every mode
+        period = opts.current_period()
+        for item in fresh:
+            opts.counter_key(item, period)
+    for item in fresh:
+        _as_new(item)
+    keys: Dict[Any, Model] = {}  # every key of the batch, and whose it is
+    for item in batch:
+        _distinct(cls, item, keys, items, [], new_ids)
+    if opts.track_explicit:
+        _track(explicit, opts)
+    if opts.strategy == "query":
+        # no counter to batch: each item in turn, its number read from its partition just before its put
+        chunks = [(getattr(item, opts.attribute) is None, [item]) for item in batch]
+    else:
+        chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
+
+    def write(saved: List[Model]) -> None:
+        """Store the transactions; append to ``saved`` what landed."""
         claims: List[Claim] = []
         unknown: List[Model] = []  # a transaction's items whose outcome is unknown: they may be stored
         try:
@@ -339,7 +422,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                         raise _exhausted(opts, [e.claim for e in entries if e.claim], asking, saved, exc,
                                          chunk[0]) from exc
                     saved.extend(chunk)
-        except BaseException as exc:
+        except BaseException:
             # every new instance not written gives its ID back: those of transactions not sent after one whose
             # outcome is unknown, and those a reservation on several counters set before one of them failed
             for claim in claims:
@@ -348,22 +431,14 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             for item in fresh:
                 if not any(item is s for s in (*saved, *unknown)):
                     setattr(item, opts.attribute, None)
-            if not isinstance(exc, AutoIncrementError) or isinstance(exc, BulkSaveError):
-                raise
-            kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
-                    else BulkItemExistsError if isinstance(exc, ItemExistsError)
-                    else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
-            raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; {exc}", items,
-                              saved, exc) from exc
+            raise
         finally:
-            for item, new_item in zip(items, is_new):
+            for item, new_item in zip(batch, is_new):
                 if any(item is s for s in saved):
                     item.update_local_version_attribute()
                     send_after_save(type(item), instance=item, is_new=new_item, operation="bulk")
 
-    @classmethod
-    def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
-        return _BatchWrite(cls, auto_commit=auto_commit)
+    return write
 
 
 def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
@@ -377,17 +452,6 @@ def put_kwargs(instance: Model, condition: Optional[Condition], add_version_cond
     args, kwargs = Model._get_save_args(instance, condition=condition, add_version_condition=add_version_condition)
     kwargs.update(key=ITEM, return_values_on_condition_failure="ALL_OLD")
     return dict(type(instance)._get_connection().get_operation_kwargs(*args, **kwargs))
-
-
-def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
-    """Refuse a ``save_all()`` of ``cls`` given an instance of another model, before anything is written.
-
-    :raises TypeError: naming both models
-    """
-    for item in items:
-        if not isinstance(item, cls):
-            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
-                            "instances with its own save_all()")
 
 
 def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,

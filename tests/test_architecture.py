@@ -7,6 +7,7 @@ import gc
 import importlib.util
 import sys
 import weakref
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -17,7 +18,7 @@ from pynamodb.exceptions import GetError
 from pynamodb.models import Model
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import NextId, _budget, _transport
+from pynamodb_autoinc import NextId, _budget, _transport, periods
 from pynamodb_autoinc.attributes import CounterAttribute, CounterMixin
 from pynamodb_autoinc.periods import increment_in_period
 from pynamodb_autoinc.testing import reset_counters, reset_state
@@ -167,6 +168,22 @@ def test_tries_go_round_until_the_budget_is_spent(monkeypatch):
         tries.append(n)
         clock.at += 2.0
     assert tries == [1, 2, 3]
+
+
+def test_periods_read_the_one_clock_that_retries_sleep_on(monkeypatch):
+    """The library has one clock: a clock put in place of ``_budget.clock`` (as the simulation puts its virtual
+    one) is the clock periods are labelled by, and ``periods.clock.frozen()`` pins the time whichever clock
+    runs."""
+
+    class Later(_Clock):
+        def now(self) -> datetime:
+            return datetime(2030, 6, 1, tzinfo=timezone.utc)
+
+    monkeypatch.setattr(_budget, "clock", Later())
+    assert periods.label("month") == "2030-06"
+    monkeypatch.setattr(_budget, "clock", _Clock())  # the simulation's kind: its own seconds and sleeps
+    with periods.clock.frozen(datetime(2026, 12, 31, 23, 59)):
+        assert periods.label("month") == "2026-12"
 
 
 @pytest.mark.modes()

@@ -278,6 +278,18 @@ def test_save_all_stops_at_conflict(make_model, backend):
     assert isinstance(raised.value.__cause__, VersionConflictError)
 
 
+@pytest.mark.modes("fast")
+def test_save_all_refuses_the_same_instance_twice_before_saving_any(make_model, backend):
+    """save_all() of a history model given one instance twice raises BulkSaveError before anything is saved, as
+    every save_all() does: the instance keeps no ID and no version is recorded."""
+    history = history_model(backend)
+    Doc = make_model("Doc", bases=(HistoryMixin,), revision=VersionAttribute(), history_model=history)
+    doc = Doc()
+    with pytest.raises(BulkSaveError, match="given twice"):
+        Doc.save_all([doc, Doc(), doc])
+    assert doc.id is None and list(history.scan(consistent_read=True)) == []
+
+
 @pytest.mark.modes("gapless")
 def test_gapless_auto_increment_is_refused(make_model, backend):
     """A gapless auto-increment model is refused: its ID may change when its transaction is resent."""
