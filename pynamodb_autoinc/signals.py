@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections.abc as c
 import logging
+import warnings
 from typing import Any, Optional
 
 from blinker import NamedSignal, Namespace
@@ -123,3 +124,14 @@ def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
     except Exception:
         log.exception("a %s receiver of %s failed", signal.name, sender.__name__)
 
+
+def send_after_save(sender: type, **kwargs: Any) -> None:
+    """Send :data:`after_save`, logging (never raising) a receiver's failure.
+
+    .. deprecated:: 0.3.0
+       The library sends :data:`after_save` itself; to send it by hand, call ``after_save.send(sender, ...)``.
+       This function goes in 0.4.0.
+    """
+    warnings.warn("pynamodb_autoinc.signals.send_after_save is deprecated and goes in 0.4.0; call "
+                  "after_save.send(sender, ...) instead", DeprecationWarning, stacklevel=2)
+    notify(after_save, sender, **kwargs)

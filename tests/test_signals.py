@@ -201,3 +201,18 @@ def test_history_save_reports_operation_save_to_signal_receivers(backend):
     assert seen == [("before", True, "save"), ("after", True, "save"),
                     ("before", False, "save"), ("after", False, "save")]
     assert doc.id == 1 and doc.revision == 2
+
+
+def test_send_after_save_by_hand_is_deprecated_and_still_sends():
+    """signals.send_after_save warns with a DeprecationWarning naming its replacement, and still sends after_save."""
+    from pynamodb_autoinc import signals
+
+    heard = []
+
+    def receiver(sender, **kwargs):
+        heard.append((sender, kwargs))
+
+    with signals.after_save.connected_to(receiver, sender=int), pytest.warns(DeprecationWarning,
+                                                                              match=r"after_save\.send"):
+        signals.send_after_save(int, instance=None, is_new=True, operation="save")
+    assert heard == [(int, {"instance": None, "is_new": True, "operation": "save"})]
