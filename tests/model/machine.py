@@ -721,7 +721,8 @@ class PromiseMachine(RuleBasedStateMachine):
         fields = {"note": note, **({"id": key[0]} if spec.layout == "hash" else {"project": key[0], "number": key[1]}
                                    if spec.layout == "range" else {"pk": key[0], "seq": auto, "group": place})}
         item = live.cls(**fields)
-        if spec.history and key in live.rows:
+        read = spec.history and key in live.rows
+        if read:
             item = self.instance_of(live, key)  # a versioned item is saved at the version it was read at
             item.note = note
         error, fired, _ = self.attempt(item.save, fault)
@@ -736,13 +737,25 @@ class PromiseMachine(RuleBasedStateMachine):
         if stored is not None and stored.note == note:
             old = live.rows.get(key)
             live.rows[key] = Row(note, auto, value, old.seq if old else seq, stored.ref)
-            if track and isinstance(seq, str):
-                last = live.refs.values.get(seq)
-                if last is None or (value - last) * spec.step > 0:
-                    live.refs.values[seq] = value
-                    live.refs.blocks.pop(seq, None)
+            if not read:  # an ID set by hand (one read from the table is no explicit ID)
+                self.tracked(live, key[0] if spec.layout == "range" else place, value)
         if fired and spec.mode in ("fast", "block"):
             self.resync()
+
+    def tracked(self, live: Live, scope: Any, value: Optional[int]) -> None:
+        """``Meta.autoinc_track_explicit``: an ID set by hand, stored, moved the counter of its scope value in the
+        current period past it; one copied from a stored item too, which another scope value or an earlier
+        period may have numbered (the library cannot tell it from a new one)."""
+        spec = live.spec
+        if not spec.track or spec.mode == "query" or value is None or not spec.sequence.fits(value):
+            return
+        seq = self.seq_of(live, scope)
+        assert isinstance(seq, str)
+        self.fresh(live, seq)
+        last = live.refs.values.get(seq)
+        if (spec.mode == "gapless" or seq in self.synced) and (last is None or (value - last) * spec.step > 0):
+            live.refs.values[seq] = value
+            live.refs.blocks.pop(seq, None)
 
     @precondition(lambda self: any(live.spec.mode != "query" and live.spec.layout != "attr" for live in self.lives))
     @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES))
@@ -845,6 +858,7 @@ class PromiseMachine(RuleBasedStateMachine):
         news: List[New] = []
         items: List[Any] = []
         others: Dict[Tuple[Any, Any], Any] = {}
+        by_hand: Set[Tuple[Any, Any]] = set()  # the keys of explicit items set by hand (not read from the table)
         for n, kind in enumerate(kinds):
             picked = self.pick(live, n * 7 + len(kinds))
             if kind == "new" or picked is None or picked[0] in others:
@@ -859,6 +873,7 @@ class PromiseMachine(RuleBasedStateMachine):
                     {"project": key[0], "number": key[1]} if live.spec.layout == "range" else \
                     {"pk": key[0], "seq": row.auto}
                 item = live.cls(**fields)
+                by_hand.add(key)
             item.note = self.note()
             others[key] = item
             items.append(item)
@@ -872,6 +887,8 @@ class PromiseMachine(RuleBasedStateMachine):
             stored = table[key]
             if stored.note == item.note:
                 live.rows[key].note, live.rows[key].ref = stored.note, stored.ref
+                if key in by_hand:  # its scope value (range: the key's; attr: none given)
+                    self.tracked(live, key[0] if live.spec.layout == "range" else None, live.rows[key].value)
         self.settle(news, error, fired, what, exact=False)
         if live.spec.mode in ("fast", "block"):
             self.resync()
