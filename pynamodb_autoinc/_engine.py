@@ -487,9 +487,7 @@ def commit(write: Write) -> Dict[str, Any]:
                 log.warning("%s took %.2f s to commit after losing a race (%d races lost); the counter is busy",
                             describe(write.entries[0].instance), waited, contest.losses)
     except BaseException as exc:
-        if not isinstance(exc, WriteOutcomeUnknownError):  # the item may be stored under an unknown outcome's
-            for claim in write.claims:
-                claim.release()
+        strategies.abandoned(write.claims, exc)
         if exchange.contest is not None:
             exchange.contest.give_back()
         raise

@@ -123,10 +123,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                               else regions.write_connection(model, opts))
                 put = put_kwargs(self, key_absent(self, condition), add_version_condition)
                 data = _engine.save(self, claims[0], put, connection)
-            except WriteOutcomeUnknownError:
-                raise
-            except BaseException:
-                claims[0].release()
+            except BaseException as exc:
+                strategies.abandoned(claims, exc)
                 raise
             self.update_local_version_attribute()
         send_after_save(model, instance=self, is_new=is_new, operation="save")

@@ -117,10 +117,7 @@ def commit(claims: Sequence[Claim]) -> None:
         memory = _memory()
         with memory.lock:
             for chain, claim in last.items():
-                memory.seen.pop(chain[1:], None)  # the newest last, so the oldest goes first (as remember())
-                memory.seen[chain[1:]] = claim.value
-            if len(memory.seen) > REMEMBERED:
-                _bound(memory.seen)
+                _seen(memory, chain[1:], claim.value)
 
 
 @contextmanager
@@ -132,12 +129,18 @@ def held(claims: Sequence[Claim]) -> Iterator[None]:
     """
     try:
         yield
-    except WriteOutcomeUnknownError:
+    except BaseException as exc:
+        abandoned(claims, exc)
         raise
-    except BaseException:
+
+
+def abandoned(claims: Sequence[Claim], exc: BaseException) -> None:
+    """The write of ``claims`` ended with ``exc``: release them, unless it is a
+    :class:`WriteOutcomeUnknownError` (the item may be stored under the claimed value, so the instance keeps
+    it). Every exit of a write that is not a success ends here."""
+    if not isinstance(exc, WriteOutcomeUnknownError):
         for claim in claims:
             claim.release()
-        raise
 
 
 # -- per-process state -------------------------------------------------------
@@ -192,9 +195,16 @@ def remember(opts: Options, key: str, value: Optional[int]) -> None:
     """Record the counter's value as last written by this process (None: forget it)."""
     ident, memory = counter_id(opts, key), _memory()
     with memory.lock:
-        memory.seen.pop(ident, None)  # the newest last, so the oldest goes first
-        if value is not None:
-            memory.seen[ident] = value
+        _seen(memory, ident, value)
+
+
+def _seen(memory: _Memory, ident: Tuple[Any, ...], value: Optional[int]) -> None:
+    """Record counter ``ident``'s value as last written by this process (None: forget it); the caller holds
+    ``memory.lock``."""
+    memory.seen.pop(ident, None)  # the newest last, so the oldest goes first
+    if value is not None:
+        memory.seen[ident] = value
+        if len(memory.seen) > REMEMBERED:
             _bound(memory.seen)
 
 
