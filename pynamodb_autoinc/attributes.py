@@ -206,8 +206,8 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         cls = type(self)
         skip = {cls._hash_keyname, cls._range_keyname, cls._version_attribute_name, *counters(cls)}
         serialized = self.serialize(null_check=False)
-        actions = [attr.set(getattr(self, name)) if attr.attr_name in serialized else attr.remove()
-                   for name, attr in cls.get_attributes().items() if name not in skip]
+        actions: List[Action] = [attr.set(getattr(self, name)) if attr.attr_name in serialized else attr.remove()
+                                 for name, attr in cls.get_attributes().items() if name not in skip]
         data = self.update(actions, condition, add_version_condition=add_version_condition)  # adds the counters
         if isinstance(self, AutoIncrementMixin):
             send_after_save(cls, instance=self, is_new=False, operation="save")
