@@ -63,12 +63,14 @@ class AutoIncrementError(PynamoDBException):
     msg = "Auto-increment error"
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 cancellation_reasons: Sequence[Optional[CancellationReason]] = ()) -> None:
+                 cancellation_reasons: Sequence[Optional[CancellationReason]] = (), **attributes: Any) -> None:
         # keep the botocore error itself, so cause_response_code works as on PynamoDB's errors
         while isinstance(cause, PynamoDBException) and cause.cause is not None:
             cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
+        for name, value in attributes.items():  # a subclass's own attributes (last, recorded, attempted, current)
+            setattr(self, name, value)
 
     @property
     def cause_response_code(self) -> Optional[str]:
@@ -118,12 +120,7 @@ class SequenceExhaustedError(CounterError):
     """The sequence reached its end bound (``Meta.autoinc_max``, or ``autoinc_min`` going down) and does not
     cycle; nothing was spent. ``last`` is the counter's value (None: new, or not known)."""
 
-    last: Optional[int]
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 last: Optional[int] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.last = last
+    last: Optional[int] = None
 
 
 class OutOfBoundsError(AutoIncrementError, ValueError):
@@ -133,12 +130,7 @@ class OutOfBoundsError(AutoIncrementError, ValueError):
 class SequenceMismatchError(ConfigurationError):
     """The counter item records (in ``recorded``) other sequence options than this model's."""
 
-    recorded: Optional[str]
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 recorded: Optional[str] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.recorded = recorded
+    recorded: Optional[str] = None
 
 
 class ContentionError(CounterError):
@@ -181,13 +173,8 @@ class VersionConflictError(HistoryWriteError):
     """Another writer saved (or deleted) the item first; ``attempted`` is the version this write would have
     been, ``current`` the version stored now (None: deleted, or unknown)."""
 
-    attempted: Optional[int]
-    current: Optional[int]
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 attempted: Optional[int] = None, current: Optional[int] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.attempted, self.current = attempted, current
+    attempted: Optional[int] = None
+    current: Optional[int] = None
 
 
 class BulkItemExistsError(BulkSaveError, ItemExistsError):

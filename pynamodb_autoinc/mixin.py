@@ -109,11 +109,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         send_after_save(model, instance=self, is_new=is_new, operation="save")
         return data
 
-    def get_save_kwargs_from_instance(
-        self,
-        condition: Optional[Condition] = None,
-        return_values_on_condition_failure: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    def get_save_kwargs_from_instance(self, condition: Optional[Condition] = None,
+                                      return_values_on_condition_failure: Optional[str] = None) -> Dict[str, Any]:
         opts = options_for(type(self))
         transaction = _calling_transaction(self)
         is_new = getattr(self, opts.attribute) is None
@@ -174,19 +171,12 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                                     f"it first, or set {attribute} to the ID of the stored item you mean")
 
     @classmethod
-    def scan(
-        cls: Type[_T],
-        filter_condition: Optional[Condition] = None,
-        segment: Optional[int] = None,
-        total_segments: Optional[int] = None,
-        limit: Optional[int] = None,
-        last_evaluated_key: Optional[Dict[str, Dict[str, Any]]] = None,
-        page_size: Optional[int] = None,
-        consistent_read: Optional[bool] = None,
-        index_name: Optional[str] = None,
-        rate_limit: Optional[float] = None,
-        attributes_to_get: Optional[Sequence[str]] = None,
-    ) -> ResultIterator[_T]:
+    def scan(cls: Type[_T], filter_condition: Optional[Condition] = None, segment: Optional[int] = None,
+             total_segments: Optional[int] = None, limit: Optional[int] = None,
+             last_evaluated_key: Optional[Dict[str, Dict[str, Any]]] = None, page_size: Optional[int] = None,
+             consistent_read: Optional[bool] = None, index_name: Optional[str] = None,
+             rate_limit: Optional[float] = None, attributes_to_get: Optional[Sequence[str]] = None,
+             ) -> ResultIterator[_T]:
         """``Model.scan``, leaving out the counter items of ``Meta.autoinc_counter_in_table``."""
         if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
             hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
@@ -200,19 +190,16 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     def save_all(cls, instances: Iterable[Model]) -> None:
         """Save many instances; new ones get their IDs with one counter request per counter key.
 
-        Items are written in TransactWriteItems of up to 100 (never a BatchWriteItem, which cannot carry the
-        condition that keeps a new item from overwriting one), each new one with ``attribute_not_exists`` on
-        its key. Fast mode reserves each counter key's values with one UpdateItem; gapless mode puts one
-        counter swap in each transaction (99 items and the swap); the query strategy saves the instances one
-        by one. Two items of the call with one key (an instance given twice, two explicit IDs, an explicit ID
-        equal to a value the call hands out) are refused before they are sent.
+        Items go in TransactWriteItems of up to 100, a new one with ``attribute_not_exists`` on its key (99 and
+        the counter swap in gapless mode); the query strategy saves them one by one. Two items with one key
+        (an instance given twice, an explicit ID equal to another or to a value the call hands out) are
+        refused before they are sent.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
         :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
-        :raises BulkSaveError: a transaction failed, or two items share a key; ``saved`` and ``unsaved`` say
-            which instances landed (new unsaved ones keep no ID). Its subclasses:
-            :class:`BulkItemExistsError` (a shared key), :class:`BulkSequenceExhaustedError` (too few values
-            left), :class:`BulkWriteOutcomeUnknownError` (no answer: its new instances keep their IDs)
+        :raises BulkSaveError: a transaction failed, or two items share a key (:class:`BulkItemExistsError`);
+            ``saved`` and ``unsaved`` say which instances landed (new unsaved ones keep no ID, except after
+            :class:`BulkWriteOutcomeUnknownError`)
         """
         save_all(cls, instances)
 
