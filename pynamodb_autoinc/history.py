@@ -13,7 +13,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 
-from . import _engine, regions, strategies
+from . import _engine, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Resend, Write, exists_advice
@@ -24,13 +24,12 @@ from .exceptions import (
     TRANSIENT_REASONS,
     AutoIncrementError,
     ConfigurationError,
-    GlobalTableError,
     HistoryWriteError,
     ItemExistsError,
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _claim, key_absent, put_kwargs, save_all, send_after_save
+from .mixin import AutoIncrementMixin, _claim, key_absent, put_kwargs, refuse_strong, save_all, send_after_save
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
 
@@ -256,16 +255,10 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def _refuse_strong(cls) -> None:
         """Refuse, before a value is spent, a model on MRSC global tables, which support no transaction."""
-        if not issubclass(cls, AutoIncrementMixin):
-            return  # nothing is spent: DynamoDB itself refuses the transaction
-        opts = options_for(cls)
-        if opts.single_region_writes:
-            return
-        regions.effective(opts)  # describes the tables once per process
-        if regions.strong(opts):
-            raise GlobalTableError(f"{cls.__name__}: HistoryMixin writes in a TransactWriteItems, which global "
-                                   "tables in multi-region strong consistency (MRSC) do not support; keep this "
-                                   "model on a table that is not MRSC, or drop HistoryMixin")
+        # without AutoIncrementMixin nothing is spent: DynamoDB itself refuses the transaction
+        if issubclass(cls, AutoIncrementMixin) and not options_for(cls).single_region_writes:
+            refuse_strong(options_for(cls), f"{cls.__name__}: HistoryMixin",
+                          "keep this model on a table that is not MRSC, or drop HistoryMixin")
 
     def _key_values(self) -> Tuple[Any, Any]:
         cls = type(self)

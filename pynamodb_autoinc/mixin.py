@@ -270,11 +270,7 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
     its explicit IDs; return the write that stores it in transactions and appends to a list what landed."""
     is_new = [getattr(item, opts.attribute) is None for item in batch]
     if len(batch) > 1 and any(is_new):
-        regions.effective(opts)  # the global-table check, before anything is claimed
-        if regions.strong(opts):
-            raise GlobalTableError(f"{cls.__name__}.save_all() writes in TransactWriteItems, which global tables in "
-                                   "multi-region strong consistency (MRSC) do not support; save the instances one "
-                                   "by one")
+        refuse_strong(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
     for item, new in zip(batch, is_new):
         before_save.send(type(item), instance=item, is_new=new, operation="bulk")
     explicit = [item for item in batch if getattr(item, opts.attribute) is not None]
@@ -348,6 +344,14 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
     return write
 
 
+def refuse_strong(opts: Options, what: str, fix: str) -> None:
+    """Refuse a transaction, before a value is spent, on MRSC global tables, which support none."""
+    regions.effective(opts)  # describes the tables once per process
+    if regions.strong(opts):
+        raise GlobalTableError(f"{what} writes in TransactWriteItems, which global tables in multi-region strong "
+                               f"consistency (MRSC) do not support; {fix}")
+
+
 def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
     """New instances in transactions: gapless ones one counter per chunk, with room left for its swap."""
     if not opts.gapless:
@@ -415,17 +419,11 @@ def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List
 
 def _key(item: Model) -> Optional[Tuple[Any, ...]]:
     """The item's key as DynamoDB compares keys (numbers by value), or None while a key attribute is None."""
-    model = type(item)
-    parts = []
-    for name in (model._hash_keyname, model._range_keyname):
-        if name is None:
-            continue
-        value = getattr(item, name)
-        if value is None:
-            return None
-        attribute = model.get_attributes()[name]
-        parts.append(_engine.stored_form({attribute.attr_type: attribute.serialize(value)}))
-    return tuple(parts)
+    model, attributes = type(item), type(item).get_attributes()
+    values = {name: getattr(item, name) for name in (model._hash_keyname, model._range_keyname) if name}
+    if None in values.values():
+        return None
+    return tuple(_engine.stored_form({attributes[n].attr_type: attributes[n].serialize(v)}) for n, v in values.items())
 
 
 def _check_explicit(instance: Model, opts: Options) -> None:
