@@ -112,7 +112,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     def get_save_kwargs_from_instance(self, condition: Optional[Condition] = None,
                                       return_values_on_condition_failure: Optional[str] = None) -> Dict[str, Any]:
         opts = options_for(type(self))
-        transaction = _calling_transaction(self)
+        saving = _saving.get()
+        transaction = saving[0] if saving is not None and saving[1] is self else None
         is_new = getattr(self, opts.attribute) is None
         if transaction is None:
             if is_new:
@@ -120,7 +121,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                     f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with save(), "
                     "save_all() or TransactWrite.save(): use pynamodb_autoinc.TransactWrite, not PynamoDB's")
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
-        hook = _Hook.of(transaction)
+        hook = transaction._autoinc_hook
+        if hook is None:
+            hook = transaction._autoinc_hook = _Hook(transaction)
         if any(entry.instance is self for entry, _ in hook.entries):
             raise TransactionCanceledError(f"TransactWrite.save(): {_engine.describe(self)} was given to this "
                                            "transaction twice; save each instance once. Nothing was sent")
@@ -572,12 +575,6 @@ _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = context
     "autoinc_saving", default=None)
 
 
-def _calling_transaction(instance: Model) -> Optional[TransactWrite]:
-    """The library ``TransactWrite`` whose ``save(instance)`` is running, if any."""
-    saving = _saving.get()
-    return saving[0] if saving is not None and saving[1] is instance else None
-
-
 def _operations(tx: _PynamoTransactWrite) -> int:
     """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
     return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
@@ -586,9 +583,9 @@ def _operations(tx: _PynamoTransactWrite) -> int:
 class _Hook:
     """The auto-increment items of one ``TransactWrite``, and how it is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, transaction: TransactWrite) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
-        self.unsent: Optional[weakref.finalize] = None
+        self.unsent = weakref.finalize(transaction, self.release)
         """Releases the claims when the transaction is collected unsent; detached once it is sent."""
         self.claimed_in: Optional[int] = None
         """How many operations the transaction held once its first ID that a lost race would change (gapless,
@@ -597,22 +594,13 @@ class _Hook:
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
 
-    @classmethod
-    def of(cls, transaction: TransactWrite) -> _Hook:
-        hook = transaction.__dict__.get("_autoinc_hook")
-        if hook is None:
-            hook = transaction.__dict__["_autoinc_hook"] = cls()
-            hook.unsent = weakref.finalize(transaction, hook.release)
-        return hook
-
     def release(self) -> None:
         for claim in self.claims():
             claim.release()
 
     def commit(self, tx: TransactWrite) -> Any:
         """Send the transaction; its claims end committed, released, or (WriteOutcomeUnknownError) kept."""
-        if self.unsent is not None:
-            self.unsent.detach()
+        self.unsent.detach()
         with strategies.held(self.claims()):
             return self._send(tx)
 
@@ -726,6 +714,8 @@ class TransactWrite(_PynamoTransactWrite):
     PynamoDB's own ``TransactWrite`` refuses new auto-increment items.
     """
 
+    _autoinc_hook: Optional[_Hook] = None
+
     def save(self, model: Model, condition: Optional[Condition] = None, return_values: Optional[str] = None) -> None:
         token = _saving.set((self, model))
         try:
@@ -734,11 +724,9 @@ class TransactWrite(_PynamoTransactWrite):
             _saving.reset(token)
 
     def _commit(self) -> Any:
-        hook = self.__dict__.get("_autoinc_hook")
-        return super()._commit() if hook is None else hook.commit(self)
+        return super()._commit() if self._autoinc_hook is None else self._autoinc_hook.commit(self)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        hook = self.__dict__.get("_autoinc_hook")
-        if hook is not None and exc_type is not None:
-            hook.release()
+        if self._autoinc_hook is not None and exc_type is not None:
+            self._autoinc_hook.release()
         return super().__exit__(exc_type, exc, tb)
