@@ -1,5 +1,5 @@
 """``AutoIncrementMixin``: how a model with an auto-increment ID is written, by ``save()``, ``save_all()``,
-``TransactWrite.save()`` and ``batch_write()`` (see docs/architecture.md, "The model integration")."""
+``TransactWrite.save()`` and ``batch_write()`` (see docs/architecture.md, "mixin")."""
 
 from __future__ import annotations
 
