@@ -7,7 +7,7 @@ the PynamoDB error a plain ``Model.save()`` raises (``PutError`` or ``TransactWr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
 
 from pynamodb.exceptions import CancellationReason, PutError, PynamoDBException, TransactWriteError
 
@@ -15,17 +15,19 @@ if TYPE_CHECKING:
     from pynamodb.models import Model
 
 
-def error_responses(exc: Optional[BaseException]) -> List[dict]:
-    """The botocore error responses behind ``exc`` (PynamoDB causes, ``raise ... from``), outermost first;
-    not an exception's ``__context__``, whose code is not this failure's."""
-    found, visited = [], set()
+def causes(exc: Optional[BaseException]) -> Iterator[BaseException]:
+    """``exc`` and the errors behind it (PynamoDB causes, ``raise ... from``), outermost first; not an
+    exception's ``__context__``, whose error is not this failure's."""
+    visited = set()
     while exc is not None and id(exc) not in visited:
         visited.add(id(exc))
-        response = getattr(exc, "response", None)
-        if isinstance(response, dict):
-            found.append(response)
+        yield exc
         exc = getattr(exc, "cause", None) or exc.__cause__
-    return found
+
+
+def error_responses(exc: Optional[BaseException]) -> List[dict]:
+    """The botocore error responses behind ``exc``, outermost first."""
+    return [response for e in causes(exc) if isinstance(response := getattr(e, "response", None), dict)]
 
 
 def error_code(exc: Optional[BaseException], field: str = "Code") -> Optional[str]:
@@ -49,12 +51,7 @@ TRANSIENT_REASONS = (CONFLICT, "ThrottlingError", "ProvisionedThroughputExceeded
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
     """The cancellation reasons of a failed transaction, or []."""
-    while exc is not None:
-        reasons = getattr(exc, "cancellation_reasons", None)
-        if reasons:
-            return list(reasons)
-        exc = getattr(exc, "cause", None) or exc.__cause__
-    return []
+    return next((list(reasons) for e in causes(exc) if (reasons := getattr(e, "cancellation_reasons", None))), [])
 
 
 class AutoIncrementError(PynamoDBException):

@@ -553,12 +553,8 @@ class _BatchWrite(BatchWrite[_T]):
 
     def save(self, put_item: _T) -> None:
         opts = options_for(type(put_item))
-        before_save.send(type(put_item), instance=put_item,
-                         is_new=getattr(put_item, opts.attribute) is None, operation="batch")
-        # an ID set by hand, checked and tracked as save() and save_all() do (a new one was refused above)
-        _check_explicit(put_item, opts)
-        if opts.track_explicit:
-            _track([put_item], opts)
+        # before_save's library receiver refuses a new instance; an ID set by hand is checked and tracked
+        _claim(put_item, opts, getattr(put_item, opts.attribute) is None, "batch")
         super().save(put_item)
 
     def commit(self) -> None:
