@@ -36,6 +36,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     reasons_of,
 )
+from .sequence import is_int
 from .signals import after_save, before_save
 from .strategies import Claim
 
@@ -435,10 +436,9 @@ def _check_explicit(instance: Model, opts: Options) -> None:
     :raises InvalidIdError: naming the fix
     """
     value = getattr(instance, opts.attribute)
-    wrong = (not isinstance(value, str) if opts.as_string else isinstance(value, bool) or not isinstance(value, int))
-    if wrong:
-        kind = f"a string, and the attribute is a UnicodeAttribute; set a str (such as {str(value)!r})" \
-            if opts.as_string else "an integer; set an int"
+    if not (isinstance(value, str) if opts.as_string else is_int(value)):
+        kind = (f"a string, and the attribute is a UnicodeAttribute; set a str (such as {str(value)!r})"
+                if opts.as_string else "an integer; set an int")
         raise InvalidIdError(f"{type(instance).__name__}.{opts.attribute} = {value!r} is not {kind}, or leave it "
                              "None to have the next value assigned")
 
