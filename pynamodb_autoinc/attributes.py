@@ -1,18 +1,5 @@
 """``CounterAttribute``: a number the table raises on every write, like the AWS Java SDK's ``@DynamoDbAtomicCounter``.
 
-A model holding counters takes :class:`CounterMixin` first in its bases::
-
-    class Page(CounterMixin, Model):
-        class Meta:
-            table_name = "pages"
-        url = UnicodeAttribute(hash_key=True)
-        views = CounterAttribute()                    # 0, 1, 2, ...
-        stock = CounterAttribute(start=100, delta=-1)  # 100, 99, 98, ...
-
-``update(actions)`` adds ``SET views = if_not_exists(views, start - delta) + delta`` unless the actions name
-the counter. ``save()`` is an ``UpdateItem`` setting every other attribute (removing those that are ``None``)
-and raising the counters, with no read; a new ``AutoIncrementMixin`` instance is put instead, its counters at
-``start``. Both return ``ALL_NEW``, so the instance holds the stored counters. A counter holds integers only.
 A resent request whose answer was lost may raise a counter twice (see the README).
 """
 
@@ -128,10 +115,16 @@ def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
 
 
 class CounterMixin(_Base, metaclass=CheckedModel):
-    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``.
+    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read.
 
-    Put it first in the bases: ``class Page(CounterMixin, Model)`` or
-    ``class Order(CounterMixin, AutoIncrementMixin, Model)``.
+    Put it first in the bases (also before ``AutoIncrementMixin``)::
+
+        class Page(CounterMixin, Model):
+            class Meta:
+                table_name = "pages"
+            url = UnicodeAttribute(hash_key=True)
+            views = CounterAttribute()                    # 0, 1, 2, ...
+            stock = CounterAttribute(start=100, delta=-1)  # 100, 99, 98, ...
     """
 
     @classmethod

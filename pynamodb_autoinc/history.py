@@ -106,11 +106,8 @@ def _config(model: Type[Model]) -> _Config:
 
 
 def item_key(hash_key: Any, range_key: Any = None) -> str:
-    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON.
-
-    A number is written as DynamoDB stores it (7.0 and 7 are ``7``, 2.50 is ``2.5``), so an item has one
-    history however its key was typed.
-    """
+    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON; a
+    number as DynamoDB stores it (7.0 is ``7``, 2.50 is ``2.5``), so an item has one history however typed."""
     if range_key is None:
         return number_text(hash_key) or str(hash_key)
     return "[" + ", ".join(number_text(part) or json.dumps(part, default=str) for part in (hash_key, range_key)) + "]"
@@ -295,12 +292,8 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
 
 class _Versioned(Write):
-    """A history save or delete for the engine: the item's put (or delete) and the put of its next version.
-
-    Resent, with a new token, while a concurrent transaction holds an item or it was throttled, and, given
-    ``merge``, after a lost version (read, merge, build again on the stored version); both within
-    :data:`RETRIES`. Its failures name the version it would have been.
-    """
+    """A history save or delete for the engine: the item's put (or delete) and the put of its next version;
+    resent within :data:`RETRIES` (see docs/architecture.md, "Not yet one place"). Failures name the version."""
 
     def __init__(self, item: HistoryMixin, config: _Config, condition: Optional[Condition], deleted: bool,
                  claims: List[Claim], merge: Optional[Merge]) -> None:

@@ -581,11 +581,9 @@ class _Hook:
 
     def __init__(self, transaction: TransactWrite) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
-        self.unsent = weakref.finalize(transaction, self.release)
-        """Releases the claims when the transaction is collected unsent; detached once it is sent."""
+        self.unsent = weakref.finalize(transaction, self.release)  # detached once the transaction is sent
+        # the operations held once its first ID that a lost race would change (gapless, query) was claimed
         self.claimed_in: Optional[int] = None
-        """How many operations the transaction held once its first ID that a lost race would change (gapless,
-        or the query strategy) was claimed; an operation added after it may hold that ID."""
 
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
@@ -701,13 +699,12 @@ class TransactWrite(_PynamoTransactWrite):
             tx.save(Order(customer="c1"))       # gets its ID inside the transaction
             tx.update(customer, actions=[Customer.orders.add(1)])
 
-    A new instance's ID is claimed in ``save()``. In gapless mode the counter swap joins the transaction, and
-    a lost counter race sends it again with new values, unless ``client_request_token`` is given or an
-    operation was added after the first such claim (a line item holding ``order.id``): then it raises
-    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`; run the transaction again. Leaving the
-    ``with`` block by an exception, a cancellation, or dropping the transaction unsent, puts the IDs back to
-    ``None``; only :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves them set.
-    PynamoDB's own ``TransactWrite`` refuses new auto-increment items.
+    A new instance's ID is claimed in ``save()``; in gapless mode the counter swap joins the transaction, which
+    a lost race sends again with new values, unless ``client_request_token`` is given or an operation was
+    added after the claim (it may hold ``order.id``): then it raises
+    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`. An exception in the ``with`` block, a
+    cancellation, or a transaction dropped unsent puts the IDs back to ``None``; only
+    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves them set.
     """
 
     _autoinc_hook: Optional[_Hook] = None
