@@ -75,11 +75,12 @@ class _Config:
             raise ConfigurationError(f"{name}.version is its VersionAttribute, which hides HistoryMixin's "
                                      "version(n); rename it: revision = VersionAttribute(attr_name='version')")
         attrs, keys = history.get_attributes(), (history._hash_keyname, history._range_keyname)
-        for key, kind, example in ((keys[0], UnicodeAttribute, "item = UnicodeAttribute(hash_key=True)"),
-                                   (keys[1], NumberAttribute, "version = NumberAttribute(range_key=True)"),
-                                   ("deleted", BooleanAttribute, "deleted = BooleanAttribute(default=False)")):
+        needs = [(keys[0], UnicodeAttribute, "item = UnicodeAttribute(hash_key=True) to hold the item's key"),
+                 (keys[1], NumberAttribute, "version = NumberAttribute(range_key=True) to hold the version"),
+                 ("deleted", BooleanAttribute, "deleted = BooleanAttribute(default=False) to mark a tombstone")]
+        for key, kind, need in needs:
             if key is None or not isinstance(attrs.get(key), kind):
-                raise ConfigurationError(f"{history.__name__} (history of {name}) needs {example}")
+                raise ConfigurationError(f"{history.__name__} (history of {name}) needs {need}")
         if issubclass(model, AutoIncrementMixin):
             opts = options_for(model)
             if opts.gapless or opts.strategy == "query":
@@ -272,7 +273,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             what = ("an item stored without a version; save() it first (version 1)"
                     if getattr(self, "_autoinc_read", False) else
                     "an instance never saved or read; read the item (Model.get) and delete that instance")
-            raise HistoryWriteError(f"{model.__name__}.delete() of {what}")
+            raise HistoryWriteError(f"{model.__name__}.delete() has no version to follow for {what}")
         # the signals' receivers run inside the write too: one may serialize() the item (to log or publish it)
         writing = _writing.set(True)
         try:

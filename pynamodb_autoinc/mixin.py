@@ -677,7 +677,8 @@ def _clash(write: Write) -> Optional[str]:
             advice = {
                 "query": "the query strategy numbers after the largest key stored in the partition, and the other "
                          "item is not stored yet: store it first, in a write of its own",
-                "new": "two counters number items of one table; give the models one Meta.autoinc_key, or their own",
+                "new": "two counters number items of one table; give the models one Meta.autoinc_key, or keys of "
+                       "their own",
                 "unput": f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it with "
                          f"{setval}; if not, leave its key out of the transaction",
                 "put": f"the counter {claim.key!r} is behind the IDs in use: raise it with {setval}, or set "
