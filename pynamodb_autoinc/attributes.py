@@ -1,38 +1,11 @@
 """``CounterAttribute``: a number the table raises on every write, like the AWS Java SDK's ``@DynamoDbAtomicCounter``.
 
-A model holding counter attributes takes :class:`CounterMixin` before
-``Model`` (and before ``AutoIncrementMixin``)::
-
-    class Page(CounterMixin, Model):
-        class Meta:
-            table_name = "pages"
-        url = UnicodeAttribute(hash_key=True)
-        title = UnicodeAttribute(null=True)
-        views = CounterAttribute()                    # 0, 1, 2, ...
-        stock = CounterAttribute(start=100, delta=-1)  # 100, 99, 98, ...
-
-- ``update(actions)`` adds ``SET views = if_not_exists(views, start - delta) + delta``
-  to the actions, unless they already name the counter;
-- ``save()`` is sent as an ``UpdateItem`` (never a ``PutItem``): it sets every
-  other attribute to the instance's value (removing the ones that are
-  ``None``) and raises the counters the same way, so an existing item's
-  counters rise by ``delta`` and a new item's start at ``start``, with no read.
-  A new instance of an ``AutoIncrementMixin`` model is the exception: it is
-  put (with its new ID) with its counters at ``start``. An auto-increment
-  model's ``before_save`` and ``after_save`` signals are sent either way;
-- both send ``ReturnValues=ALL_NEW``, so the instance holds the stored
-  counters afterwards;
-- a counter holds integers only: ``views.add(1.5)`` or ``views.set(2.5)`` is
-  refused with :class:`~pynamodb_autoinc.CounterValueError` as it is built.
-
-A counter rises at least once per write: when botocore resends a request
-whose answer was lost, the table may apply it twice and the counter rises
-by ``2 * delta``. The library does not guard against this (see the README).
+A resent request whose answer was lost may raise a counter twice (see the README).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
@@ -49,8 +22,6 @@ from .exceptions import ConfigurationError, CounterValueError, error_code
 from .mixin import AutoIncrementMixin, _claim, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
 
-_T = TypeVar("_T", bound=Model)
-
 if TYPE_CHECKING:
     _Base = Model
 else:
@@ -58,8 +29,7 @@ else:
 
 
 class _Update(_transport.Exchange[Dict[str, Any]]):
-    """A :class:`CounterMixin` update for :func:`_transport.drive`: one try, whose failure raises PynamoDB's
-    ``UpdateError``; the instance then holds the stored item."""
+    """A :class:`CounterMixin` update for :func:`_transport.drive`: one try; the instance then holds the item."""
 
     def __init__(self, instance: Model, kwargs: Dict[str, Any]) -> None:
         self.instance, self.kwargs = instance, kwargs
@@ -76,10 +46,8 @@ class _Update(_transport.Exchange[Dict[str, Any]]):
             said = str(exc.cause_response_message or "")
             if not names or error_code(exc) != "ValidationException" or ("38" not in said and "overflow" not in said):
                 raise
-            raise CounterValueError(
-                f"{_describe(self.instance)}: a number of the update needs more digits than a DynamoDB number "
-                f"holds exactly (38): a counter ({names}) would pass it; nothing was written. Set the counter "
-                "to a smaller value", exc) from exc
+            raise CounterValueError(f"{_describe(self.instance)}: a counter ({names}) would pass the 38 digits a "
+                                    "DynamoDB number holds exactly; nothing was written. Set it lower", exc) from exc
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
         stored = self.instance._get_discriminator_class(data["Attributes"])
@@ -99,55 +67,41 @@ else:
 class CounterAttribute(_IntegerAttribute):
     """A number attribute that every ``save()`` and ``update()`` raises by ``delta``, with no read.
 
-    A new item stores ``start``; each later write adds ``delta`` (negative
-    counts down). The attribute may be ``None`` on an instance that was never
-    written; it is never a key. Needs :class:`CounterMixin` on the model.
+    A new item stores ``start``; each later write adds ``delta`` (negative counts down). It is ``None`` on an
+    instance never written, is never a key, and needs :class:`CounterMixin` on the model.
     """
 
     def __init__(self, *, start: int = 0, delta: int = 1, **kwargs: Any) -> None:
-        if not is_int(start):
-            raise ConfigurationError(f"CounterAttribute(start={start!r}): start must be an integer, e.g. start=0")
-        if not is_int(delta) or delta == 0:
-            raise ConfigurationError(
-                f"CounterAttribute(delta={delta!r}): delta must be a non-zero integer, e.g. 1 (or -1 to count down)"
-            )
-        for name, number in (("start", start), ("delta", delta), ("start - delta", start - delta)):
-            if abs(number) >= NUMBER_LIMIT:
-                raise ConfigurationError(
-                    f"CounterAttribute(start={start!r}, delta={delta!r}): {name} has more digits than a DynamoDB "
-                    "number holds exactly (38), and every write of the counter would be refused; choose smaller "
-                    "numbers")
+        if not is_int(start) or not is_int(delta) or delta == 0:
+            raise ConfigurationError(f"CounterAttribute(start={start!r}, delta={delta!r}): start must be an integer "
+                                     "and delta a non-zero one, e.g. start=0, delta=1 (or -1 to count down)")
+        if max(abs(start), abs(delta), abs(start - delta)) >= NUMBER_LIMIT:
+            raise ConfigurationError(f"CounterAttribute(start={start!r}, delta={delta!r}): every write would pass the "
+                                     "38 digits a DynamoDB number holds exactly; choose smaller numbers")
         if kwargs.get("hash_key") or kwargs.get("range_key"):
-            raise ConfigurationError("CounterAttribute cannot be a key: a key cannot change; use a NumberAttribute")
-        kwargs.setdefault("null", True)
-        super().__init__(**kwargs)
-        self.start = start
-        self.delta = delta
+            raise ConfigurationError("CounterAttribute cannot be a key (a key cannot change); use a NumberAttribute")
+        super().__init__(**{"null": True, **kwargs})
+        self.start, self.delta = start, delta
 
     if not TYPE_CHECKING:  # typed as Attribute[int].__get__; checked at run time only
         def __get__(self, instance: Any, owner: Any) -> Any:
+            # PynamoDB reads every attribute off the class while it creates it: refused there, as itself
+            # (an error raised by __set_name__ reaches the user as a RuntimeError before Python 3.12)
             if instance is None and isinstance(owner, type) and issubclass(owner, Model) \
                     and not issubclass(owner, CounterMixin):
-                # PynamoDB reads every attribute off the class while it creates it: refused there, as itself
-                # (an error raised by __set_name__ reaches the user as a RuntimeError before Python 3.12)
                 raise ConfigurationError(
-                    f"{owner.__name__}.{self.attr_name} is a CounterAttribute, but {owner.__name__} does not take "
-                    f"CounterMixin: a plain Model.save() would overwrite the counter; declare "
-                    f"class {owner.__name__}(CounterMixin, ..., Model)"
-                )
+                    f"{owner.__name__}.{self.attr_name} is a CounterAttribute, which a plain Model.save() would "
+                    f"overwrite; declare class {owner.__name__}(CounterMixin, ..., Model)")
             return super().__get__(instance, owner)
 
     def serialize(self, value: Any) -> Any:
-        """The number as DynamoDB takes it; refuses anything but an int, so no write can store a fraction
-        (``Page.views.add(1.5)``, ``Page.views.set(2.5)``, a put)."""
+        """The number as DynamoDB takes it; anything but an int is refused, so no write stores a fraction."""
         if not is_int(value):
-            raise CounterValueError(
-                f"CounterAttribute {self.attr_name!r} counts in whole steps, but was given {type(value).__name__} "
-                f"{value!r}; use an int, e.g. {self.attr_name}.add(1)")
+            raise CounterValueError(f"CounterAttribute {self.attr_name!r} counts in whole steps, but was given "
+                                    f"{type(value).__name__} {value!r}; use an int, e.g. {self.attr_name}.add(1)")
         if abs(value) >= NUMBER_LIMIT:
-            raise CounterValueError(
-                f"CounterAttribute {self.attr_name!r} was given {value}, which has more digits than a DynamoDB "
-                "number holds exactly (38); use a smaller number")
+            raise CounterValueError(f"CounterAttribute {self.attr_name!r} was given {value}, past the 38 digits a "
+                                    "DynamoDB number holds exactly; use a smaller number")
         return super().serialize(value)
 
     def raised(self) -> Action:
@@ -160,43 +114,33 @@ def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
     return {name: attr for name, attr in model.get_attributes().items() if isinstance(attr, CounterAttribute)}
 
 
-def _named(actions: Iterable[Action]) -> List[str]:
-    """The attribute names (in the table) the actions write."""
-    names = []
-    for action in actions:
-        path = action.values[0]
-        names.append(".".join(getattr(path, "path", [])))
-    return names
-
-
 class CounterMixin(_Base, metaclass=CheckedModel):
-    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``.
+    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read.
 
-    Put it first in the bases: ``class Page(CounterMixin, Model)`` or
-    ``class Order(CounterMixin, AutoIncrementMixin, Model)``.
+    Put it first in the bases (also before ``AutoIncrementMixin``)::
+
+        class Page(CounterMixin, Model):
+            class Meta:
+                table_name = "pages"
+            url = UnicodeAttribute(hash_key=True)
+            views = CounterAttribute()                    # 0, 1, 2, ...
+            stock = CounterAttribute(start=100, delta=-1)  # 100, 99, 98, ...
     """
 
     @classmethod
     def _autoinc_check_class(cls) -> None:
-        """Refuse CounterMixin after AutoIncrementMixin, when the class is created (a ConfigurationError, which
-        ``CounterAttribute.__set_name__`` could not raise as itself before Python 3.12)."""
+        """Refuse CounterMixin after AutoIncrementMixin, or a counter as the auto-increment attribute."""
         mro = cls.__mro__
         if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
+            raise ConfigurationError(f"{cls.__name__}: put CounterMixin before AutoIncrementMixin, class {cls.__name__}"
+                                     "(CounterMixin, AutoIncrementMixin, Model), so a new item's counters start")
+        refuse_order(cls, CounterMixin, "save", "it would be skipped: CounterMixin writes the item with an UpdateItem")
+        name = cls.autoinc_options().attribute if issubclass(cls, AutoIncrementMixin) else None
+        if name in counters(cls):
             raise ConfigurationError(
-                f"{cls.__name__}: put CounterMixin before AutoIncrementMixin in the bases, "
-                f"class {cls.__name__}(CounterMixin, AutoIncrementMixin, Model), so a new item's counters "
-                "start at their start value"
-            )
-        refuse_order(cls, CounterMixin, "save",
-                     "it would be skipped: CounterMixin writes the item itself, with an UpdateItem that raises its "
-                     "counters")
-        if issubclass(cls, AutoIncrementMixin) and cls.autoinc_options().attribute in counters(cls):
-            name = cls.autoinc_options().attribute
-            raise ConfigurationError(
-                f"{cls.__name__}: the auto-increment attribute {name!r} is a CounterAttribute, which every save "
-                "sets to its start value, so a new instance would never be seen as new: it would be stored "
-                "without an ID claimed and without the check that keeps it from overwriting an item; make "
-                f"{name!r} a NumberAttribute(null=True), or name another attribute in Meta.autoinc_attribute")
+                f"{cls.__name__}: the auto-increment attribute {name!r} is a CounterAttribute, which every save sets, "
+                f"so no instance would be new; make {name!r} a NumberAttribute(null=True), or name another attribute "
+                "in Meta.autoinc_attribute")
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
@@ -224,51 +168,48 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Write the instance in one ``UpdateItem`` that raises its counters (a new item's start at ``start``).
 
-        Every other attribute is set to the instance's value, or removed when
-        it is ``None``; attributes the model does not declare are left as
-        they are (a ``PutItem`` would have dropped them). A new instance of an
-        ``AutoIncrementMixin`` model is put instead, its counters at
+        Every other attribute is set to the instance's value, or removed when ``None``; attributes the model
+        does not declare are kept. A new ``AutoIncrementMixin`` instance is put instead, its counters at
         ``start``. Returns the ``UpdateItem`` response.
         """
         fields = counters(type(self))
-        if isinstance(self, AutoIncrementMixin):
-            attribute = type(self).autoinc_options().attribute
-            if getattr(self, attribute) is None:
-                before = {name: getattr(self, name) for name in fields}
-                for name, attr in fields.items():
-                    setattr(self, name, attr.start)
-                try:
-                    return super().save(condition, add_version_condition=add_version_condition)
-                except BaseException:
-                    for name, value in before.items():
-                        setattr(self, name, value)
-                    raise
+        if isinstance(self, AutoIncrementMixin) and getattr(self, type(self).autoinc_options().attribute) is None:
+            before = {name: getattr(self, name) for name in fields}
+            for name, attr in fields.items():
+                setattr(self, name, attr.start)
+            try:
+                return super().save(condition, add_version_condition=add_version_condition)
+            except BaseException:
+                for name, value in before.items():
+                    setattr(self, name, value)
+                raise
         self._before_update()
         return self._update_fields(condition, add_version_condition)
 
     def _before_update(self) -> None:
-        """What ``save()`` does before the ``UpdateItem`` of an item that has its ID: ``before_save``, the
-        checks a put would make, and ``Meta.autoinc_track_explicit`` (the only request it may send)."""
+        """Before the ``UpdateItem`` of an item that has its ID: ``before_save``, ``Meta.autoinc_track_explicit``
+        and the checks a put would make."""
         if isinstance(self, AutoIncrementMixin):
-            # as AutoIncrementMixin.save() of an instance that has its ID: the signals, Meta.autoinc_track_explicit
             _claim(self, type(self).autoinc_options(), False, "save")
-        self.serialize(null_check=True)  # the checks a put would make (missing values, an unassigned ID)
+        self.serialize(null_check=True)
 
     def _update_fields(self, condition: Optional[Condition] = None,
                        add_version_condition: bool = True) -> Dict[str, Any]:
         """The ``UpdateItem`` of ``save()`` for an item that has its ID, then ``after_save``."""
-        data = self.update(self._field_actions(counters(type(self))), condition,
-                           add_version_condition=add_version_condition)
+        cls = type(self)
+        skip = {cls._hash_keyname, cls._range_keyname, cls._version_attribute_name, *counters(cls)}
+        serialized = self.serialize(null_check=False)
+        actions: List[Action] = [attr.set(getattr(self, name)) if attr.attr_name in serialized else attr.remove()
+                                 for name, attr in cls.get_attributes().items() if name not in skip]
+        data = self.update(actions, condition, add_version_condition=add_version_condition)  # adds the counters
         if isinstance(self, AutoIncrementMixin):
-            send_after_save(type(self), instance=self, is_new=False, operation="save")
+            send_after_save(cls, instance=self, is_new=False, operation="save")
         return data
 
     @classmethod
     def _autoinc_alone(cls, item: Any) -> Optional[Callable[[], Any]]:
-        """``save_all()`` puts a new item with the others, its counters at ``start``; an item that has its ID
-        is written after them, on its own, by the ``UpdateItem`` of :meth:`save`, which raises its counters.
-        Its ``before_save``, checks and tracking (``Meta.autoinc_track_explicit``) come first, before anything
-        is written, so one refused (a scope value missing) leaves every item unwritten."""
+        """``save_all()`` puts a new item with the others, its counters at ``start``; one that has its ID is
+        written after them by :meth:`save`'s ``UpdateItem``, its checks made now, before anything is written."""
         if getattr(item, options_for(cls).attribute) is None:
             for name, attr in counters(type(item)).items():
                 setattr(item, name, attr.start)
@@ -277,19 +218,8 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         return item._update_fields
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
-        named = set(_named(actions))
+        named = {".".join(getattr(action.values[0], "path", [])) for action in actions}
         return list(actions) + [attr.raised() for attr in counters(type(self)).values() if attr.attr_name not in named]
-
-    def _field_actions(self, fields: Dict[str, CounterAttribute]) -> List[Action]:
-        cls = type(self)
-        skip = {cls._hash_keyname, cls._range_keyname, cls._version_attribute_name, *fields}
-        serialized = self.serialize(null_check=False)
-        actions: List[Action] = []
-        for name, attr in cls.get_attributes().items():
-            if name in skip:
-                continue
-            actions.append(attr.set(getattr(self, name)) if attr.attr_name in serialized else attr.remove())
-        return actions  # update() adds the counters
 
 
 __all__ = ["CounterAttribute", "CounterMixin", "counters"]

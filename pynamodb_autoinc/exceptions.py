@@ -1,56 +1,39 @@
 """The errors raised by pynamodb-autoinc, all rooted in :class:`AutoIncrementError`.
 
-Every error subclasses :class:`pynamodb.exceptions.PynamoDBException`, keeps
-the underlying DynamoDB error in ``cause`` and, where a transaction was
-cancelled, the reasons in ``cancellation_reasons`` (aligned with the items as
-they were sent). Errors of a failed item write also subclass the PynamoDB error
-that a plain ``Model.save()`` would have raised (``PutError`` or
-``TransactWriteError``), so existing ``except`` clauses keep working.
+Every error is a :class:`pynamodb.exceptions.PynamoDBException` keeping the DynamoDB error in ``cause`` and a
+cancelled transaction's reasons in ``cancellation_reasons`` (one per item as sent). A failed item write is also
+the PynamoDB error a plain ``Model.save()`` raises (``PutError`` or ``TransactWriteError``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
 
-from pynamodb.exceptions import (
-    CancellationReason,
-    PutError,
-    PynamoDBException,
-    TransactWriteError,
-)
+from pynamodb.exceptions import CancellationReason, PutError, PynamoDBException, TransactWriteError
 
 if TYPE_CHECKING:
     from pynamodb.models import Model
 
 
-def error_responses(exc: Optional[BaseException]) -> List[dict]:
-    """The botocore error responses behind ``exc`` (PynamoDB causes, ``raise ... from``), outermost first.
-
-    An exception raised while another was being handled is not followed back
-    to it: the earlier one's error code is not this failure's.
-    """
-    found, visited = [], set()
+def causes(exc: Optional[BaseException]) -> Iterator[BaseException]:
+    """``exc`` and the errors behind it (PynamoDB causes, ``raise ... from``), outermost first; not an
+    exception's ``__context__``, whose error is not this failure's."""
+    visited = set()
     while exc is not None and id(exc) not in visited:
         visited.add(id(exc))
-        response = getattr(exc, "response", None)
-        if isinstance(response, dict):
-            found.append(response)
+        yield exc
         exc = getattr(exc, "cause", None) or exc.__cause__
-    return found
 
 
-def error_code(exc: Optional[BaseException]) -> Optional[str]:
-    """The DynamoDB error code behind ``exc`` (``ConditionalCheckFailedException``, ...), or None.
-
-    Unlike PynamoDB's ``cause_response_code`` it does not fail on a cause
-    that has no response (a connection closed before any answer).
-    """
-    return next((r["Error"]["Code"] for r in error_responses(exc) if r.get("Error", {}).get("Code")), None)
+def error_responses(exc: Optional[BaseException]) -> List[dict]:
+    """The botocore error responses behind ``exc``, outermost first."""
+    return [response for e in causes(exc) if isinstance(response := getattr(e, "response", None), dict)]
 
 
-def error_message(exc: Optional[BaseException]) -> Optional[str]:
-    """The DynamoDB error message behind ``exc``, or None."""
-    return next((r["Error"]["Message"] for r in error_responses(exc) if r.get("Error", {}).get("Message")), None)
+def error_code(exc: Optional[BaseException], field: str = "Code") -> Optional[str]:
+    """The DynamoDB error code (or ``field="Message"``: message) behind ``exc``, or None; unlike PynamoDB's
+    ``cause_response_code`` it does not fail on a cause that got no answer."""
+    return next((r["Error"][field] for r in error_responses(exc) if r.get("Error", {}).get(field)), None)
 
 
 def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
@@ -58,25 +41,17 @@ def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
     return next((dict(r["Item"]) for r in error_responses(exc) if "Item" in r), None)
 
 
-#: The DynamoDB error a write gets on an MRSC table when another region modifies the item at the same time.
+#: The error of a write on an MRSC table that another region modifies at the same time.
 REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
-#: The cancellation reason of an item whose condition failed.
 CONDITION_FAILED = "ConditionalCheckFailed"
-#: The cancellation reason of an item that a concurrent transaction touched.
 CONFLICT = "TransactionConflict"
-#: The cancellation reasons of an item that failed for the moment, with nothing applied: a concurrent
-#: transaction touched it, or the table's (or partition's) throughput was exceeded. Sent again, it may pass.
+#: Cancellation reasons of an item that failed for the moment with nothing applied; sent again, it may pass.
 TRANSIENT_REASONS = (CONFLICT, "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
 def reasons_of(exc: Optional[BaseException]) -> List[Optional[CancellationReason]]:
-    """The cancellation reasons of a failed transaction, or [] when there are none."""
-    while exc is not None:
-        reasons = getattr(exc, "cancellation_reasons", None)
-        if reasons:
-            return list(reasons)
-        exc = getattr(exc, "cause", None) or exc.__cause__
-    return []
+    """The cancellation reasons of a failed transaction, or []."""
+    return next((list(reasons) for e in causes(exc) if (reasons := getattr(e, "cancellation_reasons", None))), [])
 
 
 class AutoIncrementError(PynamoDBException):
@@ -84,28 +59,25 @@ class AutoIncrementError(PynamoDBException):
 
     msg = "Auto-increment error"
 
-    def __init__(
-        self,
-        msg: Optional[str] = None,
-        cause: Optional[Exception] = None,
-        *,
-        cancellation_reasons: Sequence[Optional[CancellationReason]] = (),
-    ) -> None:
-        # Keep the botocore error itself, so cause_response_code works as on PynamoDB's errors.
+    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
+                 cancellation_reasons: Sequence[Optional[CancellationReason]] = (), **attributes: Any) -> None:
+        # keep the botocore error itself, so cause_response_code works as on PynamoDB's errors
         while isinstance(cause, PynamoDBException) and cause.cause is not None:
             cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
+        for name, value in attributes.items():  # a subclass's own attributes (last, recorded, attempted, current)
+            setattr(self, name, value)
 
     @property
     def cause_response_code(self) -> Optional[str]:
-        """The DynamoDB error code of the cause, or None (also when no answer ever came)."""
+        """The DynamoDB error code of the cause, or None (also when no answer came)."""
         return error_code(self.cause)
 
     @property
     def cause_response_message(self) -> Optional[str]:
         """The DynamoDB error message of the cause, or None."""
-        return error_message(self.cause)
+        return error_code(self.cause, "Message")
 
     @property
     def cancellation_reasons(self) -> List[Optional[CancellationReason]]:
@@ -118,16 +90,15 @@ class ConfigurationError(AutoIncrementError, ValueError):
 
 
 class GlobalTableError(ConfigurationError):
-    """A model on a DynamoDB global table cannot keep its IDs unique as configured (see
-    :mod:`pynamodb_autoinc.regions`): choose a multi-region scheme, or fix the one chosen."""
+    """A model on a global table cannot keep its IDs unique as configured (see :mod:`pynamodb_autoinc.regions`)."""
 
 
 class UnassignedIdError(AutoIncrementError, ValueError):
-    """An item would be stored without its auto-increment ID."""
+    """An item would be stored, or addressed, without its auto-increment ID."""
 
 
 class InvalidIdError(AutoIncrementError, TypeError):
-    """An ID set on an instance by hand is not a value the auto-increment attribute can hold."""
+    """An ID set by hand is not a value the auto-increment attribute can hold."""
 
 
 class CounterError(AutoIncrementError):
@@ -139,20 +110,14 @@ class CounterTableMissingError(CounterError):
 
 
 class CounterValueError(CounterError, TypeError):
-    """The counter item holds something that is not a number."""
+    """A counter holds, or would be given, something that is not an integer DynamoDB can store."""
 
 
 class SequenceExhaustedError(CounterError):
-    """The sequence has reached its end bound (``Meta.autoinc_max``, or ``autoinc_min`` going down) and does
-    not cycle: nothing was spent."""
+    """The sequence reached its end bound (``Meta.autoinc_max``, or ``autoinc_min`` going down) and does not
+    cycle; nothing was spent. ``last`` is the counter's value (None: new, or not known)."""
 
-    last: Optional[int]
-    """The counter's value when it was refused (None: the counter was new, or not known)."""
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 last: Optional[int] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.last = last
+    last: Optional[int] = None
 
 
 class OutOfBoundsError(AutoIncrementError, ValueError):
@@ -160,17 +125,9 @@ class OutOfBoundsError(AutoIncrementError, ValueError):
 
 
 class SequenceMismatchError(ConfigurationError):
-    """The counter item records other sequence options than this model's: processes disagree about them.
+    """The counter item records (in ``recorded``) other sequence options than this model's."""
 
-    ``recorded`` holds what the counter item records.
-    """
-
-    recorded: Optional[str]
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 recorded: Optional[str] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.recorded = recorded
+    recorded: Optional[str] = None
 
 
 class ContentionError(CounterError):
@@ -189,11 +146,8 @@ class BulkSaveError(ItemWriteError):
 
 
 class WriteOutcomeUnknownError(ItemWriteError):
-    """The item write got no answer, and checking whether it landed failed too.
-
-    The item may be stored under the ID the instance still holds: read it
-    before saving again, or the record may be stored twice.
-    """
+    """The write got no answer, nor did the check whether it landed: the item may be stored under the ID the
+    instance still holds. Read it before saving again."""
 
 
 class ItemExistsError(ItemWriteError):
@@ -216,53 +170,27 @@ class VersionConflictError(HistoryWriteError):
     """Another writer saved (or deleted) the item first; ``attempted`` is the version this write would have
     been, ``current`` the version stored now (None: deleted, or unknown)."""
 
-    attempted: Optional[int]
-    current: Optional[int]
-
-    def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
-                 attempted: Optional[int] = None, current: Optional[int] = None, **kwargs: Any) -> None:
-        super().__init__(msg, cause, **kwargs)
-        self.attempted, self.current = attempted, current
+    attempted: Optional[int] = None
+    current: Optional[int] = None
 
 
 class BulkItemExistsError(BulkSaveError, ItemExistsError):
-    """``save_all()`` was given two items with the same key (an explicit ID equal to another explicit one, or
-    to a value the call hands a new instance); nothing of the transaction holding them was sent."""
+    """``save_all()`` was given two items with one key; nothing of the transaction holding them was sent."""
 
 
 class BulkSequenceExhaustedError(BulkSaveError, SequenceExhaustedError):
-    """``save_all()`` asked a sequence for more values than are left before its end bound; nothing was spent
-    for them."""
+    """``save_all()`` asked a sequence for more values than are left; nothing was spent for them."""
 
 
 class BulkWriteOutcomeUnknownError(BulkSaveError, WriteOutcomeUnknownError):
-    """A transaction of ``save_all()`` got no answer, and checking whether it landed failed too: its new
-    instances (in ``unsaved``) keep their IDs, under which they may be stored; read them before saving again.
-    The instances after it were not sent and keep no ID."""
+    """A ``save_all()`` transaction got no answer: its new instances (in ``unsaved``) keep the IDs they may be
+    stored under; the instances after it were not sent and keep no ID."""
 
 
 __all__ = [
-    "AutoIncrementError",
-    "BulkItemExistsError",
-    "BulkSaveError",
-    "BulkSequenceExhaustedError",
-    "BulkWriteOutcomeUnknownError",
-    "ConditionFailedError",
-    "ConfigurationError",
-    "ContentionError",
-    "CounterError",
-    "CounterTableMissingError",
-    "CounterValueError",
-    "GlobalTableError",
-    "HistoryWriteError",
-    "InvalidIdError",
-    "ItemExistsError",
-    "ItemWriteError",
-    "OutOfBoundsError",
-    "SequenceExhaustedError",
-    "SequenceMismatchError",
-    "TransactionCanceledError",
-    "UnassignedIdError",
-    "VersionConflictError",
-    "WriteOutcomeUnknownError",
+    "AutoIncrementError", "BulkItemExistsError", "BulkSaveError", "BulkSequenceExhaustedError",
+    "BulkWriteOutcomeUnknownError", "ConditionFailedError", "ConfigurationError", "ContentionError", "CounterError",
+    "CounterTableMissingError", "CounterValueError", "GlobalTableError", "HistoryWriteError", "InvalidIdError",
+    "ItemExistsError", "ItemWriteError", "OutOfBoundsError", "SequenceExhaustedError", "SequenceMismatchError",
+    "TransactionCanceledError", "UnassignedIdError", "VersionConflictError", "WriteOutcomeUnknownError",
 ]

@@ -1,22 +1,5 @@
-"""``AutoIncrementMixin``: the ways a model with an auto-increment ID is written.
-
-- ``Model.save()`` sends :data:`~pynamodb_autoinc.signals.before_save`, whose
-  library receiver (:func:`assign_id`) claims a new instance's ID, then
-  writes the item through the engine (:mod:`pynamodb_autoinc._engine`);
-- ``Model.save_all()`` claims the IDs of many new instances at once and
-  writes them in transactions of up to 100 items;
-- ``TransactWrite.save()`` claims the ID inside the user's transaction; the
-  transaction is then sent by the engine, which adds the gapless counter
-  swaps and, when a counter race is lost, sends it again with new values
-  (not when operations added after the claim may hold the claimed ID).
-  An exception in its ``with`` block, or a transaction dropped unsent,
-  releases the claims (see the end of this module);
-- ``Model.batch_write()`` refuses new instances: a batch write cannot carry
-  the condition that keeps a new ID from overwriting an existing item.
-
-Every claim ends committed or released (its attribute back to ``None``); see
-:mod:`pynamodb_autoinc.strategies`.
-"""
+"""``AutoIncrementMixin``: how a model with an auto-increment ID is written, by ``save()``, ``save_all()``,
+``TransactWrite.save()`` and ``batch_write()`` (see docs/architecture.md, "mixin")."""
 
 from __future__ import annotations
 
@@ -53,6 +36,7 @@ from .exceptions import (
     WriteOutcomeUnknownError,
     reasons_of,
 )
+from .sequence import is_int
 from .signals import after_save, before_save
 from .strategies import Claim
 
@@ -95,17 +79,13 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def _autoinc_check_class(cls) -> None:
-        """Refuse a base that overrides ``save()`` after this mixin, and any invalid ``Meta.autoinc_*`` option."""
         refuse_order(cls, AutoIncrementMixin, "save",
                      "it would be skipped for new instances, which this mixin writes itself")
         check_options(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
-        """Save the item; a new instance first gets its ID.
-
-        A new instance is saved as a new item: a version attribute it carries
-        (a copy of a stored item, its ID set back to None) is cleared, and the
-        item is stored with version 1.
+        """Save the item; a new instance first gets its ID and is stored as a new item, with version 1 (a
+        version copied from a stored item is cleared).
 
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
@@ -118,7 +98,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         if not claims:
             data = super().save(condition, add_version_condition=add_version_condition)
         else:
-            try:  # until the write ends, whatever ends it; the engine commits or releases the claim
+            try:  # whatever ends the write; the engine commits or releases the claim
                 connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
                               else regions.write_connection(model, opts))
                 put = put_kwargs(self, key_absent(self, condition), add_version_condition)
@@ -130,27 +110,24 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         send_after_save(model, instance=self, is_new=is_new, operation="save")
         return data
 
-    def get_save_kwargs_from_instance(
-        self,
-        condition: Optional[Condition] = None,
-        return_values_on_condition_failure: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    def get_save_kwargs_from_instance(self, condition: Optional[Condition] = None,
+                                      return_values_on_condition_failure: Optional[str] = None) -> Dict[str, Any]:
         opts = options_for(type(self))
-        transaction = _calling_transaction(self)
+        saving = _saving.get()
+        transaction = saving[0] if saving is not None and saving[1] is self else None
         is_new = getattr(self, opts.attribute) is None
         if transaction is None:
             if is_new:
                 raise UnassignedIdError(
-                    f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with "
-                    "save(), save_all() or the library's TransactWrite, which hold its ID until the write "
-                    "commits: use pynamodb_autoinc.TransactWrite in place of pynamodb.transactions.TransactWrite"
-                )
+                    f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with save(), "
+                    "save_all() or TransactWrite.save(): use pynamodb_autoinc.TransactWrite, not PynamoDB's")
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
-        hook = _Hook.of(transaction)
+        hook = transaction._autoinc_hook
+        if hook is None:
+            hook = transaction._autoinc_hook = _Hook(transaction)
         if any(entry.instance is self for entry, _ in hook.entries):
-            raise TransactionCanceledError(
-                f"TransactWrite.save(): {_engine.describe(self)} was given to this transaction twice, and a "
-                "transaction may hold one operation per item; save each instance once. Nothing was sent")
+            raise TransactionCanceledError(f"TransactWrite.save(): {_engine.describe(self)} was given to this "
+                                           "transaction twice; save each instance once. Nothing was sent")
         claims = _claim(self, opts, is_new, "transaction", hook.claims(),
                         fresh=transaction._client_request_token is not None)
         with strategies.held(claims):
@@ -179,50 +156,31 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
             model = type(self)
             opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
             if getattr(self, opts.attribute) is None:
-                raise UnassignedIdError(
-                    f"{type(self).__name__} has no {opts.attribute} yet; a new instance gets its ID from "
-                    "save(), save_all() or TransactWrite.save(), not from a batch write or serialize()"
-                )
+                raise UnassignedIdError(f"{model.__name__} has no {opts.attribute} yet; a new instance gets its ID "
+                                        "from save(), save_all() or TransactWrite.save(), not from a batch write")
         return super().serialize(null_check=null_check)
 
     def _get_hash_range_key_serialized_values(self) -> Tuple[Any, Optional[Any]]:
-        # the key of update(), delete(), refresh() and TransactWrite.update()/delete() (PynamoDB's own)
-        self._refuse_unassigned_key()
+        self._refuse_unassigned_key()  # update(), delete(), refresh(), TransactWrite.update()/delete()
         return super()._get_hash_range_key_serialized_values()
 
     def _get_serialized_keys(self) -> Tuple[Any, Any]:
-        # the key of a batch delete (BatchWrite.delete())
-        self._refuse_unassigned_key()
+        self._refuse_unassigned_key()  # BatchWrite.delete()
         return super()._get_serialized_keys()
 
     def _refuse_unassigned_key(self) -> None:
-        """Refuse to address a new instance's item by its key while the auto-increment key attribute is None.
-
-        :raises UnassignedIdError: naming the fix (save it first)
-        """
-        opts = options_for(type(self))
-        if getattr(self, opts.attribute) is None and opts.attribute in (type(self)._hash_keyname,
-                                                                       type(self)._range_keyname):
-            raise UnassignedIdError(
-                f"{type(self).__name__} has no {opts.attribute} yet: it is a new instance, so no stored item has "
-                "its key, and it cannot be updated, deleted or read back; save() it first (its ID is assigned "
-                f"then), or set {opts.attribute} to the ID of the stored item you mean"
-            )
+        model, attribute = type(self), options_for(type(self)).attribute
+        if getattr(self, attribute) is None and attribute in (model._hash_keyname, model._range_keyname):
+            raise UnassignedIdError(f"{model.__name__} has no {attribute} yet, so no stored item has its key; save() "
+                                    f"it first, or set {attribute} to the ID of the stored item you mean")
 
     @classmethod
-    def scan(
-        cls: Type[_T],
-        filter_condition: Optional[Condition] = None,
-        segment: Optional[int] = None,
-        total_segments: Optional[int] = None,
-        limit: Optional[int] = None,
-        last_evaluated_key: Optional[Dict[str, Dict[str, Any]]] = None,
-        page_size: Optional[int] = None,
-        consistent_read: Optional[bool] = None,
-        index_name: Optional[str] = None,
-        rate_limit: Optional[float] = None,
-        attributes_to_get: Optional[Sequence[str]] = None,
-    ) -> ResultIterator[_T]:
+    def scan(cls: Type[_T], filter_condition: Optional[Condition] = None, segment: Optional[int] = None,
+             total_segments: Optional[int] = None, limit: Optional[int] = None,
+             last_evaluated_key: Optional[Dict[str, Dict[str, Any]]] = None, page_size: Optional[int] = None,
+             consistent_read: Optional[bool] = None, index_name: Optional[str] = None,
+             rate_limit: Optional[float] = None, attributes_to_get: Optional[Sequence[str]] = None,
+             ) -> ResultIterator[_T]:
         """``Model.scan``, leaving out the counter items of ``Meta.autoinc_counter_in_table``."""
         if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
             hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
@@ -236,43 +194,23 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     def save_all(cls, instances: Iterable[Model]) -> None:
         """Save many instances; new ones get their IDs with one counter request per counter key.
 
-        Items are written in TransactWriteItems of up to 100, each new one
-        with ``attribute_not_exists`` on its key. Fast mode reserves the values
-        of every counter key with one UpdateItem; gapless mode puts one counter
-        swap in each transaction (99 items and the swap), so each lands whole
-        or not at all. The query strategy has no counter to batch: it saves
-        the instances one by one, in order. A BatchWriteItem is not used: it
-        cannot carry the condition that keeps a new item from overwriting an
-        existing one.
-
-        Within one call every item has a key of its own: an instance given
-        twice, two explicit IDs with the same key, or an explicit ID equal to
-        a value the call hands a new instance is refused before it is sent
-        (an explicit ID is an ordinary put, which would overwrite the new
-        item). Explicit IDs are checked as ``save()`` checks them, before
-        anything is claimed or tracked.
+        Items go in TransactWriteItems of up to 100, a new one with ``attribute_not_exists`` on its key (99 and
+        the counter swap in gapless mode); the query strategy saves them one by one. Two items with one key
+        (an instance given twice, an explicit ID equal to another or to a value the call hands out) are
+        refused before they are sent.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
-        :raises UnassignedIdError: a new item, or with ``Meta.autoinc_track_explicit`` an explicit one, lacks
-            a scope value its counter key needs (nothing sent)
-        :raises BulkSaveError: a transaction failed, or two items of the call
-            share a key; ``saved`` and ``unsaved`` say which instances landed
-            (new unsaved ones are left without IDs). Sharing a key raises
-            :class:`BulkItemExistsError`, a sequence with too few values left
-            :class:`BulkSequenceExhaustedError`, a transaction that got no
-            answer :class:`BulkWriteOutcomeUnknownError` (its new instances,
-            in ``unsaved``, keep the IDs they may be stored under)
-
-        Mixins extend it through :meth:`_autoinc_alone`, not by writing
-        their own.
+        :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
+        :raises BulkSaveError: a transaction failed, or two items share a key (:class:`BulkItemExistsError`);
+            ``saved`` and ``unsaved`` say which instances landed (new unsaved ones keep no ID, except after
+            :class:`BulkWriteOutcomeUnknownError`)
         """
         save_all(cls, instances)
 
     @classmethod
     def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
-        """How a mixin extends :meth:`save_all`: None to write ``item`` in the call's transactions, or the
-        write that saves it on its own, after them, in the call's order. Called once for each item, after
-        the call's checks and before anything is written, so it may prepare the item."""
+        """How a mixin extends :meth:`save_all`: None to write ``item`` in the call's transactions, or the write
+        that saves it on its own after them. Called for each item before anything is written."""
         return None
 
     @classmethod
@@ -280,28 +218,17 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         return _BatchWrite(cls, auto_commit=auto_commit)
 
 
-def refuse_others(cls: Type[Model], items: Sequence[Model]) -> None:
-    """Refuse a ``save_all()`` of ``cls`` given an instance of another model, before anything is written.
-
-    :raises TypeError: naming both models
-    """
-    for item in items:
-        if not isinstance(item, cls):
-            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
-                            "instances with its own save_all()")
-
-
 def save_all(cls: Any, instances: Iterable[Model]) -> None:
-    """``save_all()`` of every model of the library (:meth:`AutoIncrementMixin.save_all`).
-
-    Every item is checked first: one of another model, an instance given twice, an explicit ID that is not
-    one, two items with one key. Then the items that no mixin writes on its own (``cls._autoinc_alone``) are
-    written in transactions (:func:`_transactions`), and after them the others, each on its own, in order.
+    """``save_all()`` of every model of the library: check every item, write in transactions those that no
+    mixin writes on its own (``cls._autoinc_alone``), then the others one by one, in order.
 
     :raises BulkSaveError: once anything may have been written; ``saved`` and ``unsaved`` say what landed
     """
     items = list(instances)
-    refuse_others(cls, items)
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
+                            "instances with its own save_all()")
     opts = options_for(cls) if issubclass(cls, AutoIncrementMixin) else None
     new = {id(item) for item in items if opts is not None and getattr(item, opts.attribute) is None}
     given: Set[int] = set()
@@ -322,21 +249,13 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
     try:
         if transactions is not None:
             transactions(saved)
-        taken = {_key(item): item for item in saved}
+        keys = {_key(item): item for item in saved}
         for item in items:
-            if id(item) not in alone:
-                continue
-            other = taken.get(_key(item))
-            if other is not None and opts is not None:  # its write would overwrite a new item of this call
-                raise _bulk_error(
-                    BulkItemExistsError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; the "
-                    f"explicit {_engine.describe(item)} has the key that a new instance of the same call was given, "
-                    "and its write would overwrite it; it was not sent, nor the items after it. Save it on its own, "
-                    f"raise the counter past it first ({opts.counter._reached_as()}.setval), or set "
-                    "Meta.autoinc_track_explicit", items, saved)
-            alone[id(item)]()
-            saved.append(item)
-            taken[_key(item)] = item
+            if id(item) in alone:  # after the items of the transactions, whose new keys it must not take
+                _distinct(cls, item, keys, items, saved, new, "it was not sent, nor the items after it")
+                alone[id(item)]()
+                saved.append(item)
+                keys.setdefault(_key(item), item)
     except Exception as exc:
         if isinstance(exc, BulkSaveError) or not (saved or isinstance(exc, AutoIncrementError)):
             raise  # nothing landed: the error a save would raise
@@ -351,16 +270,11 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
 
 def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
                   items: List[Model]) -> Callable[[List[Model]], None]:
-    """Check ``batch``, of the ``items`` of a ``save_all()``, as each put would be checked (raising before
-    anything is written), send its ``before_save`` and track its explicit IDs; return the write that stores it
-    in transactions of up to 100, new ones with their IDs, and appends to a list what landed."""
+    """Check the ``batch`` of a ``save_all()`` as each put would be checked, send its ``before_save`` and track
+    its explicit IDs; return the write that stores it in transactions and appends to a list what landed."""
     is_new = [getattr(item, opts.attribute) is None for item in batch]
     if len(batch) > 1 and any(is_new):
-        regions.effective(opts)  # the global-table check, before anything is claimed
-        if regions.strong(opts):
-            raise GlobalTableError(
-                f"{cls.__name__}.save_all() writes its items in TransactWriteItems, which global tables in "
-                "multi-region strong consistency (MRSC) do not support; save the instances one by one")
+        refuse_strong(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
     for item, new in zip(batch, is_new):
         before_save.send(type(item), instance=item, is_new=new, operation="bulk")
     explicit = [item for item in batch if getattr(item, opts.attribute) is not None]
@@ -369,60 +283,55 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
     for item in explicit:
         _check_explicit(item, opts)
     for item in batch:  # as each put would, before anything is claimed or sent
-        _check_required(item, opts)
-    if opts.scope:  # a new item's counter key needs its scope values: refused as save() refuses it, in every mode
+        for name, attribute in type(item).get_attributes().items():
+            if name != opts.attribute and not attribute.null and getattr(item, name) is None:
+                raise AttributeNullError(name)
+    if opts.scope:  # a scope value missing is refused as save() refuses it, in every mode
         period = opts.current_period()
         for item in fresh:
             opts.counter_key(item, period)
     for item in fresh:
         _as_new(item)
-    keys: Dict[Any, Model] = {}  # every key of the batch, and whose it is
+    keys: Dict[Any, Model] = {}
     for item in batch:
         _distinct(cls, item, keys, items, [], new_ids)
     if opts.track_explicit:
         _track(explicit, opts)
-    if opts.strategy == "query":
-        # no counter to batch: each item in turn, its number read from its partition just before its put
+    if opts.strategy == "query":  # no counter to batch: each item's number is read from its partition in turn
         chunks = [(getattr(item, opts.attribute) is None, [item]) for item in batch]
     else:
         chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
 
     def write(saved: List[Model]) -> None:
-        """Store the transactions; append to ``saved`` what landed."""
         claims: List[Claim] = []
-        unknown: List[Model] = []  # a transaction's items whose outcome is unknown: they may be stored
+        unknown: List[Model] = []  # the items of a transaction that got no answer: they may be stored
         try:
-            with strategies.held(claims):
-                if not opts.gapless and fresh:
-                    claims.extend(strategies.take_spent(fresh, opts))
-                    for taken in claims:  # every value is known: check them all before anything is sent
-                        _distinct(cls, taken.instance, keys, items, saved, new_ids)
-                spent = {id(c.instance): c for c in claims}
-                for claiming, chunk in chunks:
-                    # a transaction at a time: one that fits is written even when a later one will not
-                    asking = [item for item in chunk if id(item) in new_ids]
-                    entries: List[Entry] = []
+            if not opts.gapless and fresh:
+                claims.extend(strategies.take_spent(fresh, opts))
+                for taken in claims:  # every value is known: check them all before anything is sent
+                    _distinct(cls, taken.instance, keys, items, saved, new_ids)
+            spent = {id(c.instance): c for c in claims}
+            for claiming, chunk in chunks:  # a transaction that fits is written even if a later one will not
+                entries: List[Entry] = []
+                try:
                     for index, item in enumerate(chunk):
                         claim = spent.get(id(item))
                         if claiming and claim is None:
-                            claim = _take(item, opts, [e.claim for e in entries if e.claim], asking, saved)
+                            claim = strategies.take(item, opts, [e.claim for e in entries if e.claim])
                             claims.append(claim)
                             _distinct(cls, item, keys, items, saved, new_ids)
                         entries.append(Entry(item, claim, index))
-                    puts = [put_kwargs(e.instance, key_absent(e.instance) if e.claim else None)
-                            for e in entries]
-                    try:
-                        _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
-                    except WriteOutcomeUnknownError:
-                        unknown.extend(chunk)
-                        raise
-                    except SequenceExhaustedError as exc:  # a lost race showed a counter with too few values left
-                        raise _exhausted(opts, [e.claim for e in entries if e.claim], asking, saved, exc,
-                                         chunk[0]) from exc
-                    saved.extend(chunk)
+                    puts = [put_kwargs(e.instance, key_absent(e.instance) if e.claim else None) for e in entries]
+                    _engine.commit(Write(regions.write_connection(cls, opts), puts, entries, purpose="bulk"))
+                except WriteOutcomeUnknownError:
+                    unknown.extend(chunk)
+                    raise
+                except SequenceExhaustedError as exc:  # a claim, or a lost race, met the end of the sequence
+                    asked = sum(id(item) in new_ids for item in chunk)
+                    raise _exhausted(opts, [e.claim for e in entries if e.claim], asked, exc, chunk[0]) from exc
+                saved.extend(chunk)
         except BaseException:
-            # every new instance not written gives its ID back: those of transactions not sent after one whose
-            # outcome is unknown, and those a reservation on several counters set before one of them failed
+            # every new instance not written gives its ID back, unless its transaction's outcome is unknown
             for claim in claims:
                 if not any(claim.instance is u for u in unknown):
                     claim.release()
@@ -437,6 +346,109 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
                     send_after_save(type(item), instance=item, is_new=new_item, operation="bulk")
 
     return write
+
+
+def refuse_strong(opts: Options, what: str, fix: str) -> None:
+    """Refuse a transaction, before a value is spent, on MRSC global tables, which support none."""
+    regions.effective(opts)  # describes the tables once per process
+    if regions.strong(opts):
+        raise GlobalTableError(f"{what} writes in TransactWriteItems, which global tables in multi-region strong "
+                               f"consistency (MRSC) do not support; {fix}")
+
+
+def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
+    """New instances in transactions: gapless ones one counter per chunk, with room left for its swap."""
+    if not opts.gapless:
+        return [(True, chunk) for chunk in _split(new, TRANSACTION_LIMIT)]
+    groups: Dict[str, List[Model]] = {}
+    period = opts.current_period()
+    for item in new:
+        groups.setdefault(opts.counter_key(item, period), []).append(item)
+    return [(True, chunk) for group in groups.values() for chunk in _split(group, TRANSACTION_LIMIT - 1)]
+
+
+def _split(items: List[Model], size: int) -> List[List[Model]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _exhausted(opts: Options, chain: List[Claim], asked: int, exc: SequenceExhaustedError,
+               item: Model) -> SequenceExhaustedError:
+    """``save_all()``'s error when a chunk's claims on one counter (``chain``, then ``item``'s) met the end
+    bound: how many values it asked for, how many are left, and in ``last`` the counter's value before them."""
+    if asked <= 1 or asked > opts.sequence.size:
+        return exc  # one value asked for, or more than the whole sequence holds: the error says so already
+    if not chain:
+        key, last = opts.counter_key(item, opts.current_period()), exc.last
+    elif chain[0].kind == "swap":
+        key, last = chain[0].key, chain[0].expected
+    else:
+        key, last = chain[0].key, chain[0].value - opts.step
+        last = last if opts.sequence.contains(last) else None
+    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last), exc)
+    error.last = last
+    return error
+
+
+def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], saved: Sequence[Model] = (),
+                exc: Optional[AutoIncrementError] = None) -> BulkSaveError:
+    """A ``save_all()`` error of class ``kind``; ``saved`` landed, the rest of ``items`` did not."""
+    extra: Dict[str, Any] = {"last": exc.last} if isinstance(exc, SequenceExhaustedError) else {}
+    error = kind(message, exc.cause if exc is not None else None,
+                 cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
+    error.saved = list(saved)
+    error.unsaved = [item for item in items if not any(item is s for s in saved)]
+    return error
+
+
+def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model], saved: List[Model],
+              new: Set[int], tail: str = "nothing of the transaction holding it was sent") -> None:
+    """Record ``item``'s key in ``keys``; refuse it if another item of the same ``save_all()`` has it.
+
+    :raises BulkItemExistsError: the key is another item's
+    """
+    key = _key(item)
+    other = keys.setdefault(key, item) if key is not None else item
+    if other is item:
+        return
+    named = [i for i in (other, item) if id(i) not in new]  # the explicit one(s)
+    what = (f"the explicit {_engine.describe(named[0])} has the key that a new instance of the same call was "
+            "given (an explicit ID is an ordinary put and would overwrite it); save it on its own, raise the counter "
+            f"past it first ({options_for(cls).counter._reached_as()}.setval), or set Meta.autoinc_track_explicit"
+            if len(named) == 1 else
+            f"{_engine.describe(other)} and {_engine.describe(item)} have the same key and one would overwrite "
+            "the other; save each key once")
+    raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                      f"{what}; {tail}", items, saved)
+
+
+def _key(item: Model) -> Optional[Tuple[Any, ...]]:
+    """The item's key as DynamoDB compares keys (numbers by value), or None while a key attribute is None."""
+    model, attributes = type(item), type(item).get_attributes()
+    values = {name: getattr(item, name) for name in (model._hash_keyname, model._range_keyname) if name}
+    if None in values.values():
+        return None
+    return tuple(_engine.stored_form({attributes[n].attr_type: attributes[n].serialize(v)}) for n, v in values.items())
+
+
+def _check_explicit(instance: Model, opts: Options) -> None:
+    """Refuse an ID set by hand that is not an int (a bool is not one), or not a str for a UnicodeAttribute.
+
+    :raises InvalidIdError: naming the fix
+    """
+    value = getattr(instance, opts.attribute)
+    if not (isinstance(value, str) if opts.as_string else is_int(value)):
+        kind = (f"a string, and the attribute is a UnicodeAttribute; set a str (such as {str(value)!r})"
+                if opts.as_string else "an integer; set an int")
+        raise InvalidIdError(f"{type(instance).__name__}.{opts.attribute} = {value!r} is not {kind}, or leave it "
+                             "None to have the next value assigned")
+
+
+def _as_new(instance: Model) -> None:
+    """Clear a new instance's version (one copied from a stored item), so it is stored as a new item, version
+    1: PynamoDB's condition ``version = N`` could never hold for a key not stored yet."""
+    name = type(instance)._version_attribute_name
+    if name and getattr(instance, name) is not None:
+        instance.attribute_values[name] = None
 
 
 def key_absent(instance: Model, condition: Optional[Condition] = None) -> Condition:
@@ -468,10 +480,8 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
         _pending.reset(token)
     taken = claims[before:]
     if getattr(instance, opts.attribute) is None:
-        raise UnassignedIdError(
-            f"{type(instance).__name__}.{opts.attribute} is still None after before_save: the library's "
-            "receiver did not run (is the signal muted, or assign_id disconnected?)"
-        )
+        raise UnassignedIdError(f"{type(instance).__name__}.{opts.attribute} is still None after before_save: the "
+                                "library's receiver did not run (is the signal muted, or assign_id disconnected?)")
     if not taken:
         _check_explicit(instance, opts)
     if not taken and opts.track_explicit:
@@ -480,13 +490,10 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
 
 
 def _track(instances: Sequence[Model], opts: Options) -> None:
-    """``Meta.autoinc_track_explicit``: move the counter past the IDs of ``instances`` set by hand.
+    """``Meta.autoinc_track_explicit``: move the counter of the current period past the IDs set by hand.
 
-    An instance holding the ID it was read from the table with, or last
-    saved with, is an edit of a stored item: its ID was handed out, or
-    tracked, when the item was first stored, on the counter of the period it
-    was stored in, which need not be the current one. It moves no counter.
-    An ID set by hand is tracked on the counter of the current period.
+    An instance holding the ID it was read with, or last saved with, is an edit of a stored item, whose ID
+    was handed out or tracked when it was stored: it moves no counter.
     """
     explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED, _NOTHING)]
     if explicit:
@@ -507,9 +514,8 @@ def _mark_stored(instance: Model) -> None:
 
 
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
-    """The instance's write committed: record that it holds a stored item's ID, then send
-    :data:`~pynamodb_autoinc.signals.after_save` (every write path of the library ends here), logging (never
-    raising) a receiver's failure: the write has committed."""
+    """Where every write path of the library ends once the write committed: mark the instance stored and send
+    :data:`~pynamodb_autoinc.signals.after_save`, logging (never raising) a receiver's failure."""
     _mark_stored(instance)
     try:
         after_save.send(sender, instance=instance, **kwargs)
@@ -518,11 +524,8 @@ def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:
-    """The library's :data:`before_save` receiver: claim a new instance's ID.
-
-    It runs after every other receiver, and only if the auto-increment
-    attribute is still ``None`` (a receiver may have set an explicit ID).
-    """
+    """The library's :data:`before_save` receiver, run after every other: claim a new instance's ID, unless a
+    receiver set one."""
     if not isinstance(instance, AutoIncrementMixin):
         return
     model = type(instance)
@@ -530,11 +533,9 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
     if getattr(instance, opts.attribute) is not None or operation == "bulk":
         return  # an explicit ID; or save_all(), which claims the IDs of a whole batch at once
     if operation == "batch":
-        raise UnassignedIdError(
-            f"{type(instance).__name__} has no {opts.attribute} yet: a batch write cannot carry the condition "
-            "that keeps a new ID from overwriting an existing item; save new instances with save(), "
-            "save_all() or TransactWrite.save()"
-        )
+        raise UnassignedIdError(f"{model.__name__} has no {opts.attribute} yet: a batch write cannot carry the "
+                                "condition that keeps a new ID from overwriting an item; save new instances with "
+                                "save(), save_all() or TransactWrite.save()")
     pending = _pending.get()
     if pending is None:
         return  # sent by hand, outside a save: nobody would own the claim
@@ -547,174 +548,13 @@ assign_id._autoinc_runs_last = True  # type: ignore[attr-defined]
 before_save.connect(assign_id, weak=False)
 
 
-def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
-    """New instances in transactions: gapless ones one counter per chunk, with room left for its swap."""
-    if not opts.gapless:
-        return [(True, chunk) for chunk in _split(new, TRANSACTION_LIMIT)]
-    groups: Dict[str, List[Model]] = {}
-    period = opts.current_period()
-    for item in new:
-        groups.setdefault(opts.counter_key(item, period), []).append(item)
-    return [(True, chunk) for group in groups.values() for chunk in _split(group, TRANSACTION_LIMIT - 1)]
-
-
-def _split(items: List[Model], size: int) -> List[List[Model]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], saved: Sequence[Model] = (),
-                exc: Optional[AutoIncrementError] = None) -> BulkSaveError:
-    """A ``save_all()`` error of class ``kind``; ``saved`` landed, the rest of ``items`` did not."""
-    extra: Dict[str, Any] = {"last": exc.last} if isinstance(exc, SequenceExhaustedError) else {}
-    error = kind(message, exc.cause if exc is not None else None,
-                 cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
-    error.saved = list(saved)
-    error.unsaved = [item for item in items if not any(item is s for s in saved)]
-    return error
-
-
-def _check_explicit(instance: Model, opts: Options) -> None:
-    """Refuse an ID set by hand that the auto-increment attribute cannot hold (``save()`` and ``save_all()``).
-
-    :raises InvalidIdError: it is not an integer (a bool is not one either), or, for an ID stored as a
-        string (a UnicodeAttribute), not a string
-    """
-    value = getattr(instance, opts.attribute)
-    if opts.as_string and not isinstance(value, str):
-        raise InvalidIdError(
-            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not a string, and the attribute is a "
-            f"UnicodeAttribute; set a str (such as {str(value)!r}), or leave it None to have the next value assigned"
-        )
-    if not opts.as_string and (isinstance(value, bool) or not isinstance(value, int)):
-        raise InvalidIdError(
-            f"{type(instance).__name__}.{opts.attribute} = {value!r} is not an integer; set an int, "
-            "or leave it None to have the next value assigned"
-        )
-
-
-def _check_required(instance: Model, opts: Options) -> None:
-    """Refuse, as its put would, an instance whose attribute declared without ``null=True`` is None (the
-    auto-increment attribute aside, which the save assigns).
-
-    :raises AttributeNullError: PynamoDB's, naming the attribute
-    """
-    for name, attribute in type(instance).get_attributes().items():
-        if name != opts.attribute and not attribute.null and getattr(instance, name) is None:
-            raise AttributeNullError(name)
-
-
-def _as_new(instance: Model) -> None:
-    """Make a new instance's version attribute that of a new item: cleared, so it is stored with version 1.
-
-    An instance whose auto-increment attribute is None is saved as a new
-    item, under a key not stored yet. A copy of a stored item (``c =
-    copy.copy(doc); c.id = None``) still carries the stored item's version,
-    and PynamoDB's version condition (``version = N``) could never hold for
-    a key that is not stored; PynamoDB's ``VersionAttribute`` cannot be set
-    back to None either. So the version is cleared when the ID is claimed:
-    the item is put with PynamoDB's condition for a new item (no version
-    yet) and stored with version 1, as any new instance is.
-    """
-    name = type(instance)._version_attribute_name
-    if name and getattr(instance, name) is not None:
-        instance.attribute_values[name] = None
-
-
-def _take(item: Model, opts: Options, pending: List[Claim], fresh: List[Model], saved: List[Model]) -> Claim:
-    """``save_all()``'s claim for a new item in a chunk (``pending``: the chunk's claims so far).
-
-    :raises SequenceExhaustedError: too few values are left for the call's new items on the counter (or
-        partition); ``last`` is the counter's value (the partition's last value), as a single save's error says
-    """
-    try:
-        return strategies.take(item, opts, pending)
-    except SequenceExhaustedError as exc:
-        raise _exhausted(opts, pending, fresh, saved, exc, item) from exc
-
-
-def _unsaved_on(key: str, opts: Options, fresh: List[Model], saved: List[Model]) -> List[Model]:
-    """The new instances of a ``save_all()`` not saved yet whose values come from counter (or partition) ``key``."""
-    period = opts.current_period()
-    return [f for f in fresh if not any(f is s for s in saved)
-            and (opts.counter_key(f, period) if opts.strategy != "query" else strategies.partition_key(f, opts)) == key]
-
-
-def _before(head: Claim) -> Optional[int]:
-    """The last value handed out before ``head``, the first claim of its chain: its counter's value (None: a
-    new counter), or the largest number of its partition."""
-    if head.kind == "swap":
-        return head.expected
-    previous = head.value - head.opts.step
-    return previous if head.opts.sequence.contains(previous) else None
-
-
-def _exhausted(opts: Options, chain: List[Claim], fresh: List[Model], saved: List[Model],
-               exc: SequenceExhaustedError, item: Model) -> SequenceExhaustedError:
-    """``save_all()``'s error when ``item``'s claim, after the claims ``chain`` of its chunk on the same counter
-    (taken, or taken again after a lost race), met the end bound: how many values the call asked for, how many
-    are left, and in ``last`` the counter's value before them."""
-    head = chain[0] if chain else None
-    key = head.key if head is not None else (opts.counter_key(item, opts.current_period())
-                                             if opts.strategy != "query" else strategies.partition_key(item, opts))
-    asked = len(_unsaved_on(key, opts, fresh, saved))
-    if asked <= 1 or asked > opts.sequence.size:
-        return exc  # one value asked for, or more than the whole sequence holds: the error says so already
-    last = _before(head) if head is not None else exc.last
-    error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last), exc)
-    error.last = last
-    return error
-
-
-def _key(item: Model) -> Optional[Tuple[Any, ...]]:
-    """The item's key as DynamoDB compares keys (numbers by value), or None while a key attribute is None."""
-    model = type(item)
-    parts = []
-    for name in (model._hash_keyname, model._range_keyname):
-        if name is None:
-            continue
-        value = getattr(item, name)
-        if value is None:
-            return None
-        attribute = model.get_attributes()[name]
-        parts.append(_engine.stored_form({attribute.attr_type: attribute.serialize(value)}))
-    return tuple(parts)
-
-
-def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model],
-              saved: List[Model], new: Set[int]) -> None:
-    """Record ``item``'s key; refuse it if another item of the same ``save_all()`` has it.
-
-    :raises BulkItemExistsError: the key is another item's (nothing of the transaction holding it was sent)
-    """
-    key = _key(item)
-    if key is None:
-        return
-    other = keys.setdefault(key, item)
-    if other is item:
-        return
-    opts = options_for(cls)
-    named = [i for i in (other, item) if id(i) not in new]  # the explicit one(s)
-    what = (f"the explicit {_engine.describe(named[0])} has the key that a new instance of the same call was "
-            "given (an explicit ID is an ordinary put and would overwrite it); save it on its own, raise the "
-            f"counter past it first ({opts.counter._reached_as()}.setval), or set Meta.autoinc_track_explicit"
-            if len(named) == 1 else
-            f"{_engine.describe(other)} and {_engine.describe(item)} have the same key and one would overwrite "
-            "the other; save each key once")
-    raise _bulk_error(BulkItemExistsError, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                      f"{what}. Nothing of the transaction holding it was sent", items, saved)
-
-
 class _BatchWrite(BatchWrite[_T]):
     """A ``BatchWrite`` that sends the save signals for each item it writes."""
 
     def save(self, put_item: _T) -> None:
         opts = options_for(type(put_item))
-        before_save.send(type(put_item), instance=put_item,
-                         is_new=getattr(put_item, opts.attribute) is None, operation="batch")
-        # an ID set by hand, checked and tracked as save() and save_all() do (a new one was refused above)
-        _check_explicit(put_item, opts)
-        if opts.track_explicit:
-            _track([put_item], opts)
+        # before_save's library receiver refuses a new instance; an ID set by hand is checked and tracked
+        _claim(put_item, opts, getattr(put_item, opts.attribute) is None, "batch")
         super().save(put_item)
 
     def commit(self) -> None:
@@ -724,57 +564,37 @@ class _BatchWrite(BatchWrite[_T]):
             send_after_save(type(item), instance=item, is_new=False, operation="batch")
 
 
-# -- a user's TransactWrite ------------------------------------------------------
-#
-# PynamoDB gives a model no handle on the transaction that saves it. So the
-# library's own ``TransactWrite`` (a subclass; PynamoDB's class is left as it
-# is) makes itself known to the model while its ``save()`` runs, sends a
-# transaction holding claims through the engine, and releases the claims when
-# its ``with`` block is left by an exception (nothing is sent then). A
-# transaction dropped without being sent releases its claims when it is
-# collected.
+# -- a user's TransactWrite: the library's subclass makes itself known to the model while its save() runs
+# (PynamoDB gives a model no handle on the transaction), and sends a transaction holding claims through the engine.
 
 _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = contextvars.ContextVar(
     "autoinc_saving", default=None)
 
 
-def _calling_transaction(instance: Model) -> Optional[TransactWrite]:
-    """The library ``TransactWrite`` whose ``save(instance)`` is running, if any."""
-    saving = _saving.get()
-    return saving[0] if saving is not None and saving[1] is instance else None
+def _operations(tx: _PynamoTransactWrite) -> int:
+    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
+    return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
 
 
 class _Hook:
     """The auto-increment items of one ``TransactWrite``, and how it is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, transaction: TransactWrite) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
-        self.unsent: Optional[weakref.finalize] = None
-        """Releases the claims when the transaction is collected unsent; detached once it is sent."""
+        self.unsent = weakref.finalize(transaction, self.release)  # detached once the transaction is sent
+        # the operations held once its first ID that a lost race would change (gapless, query) was claimed
         self.claimed_in: Optional[int] = None
-        """How many operations the transaction held once its first ID that a lost race would change (gapless,
-        or the query strategy) was claimed; an operation added after it may hold that ID."""
 
     def claims(self) -> List[Claim]:
         return [e.claim for e, _ in self.entries if e.claim is not None]
-
-    @classmethod
-    def of(cls, transaction: TransactWrite) -> _Hook:
-        hook = transaction.__dict__.get("_autoinc_hook")
-        if hook is None:
-            hook = transaction.__dict__["_autoinc_hook"] = cls()
-            hook.unsent = weakref.finalize(transaction, hook.release)
-        return hook
 
     def release(self) -> None:
         for claim in self.claims():
             claim.release()
 
     def commit(self, tx: TransactWrite) -> Any:
-        """Send the transaction; its claims end as the send ends them: committed, released, or (on
-        WriteOutcomeUnknownError) left on their instances, which collecting the transaction no longer changes."""
-        if self.unsent is not None:
-            self.unsent.detach()
+        """Send the transaction; its claims end committed, released, or (WriteOutcomeUnknownError) kept."""
+        self.unsent.detach()
         with strategies.held(self.claims()):
             return self._send(tx)
 
@@ -808,11 +628,6 @@ class _Hook:
         return response
 
 
-def _operations(tx: _PynamoTransactWrite) -> int:
-    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
-    return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
-
-
 class _TransactionWrite(Write):
     """A user's transaction as the engine sends it; its error after a lost race it may not retry says why."""
 
@@ -826,24 +641,23 @@ class _TransactionWrite(Write):
                 f"another writer took {type(claim.instance).__name__}.{claim.opts.attribute}="
                 f"{getattr(claim.instance, claim.opts.attribute)!r} (or another value it claimed) since tx.save()")
         return TransactionCanceledError(
-            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it "
-            "is not sent again with new ones. Nothing of it was written and the new instances' IDs are None: run "
-            "the transaction again", exc, cancellation_reasons=reasons)
+            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it is "
+            "not sent again with new ones. Nothing was written and the new IDs are None: run it again", exc,
+            cancellation_reasons=reasons)
 
 
 def _clash(write: Write) -> Optional[str]:
-    """Why a transaction refused for holding two operations on one item did so, when a new item's ID is the
-    key of another of its items (an explicit ID, an update, a delete, a check); None when no new item is."""
+    """Why a transaction refused for two operations on one item was, when a new item's ID is the key of another
+    of its items (an explicit ID, an update, a delete, a check); None when no new item's is."""
     # (table, key, what it is, its kind: a new item, an item put with its key given, or one it does not put)
     others: List[Tuple[str, Dict[str, Any], str, str]] = []
     described = {e.index: e for e in write.entries}
     for index, put in enumerate(write.puts):
         entry = described.get(index)
-        if entry is not None and entry.claim is not None:
-            others.append((put["TableName"], put[ITEM], "a new item of the same transaction", "new"))
-        else:
-            what = f"{_engine.describe(entry.instance)}, saved with its ID set by hand" if entry else "an item it puts"
-            others.append((put["TableName"], put[ITEM], what, "put"))
+        what, kind = (("a new item of the same transaction", "new") if entry is not None and entry.claim is not None
+                      else (f"{_engine.describe(entry.instance)}, saved with its ID set by hand", "put") if entry
+                      else ("an item it puts", "put"))
+        others.append((put["TableName"], put[ITEM], what, kind))
     for items, verb in ((write.updates, "updates"), (write.deletes, "deletes"), (write.checks, "checks")):
         others += [(item["TableName"], item["Key"], f"the item it {verb}", "unput") for item in items]
     for entry in write.entries:
@@ -859,20 +673,17 @@ def _clash(write: Write) -> Optional[str]:
                 continue
             attribute = model.get_attributes()[claim.opts.attribute]
             value = attribute.deserialize(next(iter(put[ITEM][attribute.attr_name].values())))
-            if claim.kind == "query":
-                advice = ("the query strategy numbers a new item after the largest key stored in its partition, "
-                          "and the other item is not stored yet: store it first, in a write of its own")
-            elif kind == "new":
-                advice = ("two counters number items of one table; give the models one Meta.autoinc_key, or keys "
-                          "of their own")
-            elif kind == "unput":
-                advice = (f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it "
-                          f"past them with {claim.opts.counter._reached_as()}.setval({claim.key!r}, N); if not, leave "
-                          "its key out of the transaction")
-            else:
-                advice = (f"the counter {claim.key!r} is behind the IDs in use: raise it past them with "
-                          f"{claim.opts.counter._reached_as()}.setval({claim.key!r}, N), or set "
-                          "Meta.autoinc_track_explicit so that saving an ID set by hand moves it past")
+            setval = f"{claim.opts.counter._reached_as()}.setval({claim.key!r}, N)"
+            advice = {
+                "query": "the query strategy numbers after the largest key stored in the partition, and the other "
+                         "item is not stored yet: store it first, in a write of its own",
+                "new": "two counters number items of one table; give the models one Meta.autoinc_key, or keys of "
+                       "their own",
+                "unput": f"if that item is stored, the counter {claim.key!r} is behind the stored IDs: raise it with "
+                         f"{setval}; if not, leave its key out of the transaction",
+                "put": f"the counter {claim.key!r} is behind the IDs in use: raise it with {setval}, or set "
+                       "Meta.autoinc_track_explicit so that an ID set by hand moves it past",
+            }["query" if claim.kind == "query" else kind]
             return (f"the new {model.__name__} was given {claim.opts.attribute}={value!r}, the key of {what}, and "
                     f"DynamoDB refuses two operations on one item in a transaction; {advice}")
     return None
@@ -889,19 +700,15 @@ class TransactWrite(_PynamoTransactWrite):
             tx.save(Order(customer="c1"))       # gets its ID inside the transaction
             tx.update(customer, actions=[Customer.orders.add(1)])
 
-    A new instance's ID is claimed in ``save()``. In gapless mode the counter
-    swap joins the transaction, and a lost counter race sends it again with
-    new values, unless ``client_request_token`` is given, or an operation was
-    added after the first such claim (a line item holding ``order.id``, which
-    a new value would leave pointing at another writer's item): then it
-    raises :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`,
-    nothing is written, and the IDs are ``None``; run the transaction again.
-    Leaving the ``with`` block by an exception, a cancellation, or dropping
-    the transaction unsent, puts the IDs back to ``None``; only
-    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves
-    them set. PynamoDB's own ``TransactWrite`` refuses new auto-increment
-    items.
+    A new instance's ID is claimed in ``save()``; in gapless mode the counter swap joins the transaction, which
+    a lost race sends again with new values, unless ``client_request_token`` is given or an operation was
+    added after the claim (it may hold ``order.id``): then it raises
+    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`. An exception in the ``with`` block, a
+    cancellation, or a transaction dropped unsent puts the IDs back to ``None``; only
+    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves them set.
     """
+
+    _autoinc_hook: Optional[_Hook] = None
 
     def save(self, model: Model, condition: Optional[Condition] = None, return_values: Optional[str] = None) -> None:
         token = _saving.set((self, model))
@@ -911,11 +718,9 @@ class TransactWrite(_PynamoTransactWrite):
             _saving.reset(token)
 
     def _commit(self) -> Any:
-        hook = self.__dict__.get("_autoinc_hook")
-        return super()._commit() if hook is None else hook.commit(self)
+        return super()._commit() if self._autoinc_hook is None else self._autoinc_hook.commit(self)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        hook = self.__dict__.get("_autoinc_hook")
-        if hook is not None and exc_type is not None:
-            hook.release()
+        if self._autoinc_hook is not None and exc_type is not None:
+            self._autoinc_hook.release()
         return super().__exit__(exc_type, exc, tb)

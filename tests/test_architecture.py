@@ -47,8 +47,7 @@ LOOPS_ALLOWED = {
     ("strategies", "_bound"): "forgets a dict's oldest entries; sends nothing",
     ("counter", "note_idle"): "forgets a dict's oldest entries; sends nothing",
     ("cli", "_fix_for"): "walks an exception's causes; sends nothing",
-    ("exceptions", "error_responses"): "walks an exception's causes; sends nothing",
-    ("exceptions", "reasons_of"): "walks an exception's causes; sends nothing",
+    ("exceptions", "causes"): "walks an exception's causes; sends nothing",
     ("exceptions", "__init__"): "walks an exception's causes; sends nothing",
 }
 
