@@ -1,8 +1,5 @@
-"""The ``NextId`` counter model and the requests that read, advance, set and count a counter item.
-
-A gapless write's swap is built by :mod:`pynamodb_autoinc._engine`, a queue's requests by
-:mod:`pynamodb_autoinc._contention`; docs/architecture.md ("The counter") describes the item.
-"""
+"""The ``NextId`` counter model and the requests that read, advance, set and count a counter item
+(docs/architecture.md, "The counter")."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ _C = TypeVar("_C", bound="NextId")
 
 log = logging.getLogger(__name__)
 
-#: Called with a counter's identity (:meth:`NextId._where`) when it is set by hand, to drop what this process
-#: holds of it; :mod:`pynamodb_autoinc.strategies` registers the function that drops its blocks and values.
+#: Called with a counter's :meth:`NextId._where` when it is set by hand, to drop what this process holds of it.
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
 #: The ``Meta`` settings that decide which endpoint a table is reached through.
@@ -95,7 +91,6 @@ class NextId(Model):
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
-        """The (hash key, range key) of counter ``key``'s item."""
         return cls._autoinc_prefix + _counter_key(key), None
 
     @classmethod
@@ -108,22 +103,19 @@ class NextId(Model):
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
-        """Advance counter ``key`` along ``sequence`` and return the new value, in one request.
+        """Advance counter ``key`` along ``sequence`` (default: the options it records) and return the new value.
 
-        A missing counter starts at ``sequence.start``. At the end bound
-        :class:`SequenceExhaustedError` is raised with nothing spent, unless the
-        sequence cycles: then a second request, conditional on the value found,
-        moves the counter to its restart value. A value whose item is never
-        written leaves a gap. The counter records ``sequence``; one recording
-        other options raises :class:`SequenceMismatchError`. Without
-        ``sequence``, the recorded options are followed.
+        One request; a missing counter starts at ``sequence.start``. At the end
+        bound :class:`SequenceExhaustedError` is raised with nothing spent,
+        unless the sequence cycles (a second request wraps it). A counter that
+        records other options raises :class:`SequenceMismatchError`.
         """
         return cls._advance(key, sequence, None)
 
     @classmethod
     def _advance(cls, key: str, sequence: Optional[SequenceOptions], conflicts: Optional[Budget]) -> int:
-        """:meth:`nextval`; with ``conflicts`` (a model's budget), a conflict with another region is sent again
-        within it. With ``sequence`` the request is the same each time: built once per class and key."""
+        """:meth:`nextval`, sending a conflict with another region again within ``conflicts`` (a model's budget);
+        the request, the same every time, is built once per class, key and sequence."""
         if not isinstance(sequence, SequenceOptions) or not isinstance(key, str):
             return cls.reserve(key, 1, sequence)[0]  # which checks them
         templates = cls.__dict__.get("_advance_templates")
@@ -143,15 +135,13 @@ class NextId(Model):
     @classmethod
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
                 partial: bool = False) -> List[int]:
-        """Take ``count`` consecutive values of counter ``key`` with one UpdateItem; they are the caller's alone.
+        """Take ``count`` consecutive values of counter ``key`` in one UpdateItem; they are the caller's alone.
 
-        Without ``partial`` the request takes all or nothing; with it, fewer
-        values when fewer are left before the end bound. A cycling sequence
-        goes on from its restart value as PostgreSQL's ``CYCLE`` does: without
-        ``partial`` past the end in one more request (``[49, 50, 1, 2]`` of
-        1..50), with it only up to the end, the next call starting again. It is
-        never asked for more than one pass holds. Without ``sequence``, the
-        counter follows the options it records (one more read), or the default.
+        All or nothing; with ``partial``, fewer when fewer are left before the
+        end bound. A cycling sequence goes on from its restart value, as
+        PostgreSQL's ``CYCLE``: past the end in one more request (``[49, 50, 1,
+        2]`` of 1..50), or with ``partial`` only up to it. Without ``sequence``
+        the counter follows the options it records (one more read).
 
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
@@ -171,14 +161,13 @@ class NextId(Model):
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
                         sequence: Optional[SequenceOptions] = None) -> bool:
         """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did.
-
         With ``sequence``, the counter must record those options (or none), and records them.
 
         :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
         """
-        call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
-        check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
-        check_int(call, value, rule="the values must be ints (expected may be None)")
+        call, rule = f"compare_and_set({key!r}, {expected!r}, {value!r})", "the values must be ints (expected: or None)"
+        check_int(call, expected, optional=True, rule=rule)
+        check_int(call, value, rule=rule)
         check_sequence(call, sequence, optional=True)
         actions, condition = cls._swap(expected, value, sequence)
         try:
@@ -191,11 +180,8 @@ class NextId(Model):
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
-        """The last value handed out by counter ``key`` (a consistent read), or None.
-
-        Unlike PostgreSQL's session-local ``currval``, this is the counter's
-        value as all processes left it: ``pg_sequences.last_value``.
-        """
+        """The last value counter ``key`` handed out, as all processes left it (a consistent read), or None;
+        PostgreSQL's ``pg_sequences.last_value``, not its session-local ``currval``."""
         return cls._value_in(key, cls._item(key))
 
     @classmethod
@@ -211,7 +197,7 @@ class NextId(Model):
 
     @classmethod
     def _item(cls, key: str) -> Dict[str, Any]:
-        """Counter ``key``'s item as stored (a consistent read; ``{}`` when there is none)."""
+        """Counter ``key``'s item as stored (``{}``: none), by a consistent read."""
         try:
             return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
@@ -221,17 +207,14 @@ class NextId(Model):
     def setval(cls, key: str, value: int, *, is_called: bool = True,
                sequence: Optional[SequenceOptions] = None) -> int:
         """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
-        itself with ``is_called=False``. Returns ``value``, as ``setval`` does.
+        itself with ``is_called=False``. Returns ``value``.
 
-        ``value`` is checked against the bounds of ``sequence`` or, when none
-        is given, of the options the counter records; ``sequence`` must agree
-        with those (change them with :meth:`alter`). This process's reserved
-        block of the counter is dropped (other processes use theirs up first).
-        A region counter (``base@region``, with ``Meta.autoinc_regions``) takes
-        only values of its region's subsequence.
+        ``value`` must lie within the bounds of ``sequence``, or of the options
+        the counter records, which ``sequence`` must match (change them with
+        :meth:`alter`); a region counter's, on its region's subsequence. This
+        process's reserved block of the counter is dropped.
 
-        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds, or off a region counter's
-            subsequence
+        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds or off the subsequence
         :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
@@ -252,9 +235,7 @@ class NextId(Model):
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
         """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
-
-        Records ``sequence`` on the counter, whatever it recorded before, and replaces whatever value it held
-        (a fraction or a string too).
+        Records ``sequence``, and replaces whatever the counter held (a fraction or a string too).
 
         :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
         :raises ConfigurationError: ``sequence`` is not a SequenceOptions
@@ -269,14 +250,13 @@ class NextId(Model):
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
-        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value.
+        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value; returns the
+        options recorded before (or None).
 
-        Returns the options the counter recorded before (None: none).
-        Refused with :class:`OutOfBoundsError` when the counter lies outside
-        the new bounds; :meth:`restart` it instead. The counter keeps no
-        ``is_called`` flag: after ``setval(n, is_called=False)`` or a restart
-        it holds ``n - step``, so a new step goes on from there (PostgreSQL
-        would hand out ``n``); restart after changing the step.
+        Refused with :class:`OutOfBoundsError` when the value lies outside the
+        new bounds: :meth:`restart` instead. With no ``is_called`` flag, a
+        counter set by ``setval(n, is_called=False)`` or a restart holds
+        ``n - step``, and a new step goes on from there: restart after changing it.
         """
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         item = cls._item(key)
@@ -314,7 +294,7 @@ class NextId(Model):
                 raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), more "
                                        "than the 38 digits of a DynamoDB number; nothing was changed. Choose a next "
                                        "value further from the bound")
-            value = None  # a counter with no value hands out the start next
+            value = None
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
         if sequence is not None:
@@ -327,8 +307,7 @@ class NextId(Model):
                 actions.append(queue.remove())
                 condition &= queue == held
         try:
-            # marked (Once): a resend whose answer was lost would move back a counter others advanced since
-            cls._once("set", key, actions, condition)
+            cls._once("set", key, actions, condition)  # a resend must not move back a counter advanced since
         except _Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
@@ -339,18 +318,14 @@ class NextId(Model):
 
     @classmethod
     def _forget(cls, key: str) -> None:
-        """Drop this process's reserved values and remembered value of counter ``key``."""
         for forget in SET_BY_HAND:
             forget(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
-        """Move counter ``key`` forward to ``value`` if it is behind (or unset); never moves it back.
-
-        Forward is the direction of ``step``. Safe while other processes
-        allocate: the update is conditional on the counter being behind
-        ``value``. Returns whether it was moved; when it was, this process's
-        reserved block of the counter is dropped.
+        """Move counter ``key`` forward (in the direction of ``step``) to ``value`` if it is behind or unset;
+        never back, so it is safe while others allocate. Returns whether it moved (then this process's
+        reserved block of the counter is dropped).
 
         :raises OutOfBoundsError: ``value`` or ``step`` is not an int, or ``step`` is 0 (nothing is sent)
         """
@@ -374,8 +349,7 @@ class NextId(Model):
 
     @classmethod
     def _send_update(cls, verb: str, key: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send an UpdateItem of counter ``key``'s: a failed condition raises :class:`_Refused`, any other failure
-        the library's error (:class:`CounterValueError` when the counter holds no number)."""
+        """:func:`send_update`, raising the library's error on any failure but a failed condition."""
         try:
             return send_update(cls._get_connection().connection, kwargs)
         except UpdateError as exc:
@@ -386,12 +360,13 @@ class NextId(Model):
     @classmethod
     def _once(cls, verb: str, key: str, actions: List[Any], condition: Any,
               return_values: Optional[str] = None) -> Dict[str, Any]:
-        """Send an update of counter ``key`` marked by this thread's writer (:class:`Once`): applied once however
-        often it is resent. Returns the answer, or the item as it is now when an earlier send was applied."""
-        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
+        """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer, or
+        the item as it is now when an earlier send was applied."""
+        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}",
+                    functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, verb, key))
+        once.aim(actions, condition, return_values)
         try:
-            return once.write(functools.partial(cls._update_kwargs, key),
-                              functools.partial(cls._send_update, verb, key), actions, condition, return_values)
+            return _transport.drive(once)
         except _Resent as resent:
             return {"Attributes": resent.item}
 
@@ -412,7 +387,6 @@ class NextId(Model):
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
-        """The count an UpdateItem answer (or a returned old item) shows."""
         count = cls._value_in(key, item)
         if count is None:
             raise cls._not_a_number(key, None)
@@ -426,7 +400,6 @@ class NextId(Model):
 
     @classmethod
     def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
-        """:meth:`_recorded`, raising :class:`CounterValueError` on text that is no sequence options."""
         text, found = item.get(cls.options.attr_name, {}).get("S"), cls._recorded(item)
         if text is not None and found is None:
             raise CounterValueError(f"counter {key!r} in table {cls.Meta.table_name!r} records options {text!r}, "
@@ -477,17 +450,15 @@ class NextId(Model):
                   now: Optional[datetime] = None) -> int:
         """Count ``by`` events on counter ``name`` within the current ``period``; return the count so far.
 
-        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in
-        UTC, labelled with the year) counts in its own item, so a new period
-        starts again from ``by``; ``period=None`` counts forever. Exact when
-        botocore resends a request whose answer was lost: each writer (a thread)
-        marks its updates with a rising number in its own attribute of the item,
-        ``NextW_<writer id>``, removed an hour after its last count (see
-        docs/architecture.md, "The counter"). Reads of the counter ignore them.
+        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in UTC,
+        labelled with the year) counts in its own item, so a new period starts
+        again from ``by``; ``period=None`` counts forever. Exact when botocore
+        resends a request whose answer was lost (docs/architecture.md, "The counter").
 
         :raises CounterValueError: ``by`` is not an int
         """
-        check_by(f"{cls.__name__}.increment({name!r}, by={by!r})", by)
+        check_int(f"{cls.__name__}.increment({name!r}, by={by!r})", by, rule="by must be an int",
+                  error=CounterValueError)
         key = name if period is None else f"{name}#{periods.label(period, now)}"
         data = cls._once("increment", key, [cls.next_id.add(by)], None, UPDATED_NEW)
         return cls._count_in(key, data.get("Attributes", {}))
@@ -495,9 +466,8 @@ class NextId(Model):
     @classmethod
     def _where(cls, key: str) -> Tuple[Any, ...]:
         """What tells counter ``key``'s item apart from every other counter item this process reaches."""
-        # no Meta.region is the region botocore resolves, as a model bound to that region names it
         region = getattr(cls.Meta, "region", None)
-        if region is None:
+        if region is None:  # the region botocore resolves, as a model bound to that region names it
             with contextlib.suppress(NoRegionError):  # no request can be sent either; it reports the error
                 region = cls._get_connection().connection.client.meta.region_name
         return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
@@ -505,11 +475,8 @@ class NextId(Model):
     @classmethod
     def current(cls, name: str, *, period: Optional[str] = "month",
                 now: Optional[datetime] = None) -> Optional[int]:
-        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`, whose default
-        it shares), or None."""
+        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
-
-    # -- errors ---------------------------------------------------------
 
     @classmethod
     def _not_a_number(cls, key: str, raw: Any) -> CounterValueError:
@@ -533,8 +500,8 @@ class NextId(Model):
 
     @classmethod
     def _reached_as(cls) -> str:
-        """How code names this counter table: the class's name when that class, as its user wrote it, reaches
-        the same table on the same endpoint; else ``Model.autoinc_options().counter``."""
+        """How code names this counter table: the class's name if the class as its user wrote it reaches the same
+        table on the same endpoint, else ``Model.autoinc_options().counter``."""
         own: Any = next(c for c in cls.__mro__ if not c.__dict__.get("_autoinc_bound"))
         default = os.environ.get("AWS_DEFAULT_REGION")  # where a Meta without a region is reached
         same = getattr(own.Meta, "host", None) == getattr(cls.Meta, "host", None) and \
@@ -544,7 +511,7 @@ class NextId(Model):
 
     @classmethod
     def _command(cls, command: str) -> str:
-        """``pynamodb-autoinc COMMAND`` in backticks, followed by the options that reach this counter table."""
+        """``pynamodb-autoinc COMMAND`` in backticks, with the options that reach this counter table."""
         model = cls._autoinc_model_spec
         if model is not None:  # counters in a model's table: the command line finds them through the model
             command = command.replace("package.module:Model", model)
@@ -586,8 +553,8 @@ RESERVED_PREFIX = "__autoinc__#"
 
 
 def in_table_counter(model: Type[Model]) -> Type[NextId]:
-    """A counter model whose items live in ``model``'s own table: counter ``key`` is the item whose hash key is
-    ``"__autoinc__#" + key`` (and whose range key, if the table has one, is ``"__autoinc__"`` or ``0``)."""
+    """A counter model keeping counter ``key`` in ``model``'s own table, as the item of hash key ``"__autoinc__#" +
+    key`` (and range key, if any, ``"__autoinc__"`` or ``0``)."""
     hash_attr, range_attr = model._hash_key_attribute(), model._range_key_attribute()
     if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, (type(None), UnicodeAttribute,
                                                                                       NumberAttribute)):
@@ -621,19 +588,14 @@ _REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
 
 
 def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse, for a region counter (``base@region``, a subsequence with a step past 1), another region's value:
-    the counter would hand out that region's IDs, which replication then overwrites. Another key holding ``@``
-    (``a@b``, a scope value ``x@example.com``) is an ordinary counter.
-
-    :raises OutOfBoundsError: naming the subsequence and the nearest values on it
-    """
+    """Refuse another region's value for a region counter (``base@us-east-1``, a subsequence with a step past 1);
+    any other key holding ``@`` (``x@example.com``) is an ordinary counter."""
     base, at, region = key.rpartition("@")
     if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
 
 
 def _counter_key(key: Any) -> str:
-    """``key`` if it can name a counter item (a non-empty string), else a ConfigurationError."""
     if not isinstance(key, str) or not key:
         raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: a model's "
                                  "(Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of your own")
@@ -642,16 +604,12 @@ def _counter_key(key: Any) -> str:
 
 def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
     """What :meth:`NextId.setval` writes on counter ``key`` under ``seq`` (given, else the recorded options):
-    ``value``, or ``value - step`` with ``is_called=False``; the command line's ``set --dry-run`` shows it.
-
-    :raises ConfigurationError: ``is_called`` is False and there is no ``seq`` to tell the step
-    :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
-    """
+    ``value``, or ``value - step`` with ``is_called=False``; ``set --dry-run`` shows it."""
     if seq is None:
         if not is_called:
-            raise ConfigurationError(f"counter {key!r} records no sequence options to tell the step of "
-                                     "setval(..., is_called=False); pass sequence=Model.autoinc_options().sequence "
-                                     "(on the command line, --model package.module:Model)")
+            raise ConfigurationError(f"counter {key!r} records no sequence options, so setval(..., is_called=False) "
+                                     "cannot tell its step; pass sequence=Model.autoinc_options().sequence (on the "
+                                     "command line, --model package.module:Model)")
         return value
     seq.check(key, value)
     check_region_value(key, seq, value, last=is_called)
@@ -660,11 +618,8 @@ def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOp
 
 def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
               error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
-    """Refuse, before anything is sent, what is not an int (None too, unless ``optional``; a bool, a float, a
-    Decimal: nothing is truncated), or an int of more digits than DynamoDB stores exactly (38).
-
-    :raises OutOfBoundsError: (or ``error``, for what is no int) naming the call, the ``rule`` and the value
-    """
+    """Refuse, before anything is sent, what is no int (None too, unless ``optional``; a bool, a float: nothing
+    is truncated) with ``error``, and an int of more than the 38 digits DynamoDB holds with OutOfBoundsError."""
     if optional and value is None:
         return
     if not is_int(value):
@@ -675,13 +630,7 @@ def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the
                                "nothing was changed")
 
 
-def check_by(call: str, by: Any) -> None:
-    """Refuse a count step that is not an int (a bool, a float, a Decimal) or has over 38 digits."""
-    check_int(call, by, rule="by must be an int", error=CounterValueError)
-
-
 def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
-    """Refuse a ``sequence`` that is not a :class:`SequenceOptions` (None is allowed when ``optional``)."""
     if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
         raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, "
                                  f"not {type(sequence).__name__} {sequence!r}: a model's (Model.autoinc_options()"
@@ -689,7 +638,7 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
 
 
 class _Refused(Exception):
-    """An update's condition failed; ``item`` is the counter item as the condition saw it, ``cause`` the error."""
+    """An update's condition failed on ``item`` (as it was) with ``cause``."""
 
     def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
         super().__init__()
@@ -697,7 +646,7 @@ class _Refused(Exception):
 
 
 class _Resent(Exception):
-    """An increment's request had been applied before: ``item`` is the counter item as it is now."""
+    """A :class:`Once` request had been applied before; ``item`` is as it is now."""
 
     def __init__(self, item: Dict[str, Any]) -> None:
         super().__init__()
@@ -715,20 +664,17 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         raise _Refused(returned_item(exc) or {}, exc) from None
 
 
-# -- the writers of increment() (docs/architecture.md, "The counter") -----------------------------------------
-
-#: The name of a writer's attribute on a counter item it counts on: this, then the writer id.
+# The writers of Once (docs/architecture.md, "The counter"): a writer's attribute is WRITER_PREFIX + its id; one
+# older than WRITER_IDLE_MS is removed; a writer reads the whole item every PRUNE_EVERY calls and removes up to
+# PRUNE_MAX idle writers' attributes in one update.
 WRITER_PREFIX = "NextW_"
-#: A writer attribute holding a sequence number older than this (milliseconds) is removed.
 WRITER_IDLE_MS = 3_600_000
-#: A writer asks for the whole counter item, to find idle writers' attributes, once every this many calls.
 PRUNE_EVERY = 64
-#: The most idle writers' attributes one update removes.
 PRUNE_MAX = 20
 
 
 class _Writer:
-    """One thread's identity and sequence numbers when counting with :meth:`NextId.increment`."""
+    """One thread's identity and sequence numbers when counting (:class:`Once`)."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
@@ -737,7 +683,6 @@ class _Writer:
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
 
     def next_seq(self) -> Tuple[int, int]:
-        """A new sequence number, above every earlier one, and the time (ms) it was taken."""
         now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.last = max(self.last + 1, now_ms)
         return self.last, now_ms
@@ -753,24 +698,16 @@ class _Writer:
             self.idle[where] = idle
 
 
-class _Writers(threading.local):
-    writer: Optional[_Writer] = None
-
-
 def _this_writer() -> _Writer:
-    """This thread's writer, made on its first count; part of :mod:`pynamodb_autoinc._state`, so a forked
-    child's threads are new writers."""
-    state = _state.state
-    writers = state.parts.get("writers") or state.part("writers", _Writers)
-    if writers.writer is None:
+    """This thread's writer, made on its first count (a part of :mod:`._state`: a forked child's are new)."""
+    writers = _state.state.part("writers", threading.local)
+    if not hasattr(writers, "writer"):
         writers.writer = _Writer()
     return writers.writer
 
 
-#: :meth:`Once.write` sends once more, at once, when its removal of idle writers' attributes was refused.
+#: :class:`Once` sends once more, at once, when its removal of idle writers' attributes was refused.
 _AGAIN = Budget(attempts=1, seconds=None, backoff=None)
-
-_Build = Callable[[List[Any], Any, Optional[str]], Dict[str, Any]]
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
@@ -780,27 +717,18 @@ class Once(_transport.Exchange[Dict[str, Any]]):
 
     errors = (_Refused,)
 
-    def __init__(self, where: Tuple[Any, ...], what: str) -> None:
+    def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
+                 send: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
         self.writer = _this_writer()
         self.seq, self.now_ms = self.writer.next_seq()
-        self.where, self.what = where, what
+        self.where, self.what, self.build, self.transmit = where, what, build, send
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
         self.tries = _AGAIN.tries()
 
-    def write(self, build: _Build, send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any],
-              condition: Any, return_values: Optional[str]) -> Dict[str, Any]:
-        """Send ``build(actions, condition, return_values)``, marked, with ``send`` (which raises :class:`_Refused`
-        on a failed condition). Raises :class:`_Resent` when an earlier send was applied, else :class:`_Refused`
-        when ``condition`` did not hold."""
-        self.aim(build, send, actions, condition, return_values)
-        return _transport.drive(self)
-
-    def aim(self, build: _Build, send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any],
-            condition: Any, return_values: Optional[str]) -> None:
-        """Make that request the one :meth:`request` marks next (a call of several requests aims before each)."""
-        self.build, self.transmit = build, send
+    def aim(self, actions: List[Any], condition: Any, return_values: Optional[str]) -> None:
+        """The next request: ``build(actions, condition, return_values)``, marked."""
         self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,10 +1,5 @@
-"""A sequence's definition: start, step, bounds and cycling, as PostgreSQL's ``CREATE SEQUENCE`` has them.
-
-A model's ``Meta.autoinc_start``, ``autoinc_step``, ``autoinc_min``,
-``autoinc_max`` and ``autoinc_cycle`` make one :class:`SequenceOptions`. The
-counter item records it (``NextOptions``), so that processes disagreeing
-about a sequence are refused instead of mixing two sequences in one counter.
-"""
+"""A sequence's definition: start, step, bounds and cycling, as PostgreSQL's ``CREATE SEQUENCE`` has them; and the
+library's one parser of stored numbers. The counter item records its sequence (``NextOptions``)."""
 
 from __future__ import annotations
 
@@ -21,15 +16,13 @@ BIGINT_MAX = 2**63 - 1
 #: Integers up to 38 digits are stored exactly by DynamoDB.
 NUMBER_LIMIT = 10**38
 
-
 # DynamoDB keeps 38 significant digits; the default context's 28 would round two numbers into one
 _EXACT = Context(prec=100)
 
 
 def number_text(value: Any) -> Optional[str]:
-    """A finite number as DynamoDB stores it, as text (``7.0`` and ``7`` are ``"7"``, ``1e20`` is
-    ``"100000000000000000000"``, ``2.50`` is ``"2.5"``, ``-0`` is ``"0"``); None for anything else, bools
-    included."""
+    """A finite number as DynamoDB stores it, as text (``7.0`` is ``"7"``, ``1e20`` is
+    ``"100000000000000000000"``, ``-0`` is ``"0"``); None for anything else, bools included."""
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
         number = Decimal(str(value))
         if number.is_finite():
@@ -44,7 +37,7 @@ def is_int(value: Any) -> bool:
 
 def number(text: Any) -> Optional[Decimal]:
     """The number a DynamoDB number's text holds (``"7"``, ``"2.50"``, ``"1E+2"``), exactly; None when it is no
-    finite number. The library's one parser of stored numbers."""
+    finite number."""
     try:
         value = Decimal(text)
     except (ArithmeticError, TypeError, ValueError):
@@ -64,26 +57,22 @@ _META_NAMES = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step", "mini
                "maximum": "Meta.autoinc_max", "cycle": "Meta.autoinc_cycle"}
 #: How the errors of ``SequenceOptions(...)`` built directly name each field.
 _FIELD_NAMES = {name: f"SequenceOptions.{name}" for name in _META_NAMES}
+_LEFT_OUT = "a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down"
 
 
 def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
            defaults: bool) -> Tuple[int, int, int]:
-    """The start and the bounds (``start, minimum, maximum``) of a sequence PostgreSQL's ``CREATE SEQUENCE``
-    would take; with ``defaults``, a start or bound given as None takes PostgreSQL's default (the bounds of
-    bigint in the direction of ``step``).
+    """The start and bounds (``start, minimum, maximum``) of a sequence PostgreSQL's ``CREATE SEQUENCE`` would
+    take; with ``defaults``, a start or bound of None takes PostgreSQL's default.
 
-    :raises ConfigurationError: a number is not an int, ``step`` is 0, the bounds cross, or the start lies
-        outside them; naming the option (as ``names`` spells it) and the fix
+    :raises ConfigurationError: naming the option (as ``names`` spells it) and the fix
     """
-    values = {"start": start, "step": step, "minimum": minimum, "maximum": maximum}
-    for name in ("step", "start", "minimum", "maximum"):
-        value = values[name]
-        if value is None and defaults and name != "step":
-            continue
-        if not is_int(value):
-            allowed = "an int or None" if defaults and name != "step" else "an int"
-            raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
-        if abs(value) >= NUMBER_LIMIT:
+    for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
+        optional = defaults and name != "step"
+        if not is_int(value) and not (optional and value is None):
+            raise ConfigurationError(f"{names[name]} must be {'an int or None' if optional else 'an int'}, not "
+                                     f"{value!r}")
+        if value is not None and abs(value) >= NUMBER_LIMIT:
             raise ConfigurationError(f"{names[name]} = {value} has more digits than a DynamoDB number holds "
                                      "exactly (38); choose a smaller value")
     if not isinstance(cycle, bool):
@@ -93,19 +82,14 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
     low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
     high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
     if low >= high:
-        raise ConfigurationError(
-            f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
-            + ("" if minimum is not None and maximum is not None else
-               "; a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down, "
-               "so set the other bound too"))
+        raise ConfigurationError(f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
+                                 + ("" if minimum is not None and maximum is not None else f"; {_LEFT_OUT}"))
     first = start if start is not None else low if step > 0 else high
     if not low <= first <= high:
         side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
-        left_out = f"a bound left out defaults to {'1..2**63-1 going up' if step > 0 else '-2**63..-1 going down'}"
         raise ConfigurationError(
-            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could "
-            f"never hand it out; move the start into {low}..{high}, or set {names[name]} ("
-            + (left_out if defaults else "SequenceOptions.of fills in PostgreSQL's defaults; " + left_out) + ")")
+            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could never "
+            f"hand it out; move the start into {low}..{high}, or set {names[name]} ({_LEFT_OUT})")
     return first, low, high
 
 
@@ -168,9 +152,7 @@ class SequenceOptions:
     def remaining(self, last: Optional[int]) -> int:
         """How many values are left before the end bound after ``last`` (None: the counter is new)."""
         following = self.start if last is None else last + self.step
-        if not self.contains(following):
-            return 0
-        return (self.end - following) // self.step + 1
+        return (self.end - following) // self.step + 1 if self.contains(following) else 0
 
     def following(self, key: str, last: Optional[int]) -> int:
         """The value after ``last`` (the start when None), wrapping with ``cycle``.
@@ -210,14 +192,14 @@ class SequenceOptions:
         return [first + self.step * i for i in range(count)]
 
     def on_sequence(self, value: int) -> bool:
-        """Whether ``value`` is one of the values the sequence hands out: within the bounds, a whole number of
-        steps from the start (or, once a cycle wrapped, from the restart value)."""
+        """Whether the sequence hands out ``value``: within the bounds, a whole number of steps from the start
+        (or, once a cycle wrapped, from the restart value)."""
         return self.contains(value) and ((value - self.start) % self.step == 0 or (
             self.cycle and (value - self.restart_value) % self.step == 0))
 
     def position(self, value: int) -> Optional[int]:
-        """Where ``value`` stands in the sequence, counted from the start (0: the start, 1: ``start + step``);
-        None when it is no whole number of steps on from the start."""
+        """Where ``value`` stands in the sequence (0: the start, 1: ``start + step``); None when it is no whole
+        number of steps on from the start."""
         position, rest = divmod(value - self.start, self.step)
         return None if rest or position < 0 else position
 
@@ -229,8 +211,7 @@ class SequenceOptions:
         """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
         if bound is None:
             return self.start
-        steps = max(0, (bound - self.start) // self.step + 1)
-        return self.start + steps * self.step
+        return self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
         """The part numbered by member ``index`` of ``count`` (a region of a global table): every
@@ -238,11 +219,10 @@ class SequenceOptions:
 
         :raises ConfigurationError: the member's first value lies outside the bounds
         """
-        start = self.start + index * self.step
+        start = self.at(index)
         if not self.contains(start):
-            raise ConfigurationError(
-                f"region {index} of {count} would start at {start}, outside the bounds "
-                f"{self.minimum}..{self.maximum}; widen the bounds or list fewer regions")
+            raise ConfigurationError(f"region {index} of {count} would start at {start}, outside the bounds "
+                                     f"{self.minimum}..{self.maximum}; widen the bounds or list fewer regions")
         return SequenceOptions(start, self.step * count, self.minimum, self.maximum, False)
 
     def check_counter(self, key: str, last: int) -> None:
@@ -253,9 +233,8 @@ class SequenceOptions:
         if past or behind:
             where = f"past the {'maximum' if self.step > 0 else 'minimum'} {self.end}" if past else \
                 f"so its next value {last + self.step} lies outside the bounds {self.minimum}..{self.maximum}"
-            raise OutOfBoundsError(
-                f"counter {key!r} holds {last}, {where}; restart it within the bounds (`pynamodb-autoinc "
-                "restart`, or NextId.restart(key, sequence, value))")
+            raise OutOfBoundsError(f"counter {key!r} holds {last}, {where}; restart it within the bounds "
+                                   "(`pynamodb-autoinc restart`, or NextId.restart(key, sequence, value))")
 
     def exhausted(self, key: str, last: Optional[int]) -> SequenceExhaustedError:
         """The error for a sequence whose next value would pass its end bound."""
@@ -270,38 +249,31 @@ class SequenceOptions:
         """The error for one request numbering more items than one pass of the sequence holds."""
         return SequenceExhaustedError(
             f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
-            f"({self.minimum}..{self.maximum}, step {self.step}), so a value would repeat; nothing was spent. "
-            "Save fewer at once, or widen the bounds")
+            f"({self.minimum}..{self.maximum}, step {self.step}); nothing was spent. Save fewer at once, or widen "
+            "the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""
         if not self.contains(value):
-            raise OutOfBoundsError(
-                f"value {value} is out of bounds for sequence {key!r} ({self.minimum}..{self.maximum}); "
-                "choose a value within them, or move the bounds first")
+            raise OutOfBoundsError(f"value {value} is out of bounds for sequence {key!r} ({self.minimum}.."
+                                   f"{self.maximum}); choose a value within them, or move the bounds first")
 
     def check_member(self, key: str, value: int, *, last: bool) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` is off this sequence, region counter ``key``'s
-        subsequence (``start + k*step``); ``last``: ``value`` is the last value handed out (``start - step``:
-        none yet), else the next."""
+        subsequence; ``last``: ``value`` is the last value handed out (``start - step``: none yet), else the
+        next."""
         start, step = self.start, self.step
         if self.position(value + step if last else value) is not None:
             return
-        region = key.rpartition("@")[2]
-        position = (value - start) // step
+        region, position = key.rpartition("@")[2], (value - start) // step
         if position < (-1 if last else 0):
             nearby = f"{self.at(-1 if last else 0)}, the {'value before its start' if last else 'start'}"
         else:
             nearby = f"{self.at(position + 1)} (or {self.at(position)})"
-        what = "the last value handed out" if last else "the next value"
         raise OutOfBoundsError(
-            f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "
-            f"region {region!r} hands out only {start}, {start + step}, {start + 2 * step}, ... (start {start}, step "
-            f"{step}); the values between belong to the other regions, so a counter set off it would hand out their "
-            f"IDs, which replication then overwrites. Nothing was changed; give as {what} a value on the subsequence, "
-            f"such as {nearby}")
-
-    # -- recording on the counter item -----------------------------------------
+            f"{value} is off the subsequence of region {region!r} (counter {key!r}): it hands out only {start}, "
+            f"{start + step}, {start + 2 * step}, ...; the others are other regions' IDs. Nothing was changed; give "
+            f"as {'the last value handed out' if last else 'the next value'} one on it, such as {nearby}")
 
     def encode(self) -> str:
         """The form recorded on the counter item: ``start=1 step=1 min=1 max=9223372036854775807 no cycle``."""
@@ -312,11 +284,8 @@ class SequenceOptions:
     def decode(cls, text: str) -> Optional[SequenceOptions]:
         """The sequence :meth:`encode` wrote, or None if ``text`` is not one."""
         words = text.split()
-        fields: Dict[str, int] = {}
         try:
-            for word in words[:4]:
-                name, _, number = word.partition("=")
-                fields[name] = int(number)
+            fields = {name: int(digits) for name, _, digits in (word.partition("=") for word in words[:4])}
             cycle = {"cycle": True, "no cycle": False}[" ".join(words[4:])]
             return cls(fields["start"], fields["step"], fields["min"], fields["max"], cycle)
         except (KeyError, ValueError):
