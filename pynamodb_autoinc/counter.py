@@ -54,12 +54,9 @@ CONNECTION_SETTINGS = ("region", "host", "aws_access_key_id", "aws_secret_access
 
 
 class NextId(Model):
-    """The shared counter table: one item per data-type key.
-
-    Subclass it to use another table name or endpoint, and name the subclass
-    in a model's ``Meta.autoinc_counter``. Connection settings that the
-    subclass's ``Meta`` does not set are taken from the model using it.
-    """
+    """The shared counter table: one item per data-type key. Subclass it for another table name or endpoint and
+    name the subclass in a model's ``Meta.autoinc_counter``; connection settings its ``Meta`` does not set are
+    taken from the model using it."""
 
     class Meta:
         table_name = "NextId"
@@ -75,8 +72,9 @@ class NextId(Model):
 
     #: The connection settings this class's ``Meta`` sets itself.
     _autoinc_own_settings: frozenset = frozenset()
-    #: What precedes a counter key in its item's hash key (counters kept in a model's own table).
+    #: What precedes a counter key in its item's hash key, and its range key (counters in a model's own table).
     _autoinc_prefix = ""
+    _autoinc_range: ClassVar[Optional[str]] = None
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
     #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
@@ -91,7 +89,7 @@ class NextId(Model):
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
-        return cls._autoinc_prefix + _counter_key(key), None
+        return cls._autoinc_prefix + _counter_key(key), cls._autoinc_range
 
     @classmethod
     def keys(cls) -> List[str]:
@@ -103,12 +101,11 @@ class NextId(Model):
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
-        """Advance counter ``key`` along ``sequence`` (default: the options it records) and return the new value.
+        """Advance counter ``key`` along ``sequence`` (default: the options it records); return the new value.
 
-        One request; a missing counter starts at ``sequence.start``. At the end
-        bound :class:`SequenceExhaustedError` is raised with nothing spent,
-        unless the sequence cycles (a second request wraps it). A counter that
-        records other options raises :class:`SequenceMismatchError`.
+        One request; a new counter starts at ``sequence.start``. At the end bound :class:`SequenceExhaustedError`
+        is raised with nothing spent, unless the sequence cycles (a second request wraps it). A counter recording
+        other options raises :class:`SequenceMismatchError`.
         """
         return cls._advance(key, sequence, None)
 
@@ -137,11 +134,9 @@ class NextId(Model):
                 partial: bool = False) -> List[int]:
         """Take ``count`` consecutive values of counter ``key`` in one UpdateItem; they are the caller's alone.
 
-        All or nothing; with ``partial``, fewer when fewer are left before the
-        end bound. A cycling sequence goes on from its restart value, as
-        PostgreSQL's ``CYCLE``: past the end in one more request (``[49, 50, 1,
-        2]`` of 1..50), or with ``partial`` only up to it. Without ``sequence``
-        the counter follows the options it records (one more read).
+        All or nothing; with ``partial``, fewer when fewer are left before the end bound. A cycling sequence goes
+        on from its restart value as PostgreSQL's ``CYCLE`` does: past the end in one more request (``[49, 50, 1,
+        2]`` of 1..50), or with ``partial`` only up to it. Without ``sequence``, the recorded options (one read).
 
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
@@ -160,11 +155,9 @@ class NextId(Model):
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
                         sequence: Optional[SequenceOptions] = None) -> bool:
-        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did.
-        With ``sequence``, the counter must record those options (or none), and records them.
-
-        :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
-        """
+        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did. With
+        ``sequence``, the counter must record those options (or none), and records them. Values must be ints
+        (:class:`OutOfBoundsError`)."""
         call, rule = f"compare_and_set({key!r}, {expected!r}, {value!r})", "the values must be ints (expected: or None)"
         check_int(call, expected, optional=True, rule=rule)
         check_int(call, value, rule=rule)
@@ -206,13 +199,10 @@ class NextId(Model):
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
                sequence: Optional[SequenceOptions] = None) -> int:
-        """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
-        itself with ``is_called=False``. Returns ``value``.
-
-        ``value`` must lie within the bounds of ``sequence``, or of the options
-        the counter records, which ``sequence`` must match (change them with
-        :meth:`alter`); a region counter's, on its region's subsequence. This
-        process's reserved block of the counter is dropped.
+        """Set counter ``key`` as PostgreSQL's ``setval``: the next value is ``value + step`` (``value`` with
+        ``is_called=False``); returns ``value``. It must lie within the bounds of ``sequence`` or of the recorded
+        options, which ``sequence`` must match (:meth:`alter` changes them), and for a region counter on its
+        region's subsequence. This process's reserved block of the counter is dropped.
 
         :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds or off the subsequence
         :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
@@ -234,12 +224,9 @@ class NextId(Model):
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
-        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
-        Records ``sequence``, and replaces whatever the counter held (a fraction or a string too).
-
-        :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
-        :raises ConfigurationError: ``sequence`` is not a SequenceOptions
-        """
+        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start);
+        records ``sequence`` and replaces whatever the counter held. Raises :class:`OutOfBoundsError` for a value
+        that is no int or outside the bounds, :class:`ConfigurationError` for a ``sequence`` of another type."""
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
         check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
@@ -251,13 +238,9 @@ class NextId(Model):
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
         """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value; returns the
-        options recorded before (or None).
-
-        Refused with :class:`OutOfBoundsError` when the value lies outside the
-        new bounds: :meth:`restart` instead. With no ``is_called`` flag, a
-        counter set by ``setval(n, is_called=False)`` or a restart holds
-        ``n - step``, and a new step goes on from there: restart after changing it.
-        """
+        options recorded before (or None). A value outside the new bounds is refused (:class:`OutOfBoundsError`):
+        :meth:`restart` instead, as after a new step (with no ``is_called`` flag, a counter holds ``n - step``
+        after ``setval(n, is_called=False)`` or a restart, and a new step would go on from there)."""
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         item = cls._item(key)
         last = cls.kept_value(key, item, sequence)
@@ -267,18 +250,14 @@ class NextId(Model):
 
     @classmethod
     def kept_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value :meth:`alter` keeps on counter ``key`` (its ``item`` as read) under the new ``sequence``.
-
-        :raises CounterValueError: the counter holds no integer (restart it instead)
-        :raises OutOfBoundsError: the value lies outside the new bounds (restart it instead)
-        """
+        """The value :meth:`alter` keeps on counter ``key`` (``item`` as read) under ``sequence``; raises if it is no
+        integer (:class:`CounterValueError`) or outside the new bounds (:class:`OutOfBoundsError`)."""
         try:
             last = cls._value_in(key, item)
         except CounterValueError as exc:
             raise CounterValueError(
-                f"counter {key!r} in table {cls.Meta.table_name!r} holds {item[cls.next_id.attr_name]!r}, not an "
-                f"integer, so alter cannot keep its value; restart it with "
-                f"{cls._command('restart --model package.module:Model --with N')} (or "
+                f"counter {key!r} holds {item[cls.next_id.attr_name]!r}, not an integer, so alter cannot keep its "
+                f"value; restart it with {cls._command('restart --model package.module:Model --with N')} (or "
                 f"{cls._reached_as()}.restart({key!r}, sequence, N))", exc) from None
         if last is not None:
             sequence.check_counter(key, last)
@@ -291,9 +270,8 @@ class NextId(Model):
         blocks. The start's ``start - step``, when no DynamoDB number holds it, is written as no value."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
-                raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), more "
-                                       "than the 38 digits of a DynamoDB number; nothing was changed. Choose a next "
-                                       "value further from the bound")
+                raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), over 38 "
+                                       "digits; nothing was changed. Choose a next value further from the bound")
             value = None
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
@@ -323,12 +301,9 @@ class NextId(Model):
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
-        """Move counter ``key`` forward (in the direction of ``step``) to ``value`` if it is behind or unset;
-        never back, so it is safe while others allocate. Returns whether it moved (then this process's
-        reserved block of the counter is dropped).
-
-        :raises OutOfBoundsError: ``value`` or ``step`` is not an int, or ``step`` is 0 (nothing is sent)
-        """
+        """Move counter ``key`` forward (in the direction of ``step``) to ``value`` if it is behind or unset, never
+        back, so it is safe while others allocate; returns whether it moved (then this process's block of it is
+        dropped). ``value`` or ``step`` not an int, or ``step`` 0: :class:`OutOfBoundsError`, nothing sent."""
         call = f"raise_to({key!r}, {value!r}, step={step!r})"
         check_int(call, value)
         check_int(call, step, rule="step must be an int, the sequence's step")
@@ -402,9 +377,8 @@ class NextId(Model):
     def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
         text, found = item.get(cls.options.attr_name, {}).get("S"), cls._recorded(item)
         if text is not None and found is None:
-            raise CounterValueError(f"counter {key!r} in table {cls.Meta.table_name!r} records options {text!r}, "
-                                    "which are not sequence options; record a model's with "
-                                    "`pynamodb-autoinc alter --model package.module:Model`")
+            raise CounterValueError(f"counter {key!r} records options {text!r}, which are no sequence options; "
+                                    "record a model's with `pynamodb-autoinc alter --model package.module:Model`")
         return found
 
     @classmethod
@@ -450,12 +424,9 @@ class NextId(Model):
                   now: Optional[datetime] = None) -> int:
         """Count ``by`` events on counter ``name`` within the current ``period``; return the count so far.
 
-        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in UTC,
-        labelled with the year) counts in its own item, so a new period starts
-        again from ``by``; ``period=None`` counts forever. Exact when botocore
-        resends a request whose answer was lost (docs/architecture.md, "The counter").
-
-        :raises CounterValueError: ``by`` is not an int
+        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year) counts in
+        its own item; ``period=None`` counts forever. Exact when botocore resends a request whose answer was lost
+        (docs/architecture.md, "The counter"). ``by`` must be an int (:class:`CounterValueError`).
         """
         check_int(f"{cls.__name__}.increment({name!r}, by={by!r})", by, rule="by must be an int",
                   error=CounterValueError)
@@ -562,15 +533,10 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
                                  f"string or number range key (if any), not a {type(hash_attr).__name__} and a "
                                  f"{type(range_attr).__name__}; use the NextId table instead")
     attrs: Dict[str, Any] = {"next_key": UnicodeAttribute(hash_key=True, attr_name=hash_attr.attr_name)}
-    range_value: Any = None
     if range_attr is not None:
-        range_value = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized, as sent
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
+        attrs["_autoinc_range"] = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized
     settings = {s: getattr(model.Meta, s) for s in CONNECTION_SETTINGS if hasattr(model.Meta, s)}
-
-    def _item_key(cls: Type[NextId], key: str) -> Tuple[str, Any]:
-        return RESERVED_PREFIX + _counter_key(key), range_value
-
     return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
         "Meta": type("Meta", (), {"table_name": model.Meta.table_name, **settings}),
         "__module__": model.__module__,
@@ -578,7 +544,6 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
         "_autoinc_model_spec": f"{model.__module__}:{model.__qualname__}",
         "_connection": None,  # not a connection NextId cached for another endpoint
         "_autoinc_prefix": RESERVED_PREFIX,
-        "_item_key": classmethod(_item_key),
         **attrs,
     }))
 
@@ -755,10 +720,9 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
             return
         if held_seq is not None and held_seq > self.seq or self.condition is None:
-            raise CounterError(
-                f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, not below "
-                f"this writer's sequence number {self.seq}; is another process counting under the same writer id?",
-                refused.cause) from refused.cause
+            raise CounterError(f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds "
+                               f"{held}, not below this writer's sequence number {self.seq}; is another process "
+                               "counting under the same writer id?", refused.cause) from refused.cause
         raise refused
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
@@ -861,10 +825,10 @@ class Reserve(_transport.Exchange[List[int]]):
         if self.conflicted is None or error_code(exc) != REPLICATED_WRITE_CONFLICT:
             raise exc
         if not self.conflicted.lost():
-            raise ContentionError(
-                f"counter {self.key!r} was written from another region at the same time {self.conflicted.losses} "
-                f"times in a row in {self.conflicted.elapsed:.2f} s ({REPLICATED_WRITE_CONFLICT}); nothing was "
-                "spent. Retry later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)", exc) from exc
+            tries = self.conflicted
+            raise ContentionError(f"counter {self.key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
+                                  f"{tries.losses} times in a row in {tries.elapsed:.2f} s; nothing was spent. Retry "
+                                  "later, or raise Meta.autoinc_timeout (and autoinc_retries)", exc) from exc
         return None
 
     def applied(self, data: Dict[str, Any]) -> List[int]:

@@ -60,38 +60,26 @@ def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
                                 "history; keep the count on a model without HistoryMixin, or use NextId.increment")
 
 
-def increment_in_period(
-    model: Type[Model],
-    hash_key: Any,
-    range_key: Any = None,
-    *,
-    count_attribute: str,
-    period_attribute: str,
-    period: str = "month",
-    by: int = 1,
-    now: Optional[datetime] = None,
-) -> int:
-    """Count one event on an existing item of ``model``, restarting the count each period.
+def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None, *, count_attribute: str,
+                        period_attribute: str, period: str = "month", by: int = 1,
+                        now: Optional[datetime] = None) -> int:
+    """Count ``by`` events on an existing item of ``model``, restarting the count each period; return the count
+    within the current period.
 
-    The item keeps its count in ``count_attribute`` (a NumberAttribute) and the
-    label of the period it counts in ``period_attribute`` (a
-    UnicodeAttribute), e.g. ``request_count`` and ``active_period`` on an API
-    key. Returns the count within the current period, ``by`` included.
-
-    The first request adds ``by`` if the stored period is the current one;
-    else a second sets the count to ``by`` and the period to the current one,
-    on the condition that the stored period is still older, so of two
-    processes that reset at once only one wins and the other adds. No event is
-    lost or counted twice, also when botocore resends a request whose answer
-    was lost (marked as :meth:`NextId.increment` marks its own).
+    The item keeps its count in ``count_attribute`` (a NumberAttribute) and
+    its period's label in ``period_attribute`` (a UnicodeAttribute), e.g.
+    ``request_count`` and ``active_period`` on an API key. An update adds
+    within the stored period, or resets an older one (one of two racing
+    resets wins, the other adds). No event is lost or counted twice, also when
+    botocore resends a request (see :meth:`NextId.increment`).
 
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
     :raises OutOfBoundsError: ``by`` has more than 38 digits
     :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
-    :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute (not the version), or
-        ``period_attribute`` a UnicodeAttribute, of the model outside its key; ``model`` is not a model class,
-        or the key does not fit its schema (no hash key, a range key it lacks or misses); ``now`` is not a datetime
+    :raises ConfigurationError: the attributes are not a NumberAttribute and a UnicodeAttribute of ``model``
+        outside its key (nor its version); ``model`` is no model class, the key does not fit it, or ``now`` is no
+        datetime
     """
     _check_item(model, hash_key, range_key)
     check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",

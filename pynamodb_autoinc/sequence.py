@@ -1,5 +1,5 @@
-"""A sequence's definition: start, step, bounds and cycling, as PostgreSQL's ``CREATE SEQUENCE`` has them; and the
-library's one parser of stored numbers. The counter item records its sequence (``NextOptions``)."""
+"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE`` has it; the one parser of stored
+numbers."""
 
 from __future__ import annotations
 
@@ -12,17 +12,13 @@ from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedE
 #: The bounds of PostgreSQL's bigint sequences, the defaults here too.
 BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1
-
 #: Integers up to 38 digits are stored exactly by DynamoDB.
 NUMBER_LIMIT = 10**38
-
-# DynamoDB keeps 38 significant digits; the default context's 28 would round two numbers into one
-_EXACT = Context(prec=100)
+_EXACT = Context(prec=100)  # DynamoDB keeps 38 digits; the default context's 28 would round two numbers into one
 
 
 def number_text(value: Any) -> Optional[str]:
-    """A finite number as DynamoDB stores it, as text (``7.0`` is ``"7"``, ``1e20`` is
-    ``"100000000000000000000"``, ``-0`` is ``"0"``); None for anything else, bools included."""
+    """A finite number as DynamoDB stores it (``7.0``: ``"7"``, ``1e2``: ``"100"``); None for others and bools."""
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
         number = Decimal(str(value))
         if number.is_finite():
@@ -36,8 +32,7 @@ def is_int(value: Any) -> bool:
 
 
 def number(text: Any) -> Optional[Decimal]:
-    """The number a DynamoDB number's text holds (``"7"``, ``"2.50"``, ``"1E+2"``), exactly; None when it is no
-    finite number."""
+    """The number a DynamoDB number's text holds (``"2.50"``, ``"1E+2"``), exactly; None for no finite number."""
     try:
         value = Decimal(text)
     except (ArithmeticError, TypeError, ValueError):
@@ -46,27 +41,22 @@ def number(text: Any) -> Optional[Decimal]:
 
 
 def integer(text: Any) -> Optional[int]:
-    """The integer a DynamoDB number's text holds (``"7"``, ``"7.0"``, ``"7E+2"``); None for a fraction or no
-    number."""
+    """The integer a DynamoDB number's text holds (``"7.0"``, ``"7E+2"``); None for a fraction or no number."""
     value = number(text)
     return int(value) if value is not None and value == value.to_integral_value() else None
 
 
-#: How the errors of :meth:`SequenceOptions.of` name each option: as a model's ``Meta`` spells it.
+#: How errors name each option: as a model's ``Meta`` spells it (:meth:`SequenceOptions.of`), or as a field.
 _META_NAMES = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step", "minimum": "Meta.autoinc_min",
                "maximum": "Meta.autoinc_max", "cycle": "Meta.autoinc_cycle"}
-#: How the errors of ``SequenceOptions(...)`` built directly name each field.
 _FIELD_NAMES = {name: f"SequenceOptions.{name}" for name in _META_NAMES}
 _LEFT_OUT = "a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down"
 
 
 def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
            defaults: bool) -> Tuple[int, int, int]:
-    """The start and bounds (``start, minimum, maximum``) of a sequence PostgreSQL's ``CREATE SEQUENCE`` would
-    take; with ``defaults``, a start or bound of None takes PostgreSQL's default.
-
-    :raises ConfigurationError: naming the option (as ``names`` spells it) and the fix
-    """
+    """``(start, minimum, maximum)`` of a sequence ``CREATE SEQUENCE`` takes, with ``defaults`` for None; else
+    a ConfigurationError naming the option (as ``names`` spells it) and the fix."""
     for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
         optional = defaults and name != "step"
         if not is_int(value) and not (optional and value is None):
@@ -95,11 +85,8 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
 
 @dataclass(frozen=True)
 class SequenceOptions:
-    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``.
-
-    Build it with :meth:`of`, which fills in PostgreSQL's defaults and checks
-    the combination.
-    """
+    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``;
+    :meth:`of` fills in PostgreSQL's defaults."""
 
     start: int = 1
     step: int = 1
@@ -108,20 +95,15 @@ class SequenceOptions:
     cycle: bool = False
 
     def __post_init__(self) -> None:
-        """A sequence built directly is checked as :meth:`of` checks one (with no defaults to fill in)."""
         _check(_FIELD_NAMES, self.start, self.step, self.minimum, self.maximum, self.cycle, defaults=False)
 
     @classmethod
     def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
            maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
-        """A checked sequence; bounds and start left out take PostgreSQL's defaults.
+        """A checked sequence with PostgreSQL's defaults: going up, bounds 1..2**63-1 and the start at the
+        minimum; going down, -2**63..-1 and the start at the maximum.
 
-        Ascending (``step > 0``): ``minimum`` 1, ``maximum`` 2**63 - 1.
-        Descending: ``minimum`` -2**63, ``maximum`` -1. The start defaults to
-        ``minimum`` going up and to ``maximum`` going down.
-
-        :raises ConfigurationError: a value is not an int, ``step`` is 0, the
-            bounds are crossed, or ``start`` lies outside them
+        :raises ConfigurationError: a value is not an int, ``step`` is 0, the bounds cross, or the start is outside
         """
         first, low, high = _check(_META_NAMES, start, step, minimum, maximum, cycle, defaults=True)
         return cls(first, step, low, high, cycle)
@@ -137,7 +119,7 @@ class SequenceOptions:
 
     @property
     def restart_value(self) -> int:
-        """Where a cycle starts again: ``minimum`` going up, ``maximum`` going down (as in PostgreSQL)."""
+        """Where a cycle starts again: ``minimum`` going up, ``maximum`` going down."""
         return self.minimum if self.step > 0 else self.maximum
 
     @property
@@ -155,11 +137,8 @@ class SequenceOptions:
         return (self.end - following) // self.step + 1 if self.contains(following) else 0
 
     def following(self, key: str, last: Optional[int]) -> int:
-        """The value after ``last`` (the start when None), wrapping with ``cycle``.
-
-        :raises SequenceExhaustedError: the end bound is reached and the sequence does not cycle
-        :raises OutOfBoundsError: ``last`` lies so far behind the start bound that its next value is outside
-        """
+        """The value after ``last`` (the start when None), wrapping with ``cycle``; raises at the end bound without
+        a cycle (:class:`SequenceExhaustedError`), and behind the start bound (:class:`OutOfBoundsError`)."""
         if last is None:
             return self.start
         value = last + self.step
@@ -192,14 +171,12 @@ class SequenceOptions:
         return [first + self.step * i for i in range(count)]
 
     def on_sequence(self, value: int) -> bool:
-        """Whether the sequence hands out ``value``: within the bounds, a whole number of steps from the start
-        (or, once a cycle wrapped, from the restart value)."""
+        """Whether the sequence hands out ``value``: in the bounds, whole steps from the start or the restart value."""
         return self.contains(value) and ((value - self.start) % self.step == 0 or (
             self.cycle and (value - self.restart_value) % self.step == 0))
 
     def position(self, value: int) -> Optional[int]:
-        """Where ``value`` stands in the sequence (0: the start, 1: ``start + step``); None when it is no whole
-        number of steps on from the start."""
+        """Where ``value`` stands (0: the start, 1: ``start + step``); None when it is no whole step from the start."""
         position, rest = divmod(value - self.start, self.step)
         return None if rest or position < 0 else position
 
@@ -214,11 +191,8 @@ class SequenceOptions:
         return self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
-        """The part numbered by member ``index`` of ``count`` (a region of a global table): every
-        ``count``-th value, from ``start + index*step``; it does not cycle.
-
-        :raises ConfigurationError: the member's first value lies outside the bounds
-        """
+        """Member ``index`` of ``count`` (a region): every ``count``-th value from ``start + index*step``, no cycle;
+        a ConfigurationError when that start lies outside the bounds."""
         start = self.at(index)
         if not self.contains(start):
             raise ConfigurationError(f"region {index} of {count} would start at {start}, outside the bounds "
@@ -226,8 +200,8 @@ class SequenceOptions:
         return SequenceOptions(start, self.step * count, self.minimum, self.maximum, False)
 
     def check_counter(self, key: str, last: int) -> None:
-        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` lies outside this sequence: past its
-        end bound, or so far behind its start bound that the next value is outside."""
+        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` is past the end bound, or behind the start
+        bound so that its next value is outside."""
         past = last > self.maximum if self.step > 0 else last < self.minimum
         behind = last + self.step < self.minimum if self.step > 0 else last + self.step > self.maximum
         if past or behind:
@@ -259,9 +233,8 @@ class SequenceOptions:
                                    f"{self.maximum}); choose a value within them, or move the bounds first")
 
     def check_member(self, key: str, value: int, *, last: bool) -> None:
-        """Raise :class:`OutOfBoundsError` if ``value`` is off this sequence, region counter ``key``'s
-        subsequence; ``last``: ``value`` is the last value handed out (``start - step``: none yet), else the
-        next."""
+        """Raise :class:`OutOfBoundsError` if ``value`` (the last value handed out with ``last``, else the next) is
+        off region counter ``key``'s subsequence, this sequence."""
         start, step = self.start, self.step
         if self.position(value + step if last else value) is not None:
             return
@@ -292,7 +265,7 @@ class SequenceOptions:
             return None
 
     def differences(self, other: SequenceOptions) -> List[str]:
-        """What differs from ``other``: ``"max 100 (here 200)"`` where ``other`` has 100 and this sequence 200."""
+        """What differs from ``other``: ``"max 100 (here 200)"`` where ``other`` has 100."""
         names = (("start", "start"), ("step", "step"), ("minimum", "min"), ("maximum", "max"), ("cycle", "cycle"))
         return [f"{label} {getattr(other, name)} (here {getattr(self, name)})"
                 for name, label in names if getattr(self, name) != getattr(other, name)]
