@@ -148,8 +148,6 @@ class NextId(Model):
             raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False; "
                                      "nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
-        if seq.cycle and count > seq.size and not partial:
-            raise seq.too_many(key, count)  # a wrap could never give them all at once
         return _transport.drive(Reserve(cls, key, count, seq, partial))
 
     @classmethod
@@ -647,11 +645,6 @@ class _Writer:
         #: Per counter item: the idle writers' attributes seen on it and the numbers they held.
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
 
-    def next_seq(self) -> Tuple[int, int]:
-        now_ms = int(_budget.clock.now().timestamp() * 1000)
-        self.last = max(self.last + 1, now_ms)
-        return self.last, now_ms
-
     def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
         """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
         idle = [(name, raw) for name, raw in item.items()
@@ -685,7 +678,8 @@ class Once(_transport.Exchange[Dict[str, Any]]):
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
                  send: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
         self.writer = _this_writer()
-        self.seq, self.now_ms = self.writer.next_seq()
+        self.now_ms = int(_budget.clock.now().timestamp() * 1000)
+        self.seq = self.writer.last = max(self.writer.last + 1, self.now_ms)  # above every earlier one
         self.where, self.what, self.build, self.transmit = where, what, build, send
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
