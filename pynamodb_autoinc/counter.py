@@ -141,8 +141,7 @@ class NextId(Model):
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
         if not is_int(count) or count < 1:
-            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing was "
-                                   "taken")
+            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
         if not isinstance(partial, bool):
             raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False; "
@@ -156,9 +155,9 @@ class NextId(Model):
         """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did. With
         ``sequence``, the counter must record those options (or none), and records them. Values must be ints
         (:class:`OutOfBoundsError`)."""
-        call, rule = f"compare_and_set({key!r}, {expected!r}, {value!r})", "the values must be ints (expected: or None)"
-        check_int(call, expected, optional=True, rule=rule)
-        check_int(call, value, rule=rule)
+        call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
+        check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
+        check_int(call, value, rule="the values must be ints")
         check_sequence(call, sequence, optional=True)
         actions, condition = cls._swap(expected, value, sequence)
         try:

@@ -79,7 +79,8 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
         side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
         raise ConfigurationError(
             f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could never "
-            f"hand it out; move the start into {low}..{high}, or set {names[name]} ({_LEFT_OUT})")
+            f"hand it out; move the start into {low}..{high}, or set {names[name]} ("
+            + (_LEFT_OUT if defaults else "or use SequenceOptions.of, which fills in PostgreSQL's defaults") + ")")
     return first, low, high
 
 
@@ -223,8 +224,8 @@ class SequenceOptions:
         """The error for one request numbering more items than one pass of the sequence holds."""
         return SequenceExhaustedError(
             f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
-            f"({self.minimum}..{self.maximum}, step {self.step}); nothing was spent. Save fewer at once, or widen "
-            "the bounds")
+            f"({self.minimum}..{self.maximum}, step {self.step}), so one would repeat; nothing was spent. Save fewer "
+            "at once, or widen the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""
