@@ -143,10 +143,9 @@ class _InPeriod(_transport.Exchange[int]):
         except UpdateError as exc:
             if error_code(exc) != "ValidationException":
                 raise
-            raise CounterValueError(
-                f"{self.name}: DynamoDB refused to count: {self.count.attr_name} would pass the 38 digits a number "
-                f"holds, or holds no number ({exc.cause_response_message}); nothing was counted. Set it to a number "
-                "within the limit", exc) from exc
+            raise CounterValueError(f"{self.name}: {self.count.attr_name} would pass 38 digits, or holds no number "
+                                    f"({exc.cause_response_message}); nothing was counted. Set it to a number within "
+                                    "the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
         """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
