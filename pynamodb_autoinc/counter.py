@@ -524,8 +524,8 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     """A counter model keeping counter ``key`` in ``model``'s own table, as the item of hash key ``"__autoinc__#" +
     key`` (and range key, if any, ``"__autoinc__"`` or ``0``)."""
     hash_attr, range_attr = model._hash_key_attribute(), model._range_key_attribute()
-    if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, (type(None), UnicodeAttribute,
-                                                                                      NumberAttribute)):
+    ranges = (type(None), UnicodeAttribute, NumberAttribute)  # no range key, or one a reserved key fits in
+    if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, ranges):
         raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string hash key and a "
                                  f"string or number range key (if any), not a {type(hash_attr).__name__} and a "
                                  f"{type(range_attr).__name__}; use the NextId table instead")
