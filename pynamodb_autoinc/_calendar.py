@@ -1,8 +1,4 @@
-"""The calendar of periods: labels of years, months and days in UTC, read from the library's clock.
-
-The public face of this module is :mod:`pynamodb_autoinc.periods`; it lives
-here, below the counter, so that the counter can label its periods.
-"""
+"""Period labels (years, months, days in UTC) from the library's clock; public as :mod:`pynamodb_autoinc.periods`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""The ``NextId`` counter model and the requests that move a counter.
-
-One table holds many counters, one item per data-type key::
-
-    {"NextKey": "user",
-     "NextId": 3,                                     # the last value handed out
-     "NextOptions": "start=1 step=1 min=1 max=9223372036854775807 no cycle"}   # its sequence
-
-The requests that read, advance, set and count a counter are built here; a gapless write's swap is built by
-the write engine (:mod:`pynamodb_autoinc._engine`), and the requests of a counter's queue by
-:mod:`pynamodb_autoinc._contention`.
-"""
+"""The ``NextId`` counter model and the requests that read, advance, set and count a counter item
+(docs/architecture.md, "The counter")."""
 
 from __future__ import annotations
 
@@ -54,33 +44,19 @@ _C = TypeVar("_C", bound="NextId")
 
 log = logging.getLogger(__name__)
 
-#: Called with a counter's identity (:meth:`NextId._where`) when it is set by hand (setval, restart, alter,
-#: raise_to), so that what this process holds of it is dropped; :mod:`pynamodb_autoinc.strategies`
-#: registers the function that drops its reserved blocks and remembered values.
+#: Called with a counter's :meth:`NextId._where` when it is set by hand, to drop what this process holds of it.
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
 #: The ``Meta`` settings that decide which endpoint a table is reached through.
-CONNECTION_SETTINGS = (
-    "region",
-    "host",
-    "aws_access_key_id",
-    "aws_secret_access_key",
-    "aws_session_token",
-    "connect_timeout_seconds",
-    "read_timeout_seconds",
-    "max_retry_attempts",
-    "max_pool_connections",
-    "extra_headers",
-)
+CONNECTION_SETTINGS = ("region", "host", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+                       "connect_timeout_seconds", "read_timeout_seconds", "max_retry_attempts",
+                       "max_pool_connections", "extra_headers")
 
 
 class NextId(Model):
-    """The shared counter table: one item per data-type key.
-
-    Subclass it to use another table name or endpoint, and name the subclass
-    in a model's ``Meta.autoinc_counter``. Connection settings that the
-    subclass's ``Meta`` does not set are taken from the model using it.
-    """
+    """The shared counter table: one item per data-type key. Subclass it for another table name or endpoint and
+    name the subclass in a model's ``Meta.autoinc_counter``; connection settings its ``Meta`` does not set are
+    taken from the model using it."""
 
     class Meta:
         table_name = "NextId"
@@ -88,40 +64,32 @@ class NextId(Model):
     next_key = UnicodeAttribute(hash_key=True, attr_name="NextKey")
     next_id = NumberAttribute(null=True, attr_name="NextId")
     ticket = NumberAttribute(null=True, attr_name="NextTicket")
-    """Gapless mode: the last ticket handed to a writer queued on this counter (see
-    :mod:`pynamodb_autoinc._contention`)."""
+    """Gapless mode: the last ticket handed to a writer queued on this counter."""
     served = NumberAttribute(null=True, attr_name="NextServed")
     """The last ticket served: the queue is empty when it equals ``ticket``."""
     options = UnicodeAttribute(null=True, attr_name="NextOptions")
-    """The sequence options the counter runs under (:meth:`SequenceOptions.encode`), recorded by every
-    advance; processes with other options are refused."""
+    """The sequence options the counter runs under (:meth:`SequenceOptions.encode`), recorded by every advance."""
 
     #: The connection settings this class's ``Meta`` sets itself.
     _autoinc_own_settings: frozenset = frozenset()
+    #: What precedes a counter key in its item's hash key, and its range key (counters in a model's own table).
+    _autoinc_prefix = ""
+    _autoinc_range: ClassVar[Optional[str]] = None
+    #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
+    _autoinc_model_spec: ClassVar[Optional[str]] = None
+    #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
+    _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         meta = cls.__dict__.get("Meta")
         if meta is not None and not getattr(cls, "_autoinc_bound", False):
-            # Runs before PynamoDB's metaclass fills in defaults, so what is
-            # on Meta now is what the user wrote.
+            # before PynamoDB's metaclass fills in defaults: what is on Meta now is what the user wrote
             cls._autoinc_own_settings = frozenset(s for s in CONNECTION_SETTINGS if s in vars(meta))
-
-    # -- operations -----------------------------------------------------
-
-    #: What precedes a counter key in its item's hash key (counters kept in a model's own table).
-    _autoinc_prefix = ""
-
-    #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
-    _autoinc_model_spec: ClassVar[Optional[str]] = None
-
-    #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
-    _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
-        """The (hash key, range key) of counter ``key``'s item."""
-        return cls._autoinc_prefix + _counter_key(key), None
+        return cls._autoinc_prefix + _counter_key(key), cls._autoinc_range
 
     @classmethod
     def keys(cls) -> List[str]:
@@ -133,27 +101,18 @@ class NextId(Model):
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
-        """Advance counter ``key`` along ``sequence`` and return the new value, in one request.
+        """Advance counter ``key`` along ``sequence`` (default: the options it records); return the new value.
 
-        A missing counter starts at ``sequence.start``. At the end bound the
-        server refuses to go on: :class:`SequenceExhaustedError` is raised with
-        nothing spent, unless the sequence cycles, when a second request moves
-        the counter back to its restart value (conditional on the value it
-        found, so one writer wraps it). Values are never handed out twice
-        within one pass; a value whose item is never written leaves a gap.
-
-        The counter item records ``sequence`` (``NextOptions``); a counter that
-        records other options raises :class:`SequenceMismatchError`. Without
-        ``sequence``, the options the counter records are followed.
+        One request; a new counter starts at ``sequence.start``. At the end bound :class:`SequenceExhaustedError`
+        is raised with nothing spent, unless the sequence cycles (a second request wraps it). A counter recording
+        other options raises :class:`SequenceMismatchError`.
         """
         return cls._advance(key, sequence, None)
 
     @classmethod
     def _advance(cls, key: str, sequence: Optional[SequenceOptions], conflicts: Optional[Budget]) -> int:
-        """:meth:`nextval`; with ``conflicts`` (a model's budget), a conflict with another region is sent again
-        within it (see :class:`Reserve`)."""
-        # with ``sequence``: the request is the same every time (see Reserve.request), built once per class
-        # and key, and sent at once; a refusal goes on as reserve() goes on after one
+        """:meth:`nextval`, sending a conflict with another region again within ``conflicts`` (a model's budget);
+        the request, the same every time, is built once per class, key and sequence."""
         if not isinstance(sequence, SequenceOptions) or not isinstance(key, str):
             return cls.reserve(key, 1, sequence)[0]  # which checks them
         templates = cls.__dict__.get("_advance_templates")
@@ -161,12 +120,9 @@ class NextId(Model):
         if template is None:
             if not storable(sequence.start - sequence.step):
                 return cls.reserve(key, 1, sequence)[0]
-            if templates is None:
+            if templates is None or len(templates) >= _TEMPLATE_LIMIT:
                 templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
-            elif len(templates) >= _TEMPLATE_LIMIT:
-                templates.clear()
-            template = templates[key, sequence] = _SwapTemplate(
-                Reserve(cls, key, 1, sequence, False).request()[1])
+            template = templates[key, sequence] = _SwapTemplate(Reserve(cls, key, 1, sequence, False).request()[1])
         try:
             data = cls._send_update("advance", key, template.fill((None, 0, None)))
         except Reserve.errors as failure:
@@ -176,65 +132,46 @@ class NextId(Model):
     @classmethod
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
                 partial: bool = False) -> List[int]:
-        """Take ``count`` consecutive values of counter ``key`` with one UpdateItem; they are the caller's alone.
+        """Take ``count`` consecutive values of counter ``key`` in one UpdateItem; they are the caller's alone.
 
-        With ``partial``, fewer than ``count`` values are taken when fewer are
-        left before the end bound; otherwise the request takes all or nothing.
-        A cycling sequence whose end is reached starts again from its restart
-        value (``minimum`` going up, ``maximum`` going down), as PostgreSQL's
-        ``nextval`` does with ``CYCLE``: without ``partial``, values that run
-        past the end go on from the restart value (``[49, 50, 1, 2]`` of
-        1..50), one more request; with ``partial``, only the values before the
-        end are taken, and the next call starts from the restart value. A
-        cycling sequence is never asked for more than one pass holds. Without
-        ``sequence``, the counter follows the options it records (one more
-        read), or the default sequence when it records none.
+        All or nothing; with ``partial``, fewer when fewer are left before the end bound. A cycling sequence goes
+        on from its restart value as PostgreSQL's ``CYCLE`` does: past the end in one more request (``[49, 50, 1,
+        2]`` of 1..50), or with ``partial`` only up to it. Without ``sequence``, the recorded options (one read).
 
         :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
         """
         if not is_int(count) or count < 1:
-            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more, the number "
-                                   "of values to take; nothing was taken")
+            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
         if not isinstance(partial, bool):
-            raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False: "
-                                     "True takes fewer values when fewer are left before the end bound, False (the "
-                                     "default) all or none; nothing was taken")
+            raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False; "
+                                     "nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
-        if seq.cycle and count > seq.size and not partial:
-            raise seq.too_many(key, count)  # a wrap could never give them all at once
         return _transport.drive(Reserve(cls, key, count, seq, partial))
 
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
                         sequence: Optional[SequenceOptions] = None) -> bool:
-        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did.
-
-        With ``sequence``, the counter must record those options (or none), and records them.
-
-        :raises OutOfBoundsError: ``value`` (or ``expected``, unless None) is not an int (nothing is sent)
-        """
+        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did. With
+        ``sequence``, the counter must record those options (or none), and records them. Values must be ints
+        (:class:`OutOfBoundsError`)."""
         call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
-        for number, optional in ((expected, True), (value, False)):
-            check_int(call, number, optional=optional, rule="the values must be ints (expected may be None: no "
-                                                            "value yet)")
+        check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
+        check_int(call, value, rule="the values must be ints")
         check_sequence(call, sequence, optional=True)
         actions, condition = cls._swap(expected, value, sequence)
         try:
-            cls._update("advance", key, actions, condition)
+            cls._send_update("advance", key, cls._update_kwargs(key, actions, condition))
         except _Refused as refused:
             if sequence is not None:
-                cls._refused_value(key, refused.item, sequence)  # raises on other options
+                cls.check_options(key, refused.item, sequence)
             return False
         return True
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
-        """The last value handed out by counter ``key`` (a consistent read), or None.
-
-        Unlike PostgreSQL's session-local ``currval``, this is the counter's
-        value as all processes left it: ``pg_sequences.last_value``.
-        """
+        """The last value counter ``key`` handed out, as all processes left it (a consistent read), or None;
+        PostgreSQL's ``pg_sequences.last_value``, not its session-local ``currval``."""
         return cls._value_in(key, cls._item(key))
 
     @classmethod
@@ -250,46 +187,31 @@ class NextId(Model):
 
     @classmethod
     def _item(cls, key: str) -> Dict[str, Any]:
-        """Counter ``key``'s item as stored (a consistent read; ``{}`` when there is none)."""
+        """Counter ``key``'s item as stored (``{}``: none), by a consistent read."""
         try:
             return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
             raise cls._request_failed("read", key, exc) from exc
 
     @classmethod
-    def _recorded(cls, item: Dict[str, Any]) -> Optional[SequenceOptions]:
-        """The sequence options a counter ``item`` records; None when it records none, or something that is not
-        sequence options (which a repair overwrites)."""
-        text = item.get(cls.options.attr_name, {}).get("S")
-        return None if text is None else SequenceOptions.decode(text)
-
-    @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
                sequence: Optional[SequenceOptions] = None) -> int:
-        """Set counter ``key``, as PostgreSQL's ``setval``: the next value is ``value + step``, or ``value``
-        itself with ``is_called=False``. Returns ``value``, as ``setval`` does.
+        """Set counter ``key`` as PostgreSQL's ``setval``: the next value is ``value + step`` (``value`` with
+        ``is_called=False``); returns ``value``. It must lie within the bounds of ``sequence`` or of the recorded
+        options, which ``sequence`` must match (:meth:`alter` changes them), and for a region counter on its
+        region's subsequence. This process's reserved block of the counter is dropped.
 
-        ``value`` is checked against the bounds of ``sequence`` or, when none
-        is given, of the options the counter records; ``sequence`` must agree
-        with those (change them with :meth:`alter`). This process's reserved
-        block of the counter is dropped, as PostgreSQL drops the session's
-        cached values; other processes use theirs up first. A region counter
-        (``base@region``, with ``Meta.autoinc_regions``) takes only values of
-        its region's subsequence.
-
-        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds, or off a region counter's
-            subsequence
+        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds or off the subsequence
         :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
         :raises SequenceMismatchError: ``sequence`` differs from the recorded options
         """
         call = f"setval({key!r}, {value!r})"
         check_int(call, value)
         if not isinstance(is_called, bool):
-            raise ConfigurationError(f"{call}: is_called must be True or False, not {is_called!r}: True (the "
-                                     "default) makes the next value value + step, False makes it value itself; "
-                                     "nothing was changed")
+            raise ConfigurationError(f"{call}: is_called must be True or False, not {is_called!r} (False: the next "
+                                     "value is value itself); nothing was changed")
         check_sequence(call, sequence, optional=True)
-        item = cls._item(key)  # the value it holds is not read: whatever it is (1.5, a string), it is replaced
+        item = cls._item(key)  # whatever value it holds (1.5, a string) is replaced
         recorded = cls._recorded(item)
         if sequence is not None and recorded is not None and recorded != sequence:
             raise cls._mismatch(key, sequence, recorded.encode())
@@ -299,14 +221,9 @@ class NextId(Model):
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
-        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start).
-
-        Records ``sequence`` on the counter, whatever it recorded before, and replaces whatever value it held
-        (a fraction or a string too).
-
-        :raises OutOfBoundsError: ``value`` is not an int, or lies outside the bounds
-        :raises ConfigurationError: ``sequence`` is not a SequenceOptions
-        """
+        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start);
+        records ``sequence`` and replaces whatever the counter held. Raises :class:`OutOfBoundsError` for a value
+        that is no int or outside the bounds, :class:`ConfigurationError` for a ``sequence`` of another type."""
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
         check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
@@ -317,17 +234,10 @@ class NextId(Model):
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
-        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value.
-
-        Returns the options the counter recorded before (None: none).
-        Refused with :class:`OutOfBoundsError` when the counter lies outside
-        the new bounds (past the end bound, or behind the start bound);
-        restart it instead, with :meth:`restart`.
-        The counter keeps no ``is_called`` flag: after ``setval(n,
-        is_called=False)`` or a restart it holds ``n - step``, so a new step
-        goes on from there (PostgreSQL would hand out ``n``); restart after
-        changing the step.
-        """
+        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value; returns the
+        options recorded before (or None). A value outside the new bounds is refused (:class:`OutOfBoundsError`):
+        :meth:`restart` instead, as after a new step (with no ``is_called`` flag, a counter holds ``n - step``
+        after ``setval(n, is_called=False)`` or a restart, and a new step would go on from there)."""
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         item = cls._item(key)
         last = cls.kept_value(key, item, sequence)
@@ -337,18 +247,14 @@ class NextId(Model):
 
     @classmethod
     def kept_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value :meth:`alter` keeps on counter ``key`` (its ``item`` as read) under the new ``sequence``.
-
-        :raises CounterValueError: the counter holds no integer (restart it instead)
-        :raises OutOfBoundsError: the value lies outside the new bounds (restart it instead)
-        """
+        """The value :meth:`alter` keeps on counter ``key`` (``item`` as read) under ``sequence``; raises if it is no
+        integer (:class:`CounterValueError`) or outside the new bounds (:class:`OutOfBoundsError`)."""
         try:
             last = cls._value_in(key, item)
         except CounterValueError as exc:
             raise CounterValueError(
-                f"counter {key!r} in table {cls.Meta.table_name!r} holds {item[cls.next_id.attr_name]!r}, not an "
-                "integer, so alter cannot keep its value; restart it at the next value to hand out, which records "
-                f"the new options too: {cls._command('restart --model package.module:Model --with N')} (or "
+                f"counter {key!r} holds {item[cls.next_id.attr_name]!r}, not an integer, so alter cannot keep its "
+                f"value; restart it with {cls._command('restart --model package.module:Model --with N')} (or "
                 f"{cls._reached_as()}.restart({key!r}, sequence, N))", exc) from None
         if last is not None:
             sequence.check_counter(key, last)
@@ -357,19 +263,13 @@ class NextId(Model):
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
              item: Dict[str, Any]) -> None:
-        """Write the counter's value and options, if its options attribute is still as in ``item`` (the counter
-        item as read, whatever it holds); forget its blocks.
-
-        :raises OutOfBoundsError: ``value`` (a value before the next, ``n - step``) is one that no DynamoDB
-            number holds (38 digits); the start's is written as no value, which the start follows
-        """
+        """Write the counter's value and options if its options are still as in ``item`` (as read); forget its
+        blocks. The start's ``start - step``, when no DynamoDB number holds it, is written as no value."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
-                raise OutOfBoundsError(
-                    f"counter {key!r} would hold {value} (the value before the next one), which has more digits "
-                    "than a DynamoDB number holds (38); nothing was changed. Choose a next value further from "
-                    "the bound")
-            value = None  # a counter with no value hands out the start next
+                raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), over 38 "
+                                       "digits; nothing was changed. Choose a next value further from the bound")
+            value = None
         attr, options = cls.next_id, cls.options
         actions: List[Any] = [attr.set(value) if value is not None else attr.remove()]
         if sequence is not None:
@@ -381,14 +281,8 @@ class NextId(Model):
             if held is not None and "N" not in held:
                 actions.append(queue.remove())
                 condition &= queue == held
-        # marked as increment's requests are (Once): a resend of an applied set, after its answer was lost,
-        # is refused rather than applied again, which would move back a counter that others advanced since
-        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
         try:
-            once.write(functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, "set", key),
-                       actions, condition, None)
-        except _Resent:
-            pass  # applied before its answer was lost
+            cls._once("set", key, actions, condition)  # a resend must not move back a counter advanced since
         except _Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
@@ -399,35 +293,25 @@ class NextId(Model):
 
     @classmethod
     def _forget(cls, key: str) -> None:
-        """Drop this process's reserved values and remembered value of counter ``key``."""
         for forget in SET_BY_HAND:
             forget(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
-        """Move counter ``key`` forward to ``value`` if it is behind (or unset); never moves it back.
-
-        Forward is the direction of ``step``: a positive step raises a lower
-        counter to ``value`` and never lowers it; a negative step lowers a
-        higher counter to ``value`` and never raises it. Safe while other
-        processes allocate: the update is conditional on the counter being
-        behind ``value``. Returns whether it was moved; when it was, this
-        process's reserved block of the counter is dropped.
-
-        :raises OutOfBoundsError: ``value`` or ``step`` is not an int, or ``step`` is 0 (nothing is sent)
-        """
+        """Move counter ``key`` forward (in the direction of ``step``) to ``value`` if it is behind or unset, never
+        back, so it is safe while others allocate; returns whether it moved (then this process's block of it is
+        dropped). ``value`` or ``step`` not an int, or ``step`` 0: :class:`OutOfBoundsError`, nothing sent."""
         call = f"raise_to({key!r}, {value!r}, step={step!r})"
         check_int(call, value)
         check_int(call, step, rule="step must be an int, the sequence's step")
         if step == 0:
-            raise OutOfBoundsError(f"{call}: step must not be 0; it gives the direction the counter moves forward "
-                                   "in (the sequence's step, e.g. Model.autoinc_options().step); nothing was changed")
+            raise OutOfBoundsError(f"{call}: step must not be 0; pass the sequence's step "
+                                   "(Model.autoinc_options().step); nothing was changed")
         attr = cls.next_id
-        # is_type(): a counter holding no number is not behind (DynamoDB compares values of one type only; moto
-        # would compare a bool with a number)
+        # is_type(): a counter holding no number is not behind (moto would compare a bool with a number)
         behind = attr.is_type() & ((attr < value) if step > 0 else (attr > value))
         try:
-            cls._update("raise", key, [attr.set(value)], attr.does_not_exist() | behind)
+            cls._send_update("raise", key, cls._update_kwargs(key, [attr.set(value)], attr.does_not_exist() | behind))
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
@@ -436,19 +320,8 @@ class NextId(Model):
         return True
 
     @classmethod
-    def _update(cls, verb: str, key: str, actions: List[Any], condition: Any,
-                return_values: Optional[str] = None) -> Dict[str, Any]:
-        """Send one UpdateItem that would ``verb`` counter ``key`` (:meth:`_send_update`)."""
-        return cls._send_update(verb, key, cls._update_kwargs(key, actions, condition, return_values))
-
-    @classmethod
     def _send_update(cls, verb: str, key: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send an UpdateItem of counter ``key``'s.
-
-        A failed condition raises :class:`_Refused` with the item as it was.
-        Any other failure raises the library's error, a
-        :class:`CounterValueError` when the counter holds no number.
-        """
+        """:func:`send_update`, raising the library's error on any failure but a failed condition."""
         try:
             return send_update(cls._get_connection().connection, kwargs)
         except UpdateError as exc:
@@ -457,39 +330,52 @@ class NextId(Model):
             raise cls._request_failed(verb, key, exc) from exc
 
     @classmethod
-    def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value of a counter item that refused an update; raises if it records other options."""
-        cls.check_options(key, item, sequence)
-        return cls._value_in(key, item)
+    def _once(cls, verb: str, key: str, actions: List[Any], condition: Any,
+              return_values: Optional[str] = None) -> Dict[str, Any]:
+        """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer, or
+        the item as it is now when an earlier send was applied."""
+        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}",
+                    functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, verb, key))
+        once.aim(actions, condition, return_values)
+        try:
+            return _transport.drive(once)
+        except _Resent as resent:
+            return {"Attributes": resent.item}
 
     @classmethod
     def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
         """Raise :class:`SequenceMismatchError` if the raw counter ``item`` records other options than ``sequence``."""
         raw = item.get(cls.options.attr_name)
-        if raw is not None and raw.get("S") != sequence.encode():
-            # something that is no text (a number put by hand) is other options too: the condition refused it
+        if raw is not None and raw.get("S") != sequence.encode():  # a number put by hand is other options too
             raise cls._mismatch(key, sequence, raw.get("S", json.dumps(raw)))
 
     @classmethod
     def _value_in(cls, key: str, item: Dict[str, Any]) -> Optional[int]:
         raw = item.get(cls.next_id.attr_name)
-        if raw is None:
-            return None
-        value = integer(raw.get("N"))
-        if value is None:
-            raise cls._not_a_number(key, None, raw)
+        value = None if raw is None else integer(raw.get("N"))
+        if value is None and raw is not None:
+            raise cls._not_a_number(key, raw)
         return value
 
     @classmethod
-    def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
+    def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
+        count = cls._value_in(key, item)
+        if count is None:
+            raise cls._not_a_number(key, None)
+        return count
+
+    @classmethod
+    def _recorded(cls, item: Dict[str, Any]) -> Optional[SequenceOptions]:
+        """The sequence options a counter ``item`` records; None for none, or for what is no sequence options."""
         text = item.get(cls.options.attr_name, {}).get("S")
-        if text is None:
-            return None
-        found = SequenceOptions.decode(text)
-        if found is None:
-            raise CounterValueError(f"counter {key!r} in table {cls.Meta.table_name!r} records options {text!r}, "
-                                    "which are not sequence options; record a model's with "
-                                    "`pynamodb-autoinc alter --model package.module:Model`")
+        return None if text is None else SequenceOptions.decode(text)
+
+    @classmethod
+    def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
+        text, found = item.get(cls.options.attr_name, {}).get("S"), cls._recorded(item)
+        if text is not None and found is None:
+            raise CounterValueError(f"counter {key!r} records options {text!r}, which are no sequence options; "
+                                    "record a model's with `pynamodb-autoinc alter --model package.module:Model`")
         return found
 
     @classmethod
@@ -497,10 +383,9 @@ class NextId(Model):
         other = SequenceOptions.decode(recorded)
         differs = ", ".join(sequence.differences(other)) if other is not None else f"{recorded!r}"
         return SequenceMismatchError(
-            f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. "
-            "Every model and process sharing a counter must agree on them. If the options were changed on "
-            f"purpose, record the new ones with {cls._command('alter --model package.module:Model')} (or "
-            f"{cls._reached_as()}.alter(key, sequence)); otherwise make the Meta options agree",
+            f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. Make "
+            f"the Meta options of every model sharing it agree, or record new ones on purpose with "
+            f"{cls._command('alter --model package.module:Model')} (or {cls._reached_as()}.alter(key, sequence))",
             recorded=recorded)
 
     @classmethod
@@ -528,74 +413,29 @@ class NextId(Model):
                        return_values: Optional[str] = None) -> Dict[str, Any]:
         hash_key, range_key = cls._item_key(key)
         return cast(Dict[str, Any], cls._get_connection().get_operation_kwargs(
-            hash_key,
-            range_key=range_key,
-            key=KEY,
-            actions=actions,
-            condition=condition,
-            return_values=return_values,
-            return_values_on_condition_failure="ALL_OLD",
-        ))
+            hash_key, range_key=range_key, key=KEY, actions=actions, condition=condition,
+            return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
 
     @classmethod
     def increment(cls, name: str, *, period: Optional[str] = "month", by: int = 1,
                   now: Optional[datetime] = None) -> int:
         """Count ``by`` events on counter ``name`` within the current ``period``; return the count so far.
 
-        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in
-        UTC, labelled with the year) counts in its own item, so a new period
-        starts again from ``by``; ``period=None`` counts forever.
-
-        Exact when botocore resends a request whose answer was lost: each
-        writer (a thread of a process) keeps its last sequence number in its
-        own attribute of the counter item, ``NextW_<writer id>``. Every call
-        takes a new, larger number (the time in milliseconds, or one more than
-        the last) and sends ``ADD NextId :by SET NextW_<id> = :seq`` on the
-        condition that the attribute is missing or below ``:seq``. A resend of
-        an applied request fails that condition; the old item it returns holds
-        ``:seq``, so the call counts as done and returns the stored count
-        (ours included, and any counted since).
-
-        Writer attributes unchanged for an hour (:data:`WRITER_IDLE_MS`) are
-        removed: every :data:`PRUNE_EVERY` calls a writer asks for the whole
-        item, and its next update of that counter removes up to
-        :data:`PRUNE_MAX` idle writers' attributes, each on the condition that
-        it still holds the number seen. Should one of them have counted since,
-        the update is sent once more without the removals. This is safe while
-        the writers' clocks agree to within that hour. The item holds one small
-        attribute per writer active in the last hour; reads of the counter
-        (:meth:`current`, :meth:`currval`, the command line) ignore them.
-        :func:`pynamodb_autoinc.periods.increment_in_period` counts the same way
-        (:class:`Once`).
-
-        :raises CounterValueError: ``by`` is not an int
+        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year) counts in
+        its own item; ``period=None`` counts forever. Exact when botocore resends a request whose answer was lost
+        (docs/architecture.md, "The counter"). ``by`` must be an int (:class:`CounterValueError`).
         """
-        check_by(f"{cls.__name__}.increment({name!r}, by={by!r})", by)
+        check_int(f"{cls.__name__}.increment({name!r}, by={by!r})", by, rule="by must be an int",
+                  error=CounterValueError)
         key = name if period is None else f"{name}#{periods.label(period, now)}"
-        once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}")
-        try:
-            data = once.write(functools.partial(cls._update_kwargs, key),
-                             functools.partial(cls._send_update, "increment", key), [cls.next_id.add(by)], None,
-                             UPDATED_NEW)
-        except _Resent as resent:
-            return cls._count_in(key, resent.item)
+        data = cls._once("increment", key, [cls.next_id.add(by)], None, UPDATED_NEW)
         return cls._count_in(key, data.get("Attributes", {}))
-
-    @classmethod
-    def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
-        """The count an UpdateItem answer (or a returned old item) shows."""
-        count = cls._value_in(key, item)
-        if count is None:
-            raise cls._not_a_number(key, None, None)
-        return count
 
     @classmethod
     def _where(cls, key: str) -> Tuple[Any, ...]:
         """What tells counter ``key``'s item apart from every other counter item this process reaches."""
-        # Meta.region None is the region botocore resolves (as a model bound to that region names it), so
-        # NextId.setval() drops the block a model bound to the same endpoint reserved
         region = getattr(cls.Meta, "region", None)
-        if region is None:
+        if region is None:  # the region botocore resolves, as a model bound to that region names it
             with contextlib.suppress(NoRegionError):  # no request can be sent either; it reports the error
                 region = cls._get_connection().connection.client.meta.region_name
         return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
@@ -603,45 +443,33 @@ class NextId(Model):
     @classmethod
     def current(cls, name: str, *, period: Optional[str] = "month",
                 now: Optional[datetime] = None) -> Optional[int]:
-        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`, whose default
-        it shares), or None."""
+        """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
-    # -- errors ---------------------------------------------------------
-
     @classmethod
-    def _not_a_number(cls, key: str, cause: Optional[Exception], raw: Any = "non-number") -> CounterValueError:
+    def _not_a_number(cls, key: str, raw: Any) -> CounterValueError:
         return CounterValueError(
-            f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; "
-            f"set it to the largest ID in use with {cls._reached_as()}.setval({key!r}, N), or from the command "
-            f"line with {cls._command(f'set N --key {key}')}",
-            cause,
-        )
+            f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; set it to the largest "
+            f"ID in use with {cls._reached_as()}.setval({key!r}, N), or {cls._command(f'set N --key {key}')}")
 
     @classmethod
     def _request_failed(cls, verb: str, key: str, exc: PynamoDBException) -> AutoIncrementError:
-        if error_code(exc) == "ResourceNotFoundException":
-            table = cls.Meta.table_name
-            model = cls._autoinc_model_spec
-            if model is not None:
-                return CounterTableMissingError(
-                    f"table {table!r}, which keeps the counters of {model} (Meta.autoinc_counter_in_table), does "
-                    "not exist; create the model's table", exc)
-            reached = cls._reached_as()
-            made = f"{reached}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)" if reached == cls.__name__ \
-                else "pynamodb_autoinc.testing.create_counter_table(Model), Model being the model that uses it"
-            return CounterTableMissingError(
-                f"counter table {table!r} does not exist; create it with {made}, or from the command line with "
-                f"{cls._command('create-table')}",
-                exc,
-            )
-        return CounterError(f"could not {verb} counter {key!r} in table {cls.Meta.table_name!r}: {exc}", exc)
+        table, model = cls.Meta.table_name, cls._autoinc_model_spec
+        if error_code(exc) != "ResourceNotFoundException":
+            return CounterError(f"could not {verb} counter {key!r} in table {table!r}: {exc}", exc)
+        if model is not None:
+            return CounterTableMissingError(f"table {table!r}, which keeps the counters of {model} "
+                                            "(Meta.autoinc_counter_in_table), does not exist; create it", exc)
+        reached = cls._reached_as()
+        made = f"{reached}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)" if reached == cls.__name__ \
+            else "pynamodb_autoinc.testing.create_counter_table(Model), Model being the model that uses it"
+        return CounterTableMissingError(
+            f"counter table {table!r} does not exist; create it with {made}, or {cls._command('create-table')}", exc)
 
     @classmethod
     def _reached_as(cls) -> str:
-        """How code names this counter table: the class's name when that class, as its user wrote it, reaches
-        the same table on the same endpoint; else ``Model.autoinc_options().counter`` (a class bound to a
-        model's ``Meta.host`` or region, which the user's class would not reach)."""
+        """How code names this counter table: the class's name if the class as its user wrote it reaches the same
+        table on the same endpoint, else ``Model.autoinc_options().counter``."""
         own: Any = next(c for c in cls.__mro__ if not c.__dict__.get("_autoinc_bound"))
         default = os.environ.get("AWS_DEFAULT_REGION")  # where a Meta without a region is reached
         same = getattr(own.Meta, "host", None) == getattr(cls.Meta, "host", None) and \
@@ -651,34 +479,24 @@ class NextId(Model):
 
     @classmethod
     def _command(cls, command: str) -> str:
-        """``pynamodb-autoinc COMMAND`` in backticks, with the options that reach this counter table (named after
-        it, in parentheses: ``(with --host URL --region R --table T)``)."""
+        """``pynamodb-autoinc COMMAND`` in backticks, with the options that reach this counter table."""
         model = cls._autoinc_model_spec
         if model is not None:  # counters in a model's table: the command line finds them through the model
             command = command.replace("package.module:Model", model)
             return f"`pynamodb-autoinc {command}{'' if '--model' in command else f' --model {model}'}`"
-        options: List[str] = []
-        for option, value in (("--host", getattr(cls.Meta, "host", None)),
-                              ("--region", getattr(cls.Meta, "region", None))):
-            options += [option, str(value)] if value else []
+        options = [f"{option} {value}" for option, value in (("--host", getattr(cls.Meta, "host", None)),
+                                                             ("--region", getattr(cls.Meta, "region", None))) if value]
         if cls.Meta.table_name != NextId.Meta.table_name:
-            options += ["--table", cls.Meta.table_name]
+            options.append(f"--table {cls.Meta.table_name}")
         return f"`pynamodb-autoinc {command}`" + (f" (with {' '.join(options)})" if options else "")
 
 
 def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
-    """``counter`` as reached with ``model``'s connection settings.
-
-    Settings that ``counter``'s own ``Meta`` sets win; the others come from
-    ``model.Meta``. Returns ``counter`` itself when nothing differs.
-    """
-    overrides = {
-        name: getattr(model.Meta, name)
-        for name in CONNECTION_SETTINGS
-        if name not in counter._autoinc_own_settings
-        and hasattr(model.Meta, name)
-        and getattr(model.Meta, name) != getattr(counter.Meta, name, None)
-    }
+    """``counter`` as reached with ``model``'s connection settings, where ``counter``'s own ``Meta`` sets none;
+    ``counter`` itself when nothing differs."""
+    overrides = {name: getattr(model.Meta, name) for name in CONNECTION_SETTINGS
+                 if name not in counter._autoinc_own_settings and hasattr(model.Meta, name)
+                 and getattr(model.Meta, name) != getattr(counter.Meta, name, None)}
     return rebind(counter, overrides) if overrides else counter
 
 
@@ -686,18 +504,14 @@ def rebind(counter: Type[_C], settings: Dict[str, Any]) -> Type[_C]:
     """A subclass of ``counter`` whose ``Meta`` sets these connection ``settings``; one class per distinct
     settings, with a connection of its own."""
     key = (counter, tuple(sorted((k, repr(v)) for k, v in settings.items())))
-    bound = _BOUND.get(key)
-    if bound is None:
+    if key not in _BOUND:
         meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **settings})
-        bound = cast(Type[_C], type(counter.__name__, (counter,), {
-            "Meta": meta,
-            "__module__": counter.__module__,
-            "__qualname__": counter.__qualname__,
+        _BOUND[key] = type(counter.__name__, (counter,), {
+            "Meta": meta, "__module__": counter.__module__, "__qualname__": counter.__qualname__,
             "_autoinc_bound": True,
             "_connection": None,  # not the connection ``counter`` may have cached with its own settings
-        }))
-        _BOUND[key] = bound
-    return bound
+        })
+    return cast(Type[_C], _BOUND[key])
 
 
 _BOUND: Dict[Any, Any] = {}
@@ -707,75 +521,128 @@ RESERVED_PREFIX = "__autoinc__#"
 
 
 def in_table_counter(model: Type[Model]) -> Type[NextId]:
-    """A counter model whose items live in ``model``'s own table, under reserved keys.
-
-    Counter ``key`` is the item whose hash key is ``"__autoinc__#" + key`` (and
-    whose range key, if the table has one, is ``"__autoinc__"`` or ``0``).
-    """
-    hash_attr = model._hash_key_attribute()
-    if not isinstance(hash_attr, UnicodeAttribute):
-        raise ConfigurationError(
-            f"{model.__name__}: Meta.autoinc_counter_in_table needs a string hash key to reserve a counter key "
-            f"in, but {model._hash_keyname!r} is a {type(hash_attr).__name__}; use the NextId table instead"
-        )
+    """A counter model keeping counter ``key`` in ``model``'s own table, as the item of hash key ``"__autoinc__#" +
+    key`` (and range key, if any, ``"__autoinc__"`` or ``0``)."""
+    hash_attr, range_attr = model._hash_key_attribute(), model._range_key_attribute()
+    ranges = (type(None), UnicodeAttribute, NumberAttribute)  # no range key, or one a reserved key fits in
+    if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, ranges):
+        raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string hash key and a "
+                                 f"string or number range key (if any), not a {type(hash_attr).__name__} and a "
+                                 f"{type(range_attr).__name__}; use the NextId table instead")
     attrs: Dict[str, Any] = {"next_key": UnicodeAttribute(hash_key=True, attr_name=hash_attr.attr_name)}
-    range_attr = model._range_key_attribute()
-    range_value: Any = None
     if range_attr is not None:
-        if isinstance(range_attr, UnicodeAttribute):
-            range_value = RESERVED_PREFIX.rstrip("#")
-        elif isinstance(range_attr, NumberAttribute):
-            range_value = "0"  # serialized, as the connection layer takes keys
-        else:
-            raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string or number "
-                                     f"range key, not a {type(range_attr).__name__}")
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
+        attrs["_autoinc_range"] = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized
     settings = {s: getattr(model.Meta, s) for s in CONNECTION_SETTINGS if hasattr(model.Meta, s)}
-    meta = type("Meta", (), {"table_name": model.Meta.table_name, **settings})
-
-    def _item_key(cls: Type[NextId], key: str) -> Tuple[str, Any]:
-        return RESERVED_PREFIX + _counter_key(key), range_value
-
     return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
-        "Meta": meta,
+        "Meta": type("Meta", (), {"table_name": model.Meta.table_name, **settings}),
         "__module__": model.__module__,
         "_autoinc_bound": True,
         "_autoinc_model_spec": f"{model.__module__}:{model.__qualname__}",
         "_connection": None,  # not a connection NextId cached for another endpoint
         "_autoinc_prefix": RESERVED_PREFIX,
-        "_item_key": classmethod(_item_key),
         **attrs,
     }))
 
 
-# -- the writers of increment() -------------------------------------------------
+#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
 
-#: The name of a writer's attribute on a counter item it counts on: this, then the writer id.
+
+def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
+    """Refuse another region's value for a region counter (``base@us-east-1``, a subsequence with a step past 1);
+    any other key holding ``@`` (``x@example.com``) is an ordinary counter."""
+    base, at, region = key.rpartition("@")
+    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
+        sequence.check_member(key, value, last=last)
+
+
+def _counter_key(key: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: a model's "
+                                 "(Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of your own")
+    return key
+
+
+def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
+    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq`` (given, else the recorded options):
+    ``value``, or ``value - step`` with ``is_called=False``; ``set --dry-run`` shows it."""
+    if seq is None:
+        if not is_called:
+            raise ConfigurationError(f"counter {key!r} records no sequence options, so setval(..., is_called=False) "
+                                     "cannot tell its step; pass sequence=Model.autoinc_options().sequence (on the "
+                                     "command line, --model package.module:Model)")
+        return value
+    seq.check(key, value)
+    check_region_value(key, seq, value, last=is_called)
+    return value if is_called else value - seq.step
+
+
+def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
+              error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
+    """Refuse, before anything is sent, what is no int (None too, unless ``optional``; a bool, a float: nothing
+    is truncated) with ``error``, and an int of more than the 38 digits DynamoDB holds with OutOfBoundsError."""
+    if optional and value is None:
+        return
+    if not is_int(value):
+        raise error(f"{call}: {rule}, not {type(value).__name__} {value!r}; nothing was changed (convert it "
+                    "yourself, e.g. int(...), if rounding is what you mean)")
+    if abs(value) >= NUMBER_LIMIT:
+        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38); "
+                               "nothing was changed")
+
+
+def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
+    if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
+        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, "
+                                 f"not {type(sequence).__name__} {sequence!r}: a model's (Model.autoinc_options()"
+                                 ".sequence), or SequenceOptions.of(start, step, minimum, maximum, cycle)")
+
+
+class _Refused(Exception):
+    """An update's condition failed on ``item`` (as it was) with ``cause``."""
+
+    def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
+        super().__init__()
+        self.item, self.cause = item, cause
+
+
+class _Resent(Exception):
+    """A :class:`Once` request had been applied before; ``item`` is as it is now."""
+
+    def __init__(self, item: Dict[str, Any]) -> None:
+        super().__init__()
+        self.item = item
+
+
+def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Send one UpdateItem that asks for the old item on a failed condition (ALL_OLD), which raises
+    :class:`_Refused` with it; any other failure raises PynamoDB's ``UpdateError``."""
+    try:
+        return _transport.send(connection, UPDATE_ITEM, kwargs)
+    except UpdateError as exc:
+        if error_code(exc) != "ConditionalCheckFailedException":
+            raise
+        raise _Refused(returned_item(exc) or {}, exc) from None
+
+
+# The writers of Once (docs/architecture.md, "The counter"): a writer's attribute is WRITER_PREFIX + its id; one
+# older than WRITER_IDLE_MS is removed; a writer reads the whole item every PRUNE_EVERY calls and removes up to
+# PRUNE_MAX idle writers' attributes in one update.
 WRITER_PREFIX = "NextW_"
-#: A writer attribute holding a sequence number older than this (milliseconds) is removed.
-#: A resend comes within seconds; a writer idle this long counts again as a new one.
 WRITER_IDLE_MS = 3_600_000
-#: A writer asks for the whole counter item, to find idle writers' attributes, once every this many calls.
 PRUNE_EVERY = 64
-#: The most idle writers' attributes one update removes.
 PRUNE_MAX = 20
 
 
 class _Writer:
-    """One thread's identity and sequence numbers when counting with :meth:`NextId.increment`."""
+    """One thread's identity and sequence numbers when counting (:class:`Once`)."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
-        self.last = 0
-        self.calls = 0
+        self.last = self.calls = 0
         #: Per counter item: the idle writers' attributes seen on it and the numbers they held.
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
-
-    def next_seq(self) -> Tuple[int, int]:
-        """A new sequence number, above every earlier one, and the time (ms) it was taken."""
-        now_ms = int(_budget.clock.now().timestamp() * 1000)
-        self.last = max(self.last + 1, now_ms)
-        return self.last, now_ms
 
     def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
         """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
@@ -788,156 +655,38 @@ class _Writer:
             self.idle[where] = idle
 
 
-#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
-_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+def _this_writer() -> _Writer:
+    """This thread's writer, made on its first count (a part of :mod:`._state`: a forked child's are new)."""
+    writers = _state.state.part("writers", threading.local)
+    if not hasattr(writers, "writer"):
+        writers.writer = _Writer()
+    return writers.writer
 
 
-def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse, for a region counter (``base@region``, numbering a subsequence with a step past 1), a value of
-    another region's: the counter would hand out that region's IDs, which replication then overwrites.
-
-    A key is a region counter's when what follows its last ``@`` is a region name (``us-east-1``); a key of
-    your own holding ``@`` otherwise (``a@b``, a scope value ``x@example.com``) is an ordinary counter, which
-    takes any value within its bounds, as a PostgreSQL sequence does.
-
-    :raises OutOfBoundsError: naming the subsequence and the nearest values on it
-    """
-    base, at, region = key.rpartition("@")
-    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
-        sequence.check_member(key, value, last=last)
-
-
-def _counter_key(key: Any) -> str:
-    """``key`` if it can name a counter item: a non-empty string.
-
-    :raises ConfigurationError: naming the key given and what to pass instead
-    """
-    if not isinstance(key, str) or not key:
-        raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: pass the key of a model's "
-                                 "counter (Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of "
-                                 "your own")
-    return key
-
-
-def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
-    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq`` (given, else the recorded options):
-    ``value``, or ``value - step`` with ``is_called=False``; the command line's ``set --dry-run`` shows it.
-
-    :raises ConfigurationError: ``is_called`` is False and there is no ``seq`` to tell the step
-    :raises OutOfBoundsError: ``value`` lies outside the bounds, or off a region counter's subsequence
-    """
-    if seq is None:
-        if not is_called:
-            raise ConfigurationError(
-                f"counter {key!r} records no sequence options, so setval(..., is_called=False) cannot tell its "
-                "step; pass sequence=Model.autoinc_options().sequence (on the command line, name the model "
-                "with --model package.module:Model)")
-        return value
-    seq.check(key, value)
-    check_region_value(key, seq, value, last=is_called)
-    return value if is_called else value - seq.step
-
-
-def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int") -> None:
-    """Refuse, before anything is sent, a counter value that is not an int (None too, unless ``optional``): a
-    bool, a float (7.0 and 7.9 alike: nothing is truncated), a Decimal, a string; or an int of more digits
-    than DynamoDB stores exactly (38), which DynamoDB would refuse (or round).
-
-    :raises OutOfBoundsError: naming the call, the ``rule`` broken and what was given
-    """
-    if optional and value is None:
-        return
-    if is_int(value):
-        if abs(value) < NUMBER_LIMIT:
-            return
-        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38), so "
-                               "no counter can hold it; nothing was changed. Choose a smaller value")
-    raise OutOfBoundsError(f"{call}: {rule}, not {type(value).__name__} {value!r}; a sequence holds whole "
-                           "numbers only, so nothing was changed (convert it yourself, e.g. int(...), if rounding "
-                           "is what you mean)")
-
-
-def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
-    """Refuse a ``sequence`` argument that is not a :class:`SequenceOptions` (None is allowed when ``optional``).
-
-    :raises ConfigurationError: naming what was given and where to get a SequenceOptions
-    """
-    if isinstance(sequence, SequenceOptions) or (optional and sequence is None):
-        return
-    raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
-                             f"{type(sequence).__name__} {sequence!r}; pass a model's (Model.autoinc_options()"
-                             ".sequence) or build one with SequenceOptions.of(start, step, minimum, maximum, cycle)")
-
-
-def check_by(call: str, by: Any) -> None:
-    """Refuse a count step that is not an integer (a bool, a float, a Decimal), before anything is written."""
-    if is_int(by) and not abs(by) < NUMBER_LIMIT:
-        raise OutOfBoundsError(f"{call}: {by} has more digits than a DynamoDB number holds exactly (38); nothing "
-                               "was counted")
-    if not is_int(by):
-        raise CounterValueError(f"{call}: by must be an int, not {type(by).__name__} {by!r}; a count moves in whole "
-                                "steps (and one fraction would leave the stored count no integer), e.g. by=1")
-
-
-class _Refused(Exception):
-    """An update's condition failed; ``item`` is the counter item as the condition saw it, ``cause`` the error."""
-
-    def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
-        super().__init__()
-        self.item = item
-        self.cause = cause
-
-
-class _Resent(Exception):
-    """An increment's request had been applied before: ``item`` is the counter item as it is now."""
-
-    def __init__(self, item: Dict[str, Any]) -> None:
-        super().__init__()
-        self.item = item
+#: :class:`Once` sends once more, at once, when its removal of idle writers' attributes was refused.
+_AGAIN = Budget(attempts=1, seconds=None, backoff=None)
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
-    """One counting call on one item, applied once however often botocore resends its requests.
-
-    The call takes a new sequence number of this thread's writer (see
-    :meth:`NextId.increment`). Each request it sends (:meth:`write`) also sets
-    the writer's attribute on the item to that number, on the condition that
-    the attribute is missing or below it; the first to be applied ends the
-    call, and a resend of it is refused by that condition with the item,
-    which then holds the number: :class:`_Resent`. Every :data:`PRUNE_EVERY`
-    calls the writer asks for the whole item and later removes the idle
-    writers' attributes it saw there.
-    """
+    """One counting call on one item, applied once however often botocore resends its requests: each request
+    also sets this thread's writer attribute to a new sequence number, on the condition that it holds a lower
+    one, so a resend of an applied request is refused with the item: :class:`_Resent`."""
 
     errors = (_Refused,)
 
-    def __init__(self, where: Tuple[Any, ...], what: str) -> None:
+    def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
+                 send: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
         self.writer = _this_writer()
-        self.seq, self.now_ms = self.writer.next_seq()
-        self.where, self.what = where, what
+        self.now_ms = int(_budget.clock.now().timestamp() * 1000)
+        self.seq = self.writer.last = max(self.writer.last + 1, self.now_ms)  # above every earlier one
+        self.where, self.what, self.build, self.transmit = where, what, build, send
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
         self.tries = _AGAIN.tries()
 
-    def write(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
-             send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
-             return_values: Optional[str]) -> Dict[str, Any]:
-        """Send ``build(actions, condition, return_values)``, marked with this call's number, with ``send``.
-
-        ``send`` raises :class:`_Refused` (with the item) on a failed
-        condition. Raises :class:`_Resent` when an earlier request of this call
-        was applied, and :class:`_Refused` when ``condition`` did not hold.
-        """
-        self.aim(build, send, actions, condition, return_values)
-        return _transport.drive(self)
-
-    def aim(self, build: Callable[[List[Any], Any, Optional[str]], Dict[str, Any]],
-            send: Callable[[Dict[str, Any]], Dict[str, Any]], actions: List[Any], condition: Any,
-            return_values: Optional[str]) -> None:
-        """Make ``build(actions, condition, return_values)``, sent with ``send``, the request :meth:`request`
-        marks next (an exchange of several requests, each counting once, aims before each)."""
-        self.build, self.transmit = build, send
+    def aim(self, actions: List[Any], condition: Any, return_values: Optional[str]) -> None:
+        """The next request: ``build(actions, condition, return_values)``, marked."""
         self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -964,10 +713,9 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
             return
         if held_seq is not None and held_seq > self.seq or self.condition is None:
-            raise CounterError(
-                f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds {held}, "
-                f"not below this writer's sequence number {self.seq}; is another process counting under "
-                "the same writer id?", refused.cause) from refused.cause
+            raise CounterError(f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds "
+                               f"{held}, not below this writer's sequence number {self.seq}; is another process "
+                               "counting under the same writer id?", refused.cause) from refused.cause
         raise refused
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
@@ -977,39 +725,15 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         return data
 
 
-#: :meth:`Once.write` sends once more, at once, when its removal of idle writers' attributes was refused.
-_AGAIN = Budget(attempts=1, seconds=None, backoff=None)
-
-
-class _Writers(threading.local):
-    writer: Optional[_Writer] = None
-
-
-def _this_writer() -> _Writer:
-    """This thread's writer, made on its first count. A forked child's threads are new writers (the
-    parent's keep counting under their ids): the writers are a part of :mod:`pynamodb_autoinc._state`."""
-    state = _state.state
-    writers = state.parts.get("writers") or state.part("writers", _Writers)
-    writer = writers.writer
-    if writer is None:
-        writer = writers.writer = _Writer()
-    return writer
-
-
 #: How many requests one reserve() may send before giving up on a counter that keeps moving under it.
 _MOVES = 100
-
-#: :meth:`NextId.reserve`'s tries, each at once: :data:`_MOVES` in all.
 _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
 class Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it.
-
-    With ``conflicts`` (a model's budget), a request refused because another region wrote the counter at the
-    same time (``ReplicatedWriteConflictException``, on a global table in multi-region strong consistency;
-    nothing of it was applied) is sent again within that budget.
-    """
+    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it. With
+    ``conflicts`` (a model's budget), a request refused by a write from another region at the same time
+    (``ReplicatedWriteConflictException``, multi-region strong consistency) is sent again within it."""
 
     errors = (_Refused, CounterError)
 
@@ -1021,26 +745,22 @@ class Reserve(_transport.Exchange[List[int]]):
             count = seq.size
         if abs(seq.step * count) >= NUMBER_LIMIT:
             raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
-                                   "a DynamoDB number holds (38 digits); nothing was taken. Take fewer at once")
+                                   "the 38 digits of a DynamoDB number; nothing was taken. Take fewer at once")
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         self.conflicted = None if conflicts is None else conflicts.tries()
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
+        #: A cycling sequence's values before its end, taken by the wrap that takes ``count`` after it.
         self.tail: List[int] = []
-        """A cycling sequence's values before its end, taken by the wrap that also takes ``count`` from the
-        restart value."""
+        #: The counter holds no value (when no DynamoDB number holds start - step, the start is set apart).
         self.fresh = False
-        """The counter holds no value (a sequence whose start - step no DynamoDB number holds: the counter's
-        value and the start are sent as two requests, not one ``if_not_exists``)."""
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
         span = step * (count - 1)
-        # the counter's last value must leave room for count values within both bounds; a bound beyond what
-        # DynamoDB holds (38 digits) is no bound for a counter value, and DynamoDB refuses to compare with it
+        # room for count values within both bounds; a bound past 38 digits is none (DynamoDB refuses to compare)
         low = max(seq.minimum - (step if step > 0 else step * count), -NUMBER_LIMIT)
         high = min(seq.maximum - (step * count if step > 0 else step), NUMBER_LIMIT)
-        # two comparisons, not BETWEEN: moto's BETWEEN refuses a counter holding 0
-        condition = attr.is_type() & (attr >= low) & (attr <= high)
+        condition = attr.is_type() & (attr >= low) & (attr <= high)  # not BETWEEN: moto's refuses a 0
         fresh = seq.contains(seq.start + span)
         if storable(seq.start - step):
             value = (attr | (seq.start - step)) + step * count
@@ -1061,7 +781,8 @@ class Reserve(_transport.Exchange[List[int]]):
         if not isinstance(refused, _Refused):
             return self._conflict(refused)
         counter, key, seq = self.counter, self.key, self.seq
-        last = counter._refused_value(key, refused.item, seq)
+        counter.check_options(key, refused.item, seq)
+        last = counter._value_in(key, refused.item)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
             self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
             if self.tries.lost():
@@ -1074,7 +795,7 @@ class Reserve(_transport.Exchange[List[int]]):
                 raise seq.exhausted(key, last) from None
             else:
                 if not left:
-                    seq.following(key, last)  # behind the start bound, or at the end of a sequence that does not cycle
+                    seq.following(key, last)  # raises behind the start bound, or at the end without a cycle
                 # the values left before the end, then on from the restart value (a cycle's wrap)
                 tail = seq.values(seq.start if last is None else last + seq.step, left)
                 count = min(self.count, seq.size) - left
@@ -1097,38 +818,20 @@ class Reserve(_transport.Exchange[List[int]]):
         if self.conflicted is None or error_code(exc) != REPLICATED_WRITE_CONFLICT:
             raise exc
         if not self.conflicted.lost():
-            raise ContentionError(
-                f"counter {self.key!r} was written from another region at the same time {self.conflicted.losses} "
-                f"times in a row in {self.conflicted.elapsed:.2f} s ({REPLICATED_WRITE_CONFLICT}); nothing was "
-                "spent. Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)",
-                exc) from exc
+            tries = self.conflicted
+            raise ContentionError(f"counter {self.key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
+                                  f"{tries.losses} times in a row in {tries.elapsed:.2f} s; nothing was spent. Retry "
+                                  "later, or raise Meta.autoinc_timeout (and autoinc_retries)", exc) from exc
         return None
 
     def applied(self, data: Dict[str, Any]) -> List[int]:
-        step, count = self.seq.step, self.count
         top = self.counter._count_in(self.key, data["Attributes"])
-        return self.tail + self.seq.values(top - step * (count - 1), count)
-
-
-def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one UpdateItem that asks for the old item when its condition fails (ALL_OLD).
-
-    A failed condition raises :class:`_Refused` with that item; any other
-    failure, PynamoDB's ``UpdateError``.
-    """
-    try:
-        return _transport.send(connection, UPDATE_ITEM, kwargs)
-    except UpdateError as exc:
-        if error_code(exc) != "ConditionalCheckFailedException":
-            raise
-        raise _Refused(returned_item(exc) or {}, exc) from None
+        return self.tail + self.seq.values(top - self.seq.step * (self.count - 1), self.count)
 
 
 #: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (a ticket's neighbour ``ticket - 1`` too) is
-#: known by what it stands for.
+#: counter value, so that each number in the built request (``ticket - 1`` too) is known by what it stands for.
 _STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-
 #: The most swap templates one counter class keeps.
 _TEMPLATE_LIMIT = 256
 
@@ -1138,8 +841,8 @@ class _SwapTemplate:
 
     def __init__(self, kwargs: Dict[str, Any]) -> None:
         self.kwargs = kwargs
+        #: By expression value name: (which stand-in, the offset from it).
         self.slots: Dict[str, Tuple[int, int]] = {}
-        """By expression value name: (which stand-in, the offset from it)."""
         for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
             whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None
             for which, stand_in in enumerate(_STAND_IN):

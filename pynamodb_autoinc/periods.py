@@ -1,9 +1,6 @@
-"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"``, in UTC.
-
-A period is labelled with its year, so it never collides with the same month
-of another year: ``"2026"``, ``"2026-11"``, ``"2026-11-22"``. Labels sort in
-time order. The time comes from :data:`clock`, which tests can freeze.
-"""
+"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year
+(``"2026"``, ``"2026-11"``, ``"2026-11-22"``; labels sort in time order). The time comes from :data:`clock`, which
+tests can freeze."""
 
 from __future__ import annotations
 
@@ -18,110 +15,79 @@ from pynamodb.models import Model
 from . import _transport
 from ._budget import Budget, Clock, clock
 from ._calendar import PERIODS, check_period, label
-from .counter import Once, _Refused, _Resent, check_by, send_update
+from .counter import Once, _Refused, _Resent, check_int, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
 from .sequence import integer
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
-
-#: Those tries, each at once.
 _FOLLOWING = Budget(attempts=MOVES - 1, seconds=None, backoff=None)
 
 __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
 
 
 def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
-    """The attribute ``name`` of ``model`` that ``option`` names, if it is a ``kind`` outside the key.
+    """The attribute ``name`` of ``model`` that ``option`` names, if it is a ``kind`` outside the key and not the
+    version (a count there would break its optimistic locking); else a ConfigurationError naming those that do."""
+    def fits(attribute: Any) -> bool:
+        return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
+            and not attribute.is_hash_key and not attribute.is_range_key
 
-    :raises ConfigurationError: naming the attributes that would do
-    """
     attribute = model.get_attributes().get(name) if isinstance(name, str) else None
-    if not _fits(attribute, kind):
-        fits = sorted(n for n, a in model.get_attributes().items() if _fits(a, kind))
+    if not fits(attribute):
+        choices = ", ".join(sorted(n for n, a in model.get_attributes().items() if fits(a)))
         raise ConfigurationError(
             f"increment_in_period({model.__name__}, ...): {option}={name!r} must name a {kind.__name__} of "
-            f"{model.__name__} outside its key; {'choose from ' + ', '.join(fits) if fits else 'declare one'}")
+            f"{model.__name__} outside its key; {'choose from ' + choices if choices else 'declare one'}")
     return attribute
 
 
-def _fits(attribute: Any, kind: Type[Attribute]) -> bool:
-    """Whether ``attribute`` can hold a count or a period: a ``kind`` outside the key, and not the version
-    (a count in the ``VersionAttribute`` would break the optimistic locking that it is)."""
-    return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
-        and not attribute.is_hash_key and not attribute.is_range_key
-
-
 def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
-    """Refuse a ``model`` that is not a PynamoDB model class, or a key that cannot name one of its items.
-
-    :raises ConfigurationError: naming the argument and what to pass
-    """
+    """Refuse a ``model`` that is not a PynamoDB model class without history, or a key that does not fit it."""
     if not (isinstance(model, type) and issubclass(model, Model)):
         raise ConfigurationError(f"increment_in_period({model!r}, ...): the first argument must be a PynamoDB "
                                  "model class (the model of the item that counts), not an instance or a name")
-    call = f"increment_in_period({model.__name__}, {hash_key!r}"
+    call, ranged = f"increment_in_period({model.__name__}, {hash_key!r}, ...)", model._range_keyname
     if hash_key is None:
-        raise ConfigurationError(f"{call}, ...): hash_key is None; pass the hash key of the item to count")
-    if model._range_keyname is None and range_key is not None:
-        raise ConfigurationError(f"{call}, {range_key!r}, ...): {model.__name__} has no range key; pass the hash "
-                                 "key alone")
-    if model._range_keyname is not None and range_key is None:
-        raise ConfigurationError(f"{call}, ...): {model.__name__} has a range key ({model._range_keyname}); pass "
-                                 "it after the hash key")
+        raise ConfigurationError(f"{call}: hash_key is None; pass the hash key of the item to count")
+    if ranged is None and range_key is not None:
+        raise ConfigurationError(f"{call}: {model.__name__} has no range key; pass the hash key alone")
+    if ranged is not None and range_key is None:
+        raise ConfigurationError(f"{call}: {model.__name__} has a range key ({ranged}); pass it after the hash key")
     if issubclass(model, HistoryMixin):
-        raise HistoryWriteError(f"{call}, ...) would change a {model.__name__} without recording a version in its "
-                                "history (nor the version number); keep the count on a model without "
-                                "HistoryMixin, or count with NextId.increment")
+        raise HistoryWriteError(f"{call} would change a {model.__name__} without recording a version in its "
+                                "history; keep the count on a model without HistoryMixin, or use NextId.increment")
 
 
-def increment_in_period(
-    model: Type[Model],
-    hash_key: Any,
-    range_key: Any = None,
-    *,
-    count_attribute: str,
-    period_attribute: str,
-    period: str = "month",
-    by: int = 1,
-    now: Optional[datetime] = None,
-) -> int:
-    """Count one event on an existing item of ``model``, restarting the count each period.
+def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None, *, count_attribute: str,
+                        period_attribute: str, period: str = "month", by: int = 1,
+                        now: Optional[datetime] = None) -> int:
+    """Count ``by`` events on an existing item of ``model``, restarting the count each period; return the count
+    within the current period.
 
-    The item keeps its count in ``count_attribute`` (a NumberAttribute) and the
-    label of the period it counts in ``period_attribute`` (a
-    UnicodeAttribute), e.g. ``request_count`` and ``active_period`` on an API
-    key. Returns the count within the current period, ``by`` included.
-
-    The first request adds ``by`` if the stored period is the current one.
-    Otherwise the second sets the count to ``by`` and the period to the current
-    one, on the condition that the stored period is still an older one, so of
-    two processes that reset at the same moment only one wins; the loser's
-    event is then added by a third request. No event is ever lost or counted
-    twice, also when botocore resends a request whose answer was lost: the
-    requests of one call carry one sequence number of the thread's writer
-    (as :meth:`NextId.increment` does), in an attribute ``NextW_<writer id>``
-    of the item, so a resend of the request that was applied is recognised
-    and not counted again. Those attributes are removed an hour after their
-    writer's last count.
+    The item keeps its count in ``count_attribute`` (a NumberAttribute) and
+    its period's label in ``period_attribute`` (a UnicodeAttribute), e.g.
+    ``request_count`` and ``active_period`` on an API key. An update adds
+    within the stored period, or resets an older one (one of two racing
+    resets wins, the other adds). No event is lost or counted twice, also when
+    botocore resends a request (see :meth:`NextId.increment`).
 
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
     :raises OutOfBoundsError: ``by`` has more than 38 digits
     :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
-    :raises ConfigurationError: ``count_attribute`` does not name a NumberAttribute (not the version), or
-        ``period_attribute`` a UnicodeAttribute, of the model outside its key; ``model`` is not a model class,
-        or the key does not fit its schema (no hash key, a range key it lacks or misses); ``now`` is not a datetime
+    :raises ConfigurationError: the attributes are not a NumberAttribute and a UnicodeAttribute of ``model``
+        outside its key (nor its version); ``model`` is no model class, the key does not fit it, or ``now`` is no
+        datetime
     """
     _check_item(model, hash_key, range_key)
-    call = f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})"
-    check_by(call, by)
+    check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",
+              error=CounterValueError)
     count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
     stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
-    current = label(period, now)
     exchange = _InPeriod(model, f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key),
-                         (count, stored, period_attribute), current, by)
+                         (count, stored, period_attribute), label(period, now), by)
     try:
         return _transport.drive(exchange)
     except _Resent as resent:
@@ -130,21 +96,23 @@ def increment_in_period(
 
 class _InPeriod(_transport.Exchange[int]):
     """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
-    count again in the period another process reset it to. The updates count once however often botocore
-    resends them (:class:`~pynamodb_autoinc.counter.Once` marks them)."""
+    count again in the period another process reset it to. :class:`~pynamodb_autoinc.counter.Once` marks the
+    updates."""
 
     errors = (_Refused,)
 
     def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], attributes: Tuple[Any, Any, str],
                  current: str, by: int) -> None:
         self.model, self.name, self.keys, self.current, self.by = model, name, keys, current, by
-        meta = model.Meta
-        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name)
         self.count, self.stored, self.period_attribute = attributes
-        self.connection = model._get_connection()
+        self.connection, meta = model._get_connection(), model.Meta
+        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name,
+                         lambda actions, condition, values: self.connection.get_operation_kwargs(
+                             *keys, actions=actions, condition=condition, return_values=values,
+                             return_values_on_condition_failure="ALL_OLD"), self._update)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
-        # a versioned item's version rises with each count, so a save of an instance read before it fails its
-        # version condition instead of writing the old count back
+        # a count raises a versioned item's version, so a save of an instance read before fails instead of
+        # writing the old count back
         version = model._version_attribute_name
         self.versioned = [model.get_attributes()[version].add(1)] if version else []
         self.step, self.tries = 0, _FOLLOWING.tries()
@@ -160,9 +128,7 @@ class _InPeriod(_transport.Exchange[int]):
         else:
             actions = [count.set(self.by), stored.set(current), *self.versioned]
             condition = exists & (stored.does_not_exist() | (stored < current))
-        self.once.aim(lambda actions, condition, values: self.connection.get_operation_kwargs(
-            hash_key, range_key=range_key, actions=actions, condition=condition, return_values=values,
-            return_values_on_condition_failure="ALL_OLD"), self._update, actions, condition, "UPDATED_NEW")
+        self.once.aim(actions, condition, "UPDATED_NEW")
         return self.once.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -171,40 +137,33 @@ class _InPeriod(_transport.Exchange[int]):
         return self._update(kwargs)
 
     def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one update; DynamoDB's refusal of the numbers (a count past 38 digits, or one that is no
-        number) is the library's error."""
+        """Send one update; DynamoDB's refusal of the numbers is the library's error."""
         try:
             return send_update(self.connection.connection, kwargs)
         except UpdateError as exc:
             if error_code(exc) != "ValidationException":
                 raise
-            raise CounterValueError(
-                f"{self.name}: DynamoDB refused to count: {self.count.attr_name} would pass the 38 digits a number "
-                f"holds, or does not hold a number ({exc.cause_response_message}); nothing was counted. Set "
-                f"{self.count.attr_name} to a number within the limit", exc) from exc
+            raise CounterValueError(f"{self.name}: {self.count.attr_name} would pass 38 digits, or holds no number "
+                                    f"({exc.cause_response_message}); nothing was counted. Set it to a number within "
+                                    "the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
-        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`). An update
-        applied by an earlier send raises :class:`_Resent`."""
+        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
         if self.step < 2:
             try:
                 return self.once.failed(refused)  # sent again at once, without the idle writers' attributes
             except _Refused:
                 self.step += 1  # its condition did not hold
                 return None
-        name = self.name
         if not refused.item:
-            raise self.model.DoesNotExist(f"{name} does not exist; create it before counting") from None
+            raise self.model.DoesNotExist(f"{self.name} does not exist; create it before counting") from None
         seen = refused.item.get(self.stored.attr_name, {}).get("S")
         if seen is None or seen > self.current:
-            raise CounterError(
-                f"{name}: {self.period_attribute} holds {seen!r}, which is not an older period "
-                f"than {self.current!r} (is this clock behind the one that wrote it?)"
-            ) from None
-        # Another process reset it to the current period: count there.
-        self.step = 0
+            raise CounterError(f"{self.name}: {self.period_attribute} holds {seen!r}, which is not an older period "
+                               f"than {self.current!r} (is this clock behind the one that wrote it?)") from None
+        self.step = 0  # another process reset it to the current period: count there
         if not self.tries.lost():
-            raise CounterError(f"{name}: its period moved under {MOVES} requests in a row; the event was not "
+            raise CounterError(f"{self.name}: its period moved under {MOVES} requests in a row; the event was not "
                                "counted, try again") from None
 
     def applied(self, data: Dict[str, Any]) -> int:

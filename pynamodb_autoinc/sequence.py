@@ -1,10 +1,5 @@
-"""A sequence's definition: start, step, bounds and cycling, as PostgreSQL's ``CREATE SEQUENCE`` has them.
-
-A model's ``Meta.autoinc_start``, ``autoinc_step``, ``autoinc_min``,
-``autoinc_max`` and ``autoinc_cycle`` make one :class:`SequenceOptions`. The
-counter item records it (``NextOptions``), so that processes disagreeing
-about a sequence are refused instead of mixing two sequences in one counter.
-"""
+"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE`` has it; the one parser of stored
+numbers."""
 
 from __future__ import annotations
 
@@ -17,19 +12,13 @@ from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedE
 #: The bounds of PostgreSQL's bigint sequences, the defaults here too.
 BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1
-
 #: Integers up to 38 digits are stored exactly by DynamoDB.
 NUMBER_LIMIT = 10**38
-
-
-# DynamoDB keeps 38 significant digits; the default context's 28 would round two numbers into one
-_EXACT = Context(prec=100)
+_EXACT = Context(prec=100)  # DynamoDB keeps 38 digits; the default context's 28 would round two numbers into one
 
 
 def number_text(value: Any) -> Optional[str]:
-    """A finite number as DynamoDB stores it, as text (``7.0`` and ``7`` are ``"7"``, ``1e20`` is
-    ``"100000000000000000000"``, ``2.50`` is ``"2.5"``, ``-0`` is ``"0"``); None for anything else, bools
-    included."""
+    """A finite number as DynamoDB stores it (``7.0``: ``"7"``, ``1e2``: ``"100"``); None for others and bools."""
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
         number = Decimal(str(value))
         if number.is_finite():
@@ -43,8 +32,7 @@ def is_int(value: Any) -> bool:
 
 
 def number(text: Any) -> Optional[Decimal]:
-    """The number a DynamoDB number's text holds (``"7"``, ``"2.50"``, ``"1E+2"``), exactly; None when it is no
-    finite number. The library's one parser of stored numbers."""
+    """The number a DynamoDB number's text holds (``"2.50"``, ``"1E+2"``), exactly; None for no finite number."""
     try:
         value = Decimal(text)
     except (ArithmeticError, TypeError, ValueError):
@@ -53,37 +41,28 @@ def number(text: Any) -> Optional[Decimal]:
 
 
 def integer(text: Any) -> Optional[int]:
-    """The integer a DynamoDB number's text holds (``"7"``, ``"7.0"``, ``"7E+2"``); None for a fraction or no
-    number."""
+    """The integer a DynamoDB number's text holds (``"7.0"``, ``"7E+2"``); None for a fraction or no number."""
     value = number(text)
     return int(value) if value is not None and value == value.to_integral_value() else None
 
 
-#: How the errors of :meth:`SequenceOptions.of` name each option: as a model's ``Meta`` spells it.
+#: How errors name each option: as a model's ``Meta`` spells it (:meth:`SequenceOptions.of`), or as a field.
 _META_NAMES = {"start": "Meta.autoinc_start", "step": "Meta.autoinc_step", "minimum": "Meta.autoinc_min",
                "maximum": "Meta.autoinc_max", "cycle": "Meta.autoinc_cycle"}
-#: How the errors of ``SequenceOptions(...)`` built directly name each field.
 _FIELD_NAMES = {name: f"SequenceOptions.{name}" for name in _META_NAMES}
+_LEFT_OUT = "a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down"
 
 
 def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
            defaults: bool) -> Tuple[int, int, int]:
-    """The start and the bounds (``start, minimum, maximum``) of a sequence PostgreSQL's ``CREATE SEQUENCE``
-    would take; with ``defaults``, a start or bound given as None takes PostgreSQL's default (the bounds of
-    bigint in the direction of ``step``).
-
-    :raises ConfigurationError: a number is not an int, ``step`` is 0, the bounds cross, or the start lies
-        outside them; naming the option (as ``names`` spells it) and the fix
-    """
-    values = {"start": start, "step": step, "minimum": minimum, "maximum": maximum}
-    for name in ("step", "start", "minimum", "maximum"):
-        value = values[name]
-        if value is None and defaults and name != "step":
-            continue
-        if not is_int(value):
-            allowed = "an int or None" if defaults and name != "step" else "an int"
-            raise ConfigurationError(f"{names[name]} must be {allowed}, not {value!r}")
-        if abs(value) >= NUMBER_LIMIT:
+    """``(start, minimum, maximum)`` of a sequence ``CREATE SEQUENCE`` takes, with ``defaults`` for None; else
+    a ConfigurationError naming the option (as ``names`` spells it) and the fix."""
+    for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
+        optional = defaults and name != "step"
+        if not is_int(value) and not (optional and value is None):
+            raise ConfigurationError(f"{names[name]} must be {'an int or None' if optional else 'an int'}, not "
+                                     f"{value!r}")
+        if value is not None and abs(value) >= NUMBER_LIMIT:
             raise ConfigurationError(f"{names[name]} = {value} has more digits than a DynamoDB number holds "
                                      "exactly (38); choose a smaller value")
     if not isinstance(cycle, bool):
@@ -93,29 +72,22 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
     low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
     high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
     if low >= high:
-        raise ConfigurationError(
-            f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
-            + ("" if minimum is not None and maximum is not None else
-               "; a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 going down, "
-               "so set the other bound too"))
+        raise ConfigurationError(f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
+                                 + ("" if minimum is not None and maximum is not None else f"; {_LEFT_OUT}"))
     first = start if start is not None else low if step > 0 else high
     if not low <= first <= high:
         side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
-        left_out = f"a bound left out defaults to {'1..2**63-1 going up' if step > 0 else '-2**63..-1 going down'}"
         raise ConfigurationError(
-            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could "
-            f"never hand it out; move the start into {low}..{high}, or set {names[name]} ("
-            + (left_out if defaults else "SequenceOptions.of fills in PostgreSQL's defaults; " + left_out) + ")")
+            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could never "
+            f"hand it out; move the start into {low}..{high}, or set {names[name]} ("
+            + (_LEFT_OUT if defaults else "or use SequenceOptions.of, which fills in PostgreSQL's defaults") + ")")
     return first, low, high
 
 
 @dataclass(frozen=True)
 class SequenceOptions:
-    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``.
-
-    Build it with :meth:`of`, which fills in PostgreSQL's defaults and checks
-    the combination.
-    """
+    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``;
+    :meth:`of` fills in PostgreSQL's defaults."""
 
     start: int = 1
     step: int = 1
@@ -124,20 +96,15 @@ class SequenceOptions:
     cycle: bool = False
 
     def __post_init__(self) -> None:
-        """A sequence built directly is checked as :meth:`of` checks one (with no defaults to fill in)."""
         _check(_FIELD_NAMES, self.start, self.step, self.minimum, self.maximum, self.cycle, defaults=False)
 
     @classmethod
     def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
            maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
-        """A checked sequence; bounds and start left out take PostgreSQL's defaults.
+        """A checked sequence with PostgreSQL's defaults: going up, bounds 1..2**63-1 and the start at the
+        minimum; going down, -2**63..-1 and the start at the maximum.
 
-        Ascending (``step > 0``): ``minimum`` 1, ``maximum`` 2**63 - 1.
-        Descending: ``minimum`` -2**63, ``maximum`` -1. The start defaults to
-        ``minimum`` going up and to ``maximum`` going down.
-
-        :raises ConfigurationError: a value is not an int, ``step`` is 0, the
-            bounds are crossed, or ``start`` lies outside them
+        :raises ConfigurationError: a value is not an int, ``step`` is 0, the bounds cross, or the start is outside
         """
         first, low, high = _check(_META_NAMES, start, step, minimum, maximum, cycle, defaults=True)
         return cls(first, step, low, high, cycle)
@@ -153,7 +120,7 @@ class SequenceOptions:
 
     @property
     def restart_value(self) -> int:
-        """Where a cycle starts again: ``minimum`` going up, ``maximum`` going down (as in PostgreSQL)."""
+        """Where a cycle starts again: ``minimum`` going up, ``maximum`` going down."""
         return self.minimum if self.step > 0 else self.maximum
 
     @property
@@ -168,16 +135,11 @@ class SequenceOptions:
     def remaining(self, last: Optional[int]) -> int:
         """How many values are left before the end bound after ``last`` (None: the counter is new)."""
         following = self.start if last is None else last + self.step
-        if not self.contains(following):
-            return 0
-        return (self.end - following) // self.step + 1
+        return (self.end - following) // self.step + 1 if self.contains(following) else 0
 
     def following(self, key: str, last: Optional[int]) -> int:
-        """The value after ``last`` (the start when None), wrapping with ``cycle``.
-
-        :raises SequenceExhaustedError: the end bound is reached and the sequence does not cycle
-        :raises OutOfBoundsError: ``last`` lies so far behind the start bound that its next value is outside
-        """
+        """The value after ``last`` (the start when None), wrapping with ``cycle``; raises at the end bound without
+        a cycle (:class:`SequenceExhaustedError`), and behind the start bound (:class:`OutOfBoundsError`)."""
         if last is None:
             return self.start
         value = last + self.step
@@ -210,14 +172,12 @@ class SequenceOptions:
         return [first + self.step * i for i in range(count)]
 
     def on_sequence(self, value: int) -> bool:
-        """Whether ``value`` is one of the values the sequence hands out: within the bounds, a whole number of
-        steps from the start (or, once a cycle wrapped, from the restart value)."""
+        """Whether the sequence hands out ``value``: in the bounds, whole steps from the start or the restart value."""
         return self.contains(value) and ((value - self.start) % self.step == 0 or (
             self.cycle and (value - self.restart_value) % self.step == 0))
 
     def position(self, value: int) -> Optional[int]:
-        """Where ``value`` stands in the sequence, counted from the start (0: the start, 1: ``start + step``);
-        None when it is no whole number of steps on from the start."""
+        """Where ``value`` stands (0: the start, 1: ``start + step``); None when it is no whole step from the start."""
         position, rest = divmod(value - self.start, self.step)
         return None if rest or position < 0 else position
 
@@ -229,33 +189,27 @@ class SequenceOptions:
         """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
         if bound is None:
             return self.start
-        steps = max(0, (bound - self.start) // self.step + 1)
-        return self.start + steps * self.step
+        return self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
-        """The part numbered by member ``index`` of ``count`` (a region of a global table): every
-        ``count``-th value, from ``start + index*step``; it does not cycle.
-
-        :raises ConfigurationError: the member's first value lies outside the bounds
-        """
-        start = self.start + index * self.step
+        """Member ``index`` of ``count`` (a region): every ``count``-th value from ``start + index*step``, no cycle;
+        a ConfigurationError when that start lies outside the bounds."""
+        start = self.at(index)
         if not self.contains(start):
-            raise ConfigurationError(
-                f"region {index} of {count} would start at {start}, outside the bounds "
-                f"{self.minimum}..{self.maximum}; widen the bounds or list fewer regions")
+            raise ConfigurationError(f"region {index} of {count} would start at {start}, outside the bounds "
+                                     f"{self.minimum}..{self.maximum}; widen the bounds or list fewer regions")
         return SequenceOptions(start, self.step * count, self.minimum, self.maximum, False)
 
     def check_counter(self, key: str, last: int) -> None:
-        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` lies outside this sequence: past its
-        end bound, or so far behind its start bound that the next value is outside."""
+        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` is past the end bound, or behind the start
+        bound so that its next value is outside."""
         past = last > self.maximum if self.step > 0 else last < self.minimum
         behind = last + self.step < self.minimum if self.step > 0 else last + self.step > self.maximum
         if past or behind:
             where = f"past the {'maximum' if self.step > 0 else 'minimum'} {self.end}" if past else \
                 f"so its next value {last + self.step} lies outside the bounds {self.minimum}..{self.maximum}"
-            raise OutOfBoundsError(
-                f"counter {key!r} holds {last}, {where}; restart it within the bounds (`pynamodb-autoinc "
-                "restart`, or NextId.restart(key, sequence, value))")
+            raise OutOfBoundsError(f"counter {key!r} holds {last}, {where}; restart it within the bounds "
+                                   "(`pynamodb-autoinc restart`, or NextId.restart(key, sequence, value))")
 
     def exhausted(self, key: str, last: Optional[int]) -> SequenceExhaustedError:
         """The error for a sequence whose next value would pass its end bound."""
@@ -270,38 +224,30 @@ class SequenceOptions:
         """The error for one request numbering more items than one pass of the sequence holds."""
         return SequenceExhaustedError(
             f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
-            f"({self.minimum}..{self.maximum}, step {self.step}), so a value would repeat; nothing was spent. "
-            "Save fewer at once, or widen the bounds")
+            f"({self.minimum}..{self.maximum}, step {self.step}), so one would repeat; nothing was spent. Save fewer "
+            "at once, or widen the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""
         if not self.contains(value):
-            raise OutOfBoundsError(
-                f"value {value} is out of bounds for sequence {key!r} ({self.minimum}..{self.maximum}); "
-                "choose a value within them, or move the bounds first")
+            raise OutOfBoundsError(f"value {value} is out of bounds for sequence {key!r} ({self.minimum}.."
+                                   f"{self.maximum}); choose a value within them, or move the bounds first")
 
     def check_member(self, key: str, value: int, *, last: bool) -> None:
-        """Raise :class:`OutOfBoundsError` if ``value`` is off this sequence, region counter ``key``'s
-        subsequence (``start + k*step``); ``last``: ``value`` is the last value handed out (``start - step``:
-        none yet), else the next."""
+        """Raise :class:`OutOfBoundsError` if ``value`` (the last value handed out with ``last``, else the next) is
+        off region counter ``key``'s subsequence, this sequence."""
         start, step = self.start, self.step
         if self.position(value + step if last else value) is not None:
             return
-        region = key.rpartition("@")[2]
-        position = (value - start) // step
+        region, position = key.rpartition("@")[2], (value - start) // step
         if position < (-1 if last else 0):
             nearby = f"{self.at(-1 if last else 0)}, the {'value before its start' if last else 'start'}"
         else:
             nearby = f"{self.at(position + 1)} (or {self.at(position)})"
-        what = "the last value handed out" if last else "the next value"
         raise OutOfBoundsError(
-            f"{value} is off the subsequence of region {region!r} (counter {key!r}): with Meta.autoinc_regions, "
-            f"region {region!r} hands out only {start}, {start + step}, {start + 2 * step}, ... (start {start}, step "
-            f"{step}); the values between belong to the other regions, so a counter set off it would hand out their "
-            f"IDs, which replication then overwrites. Nothing was changed; give as {what} a value on the subsequence, "
-            f"such as {nearby}")
-
-    # -- recording on the counter item -----------------------------------------
+            f"{value} is off the subsequence of region {region!r} (counter {key!r}): it hands out only {start}, "
+            f"{start + step}, {start + 2 * step}, ...; the others are other regions' IDs. Nothing was changed; give "
+            f"as {'the last value handed out' if last else 'the next value'} one on it, such as {nearby}")
 
     def encode(self) -> str:
         """The form recorded on the counter item: ``start=1 step=1 min=1 max=9223372036854775807 no cycle``."""
@@ -312,18 +258,15 @@ class SequenceOptions:
     def decode(cls, text: str) -> Optional[SequenceOptions]:
         """The sequence :meth:`encode` wrote, or None if ``text`` is not one."""
         words = text.split()
-        fields: Dict[str, int] = {}
         try:
-            for word in words[:4]:
-                name, _, number = word.partition("=")
-                fields[name] = int(number)
+            fields = {name: int(digits) for name, _, digits in (word.partition("=") for word in words[:4])}
             cycle = {"cycle": True, "no cycle": False}[" ".join(words[4:])]
             return cls(fields["start"], fields["step"], fields["min"], fields["max"], cycle)
         except (KeyError, ValueError):
             return None
 
     def differences(self, other: SequenceOptions) -> List[str]:
-        """What differs from ``other``: ``"max 100 (here 200)"`` where ``other`` has 100 and this sequence 200."""
+        """What differs from ``other``: ``"max 100 (here 200)"`` where ``other`` has 100."""
         names = (("start", "start"), ("step", "step"), ("minimum", "min"), ("maximum", "max"), ("cycle", "cycle"))
         return [f"{label} {getattr(other, name)} (here {getattr(self, name)})"
                 for name, label in names if getattr(self, name) != getattr(other, name)]
