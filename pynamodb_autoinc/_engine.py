@@ -9,6 +9,7 @@ import logging
 import threading
 import uuid
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.connection import Connection
@@ -58,11 +59,13 @@ class Resend(Dict[ChainId, Any]):
     """A verdict: send again with these counter values; no race was lost (a group dropped a failed item)."""
 
 
+@dataclass(eq=False)
 class Entry:
     """One item of a write: the instance, its claim (None: no new ID), and its put's position."""
 
-    def __init__(self, instance: Model, claim: Optional[Claim], index: int) -> None:
-        self.instance, self.claim, self.index = instance, claim, index
+    instance: Model
+    claim: Optional[Claim]
+    index: int
 
 
 class Write:
@@ -77,10 +80,7 @@ class Write:
         self.connection, self.puts, self.entries, self.purpose = connection, puts, entries, purpose
         self.checks, self.deletes, self.updates = checks, deletes, updates
         self.token, self.retry, self.extra = token, retry, dict(extra or {})
-        self.claims: List[Claim] = []
-        for entry in entries:  # loops, not comprehensions, on a save's path: each of those is a call
-            if entry.claim is not None:
-                self.claims.append(entry.claim)
+        self.claims: List[Claim] = [entry.claim for entry in entries if entry.claim is not None]
         self.queue = False
         """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
         self.ticket: Optional[int] = None
@@ -106,10 +106,7 @@ class Write:
         for claim in self.claims:
             if claim.kind == "swap":
                 found.setdefault(claim.chain, []).append(claim)
-        chains = []
-        for chain, group in found.items():
-            chains.append((chain, group[0], group[-1]))
-        return chains
+        return [(chain, group[0], group[-1]) for chain, group in found.items()]
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         """The request to send: (operation name, its arguments)."""
@@ -126,11 +123,8 @@ class Write:
             # the value the counter gave this writer alone tells its write apart (a cycling one's token instead)
             self.sent = PUT_ITEM, dict(self.puts[0])
             return self.sent
-        items: List[Dict[str, Any]] = []
-        for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes), ("Put", self.puts),
-                            ("Update", self.updates)):
-            for part in parts:
-                items.append({kind: part})
+        items = [{kind: part} for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes),
+                                                  ("Put", self.puts), ("Update", self.updates)) for part in parts]
         for _, head, last in chains:
             items.append({"Update": swap_kwargs(
                 last.opts.counter, last.key, head.expected, last.value, queue=self.queue, ticket=self.ticket,
@@ -180,9 +174,10 @@ class Write:
                     current[chains[i - first_swap][0]] = _UNKNOWN
             elif i >= first_swap and reason.code == CONDITION_FAILED:
                 chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
-                if reason.raw_item is not None:
+                if reason.raw_item is not None:  # raises SequenceMismatchError for other sequence options
                     self.counter_items[chain] = reason.raw_item
-                current[chain] = counter_value(last, reason)
+                    last.opts.counter.check_options(last.key, reason.raw_item, last.opts.sequence)
+                current[chain] = _contention.item_value(reason.raw_item, last.opts.counter)
             elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
                 taken.append(i)  # the value is stored already
             else:
@@ -314,19 +309,18 @@ class GroupWrite(Write):
 
     def retake(self, current: Dict[ChainId, Any]) -> None:
         """Claim again from ``current``, one value after another; members past the end bound are taken out."""
-        head = self.claims[0]
+        n = 0
         try:
-            strategies.retake([head], current)
-        except SequenceExhaustedError as error:
-            self._drop(list(range(len(self.members))), _exhausted(error))
-            raise
-        for n in range(1, len(self.claims)):
-            claim, before = self.claims[n], self.claims[n - 1]
-            try:
+            strategies.retake(self.claims[:1], current)
+            for n in range(1, len(self.claims)):
+                claim, before = self.claims[n], self.claims[n - 1]
                 claim.assign(claim.opts.sequence.following(claim.key, before.value))
-            except SequenceExhaustedError as error:
-                self._drop(list(range(n, len(self.members))), _exhausted(error))
-                break
+        except SequenceExhaustedError as error:
+            message, cause, last = str(error), error.cause, error.last  # each member its own copy
+            self._drop(list(range(n, len(self.members))),
+                       lambda i, member: SequenceExhaustedError(message, cause, last=last))
+            if n == 0:
+                raise
 
     def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
                 current: Dict[ChainId, Any]) -> Any:
@@ -365,10 +359,6 @@ class GroupWrite(Write):
         for member in self.members[1:]:
             self.failures[id(member)] = member.contention(exc, attempts, elapsed)
         return self.members[0].contention(exc, attempts, elapsed)
-
-
-def _exhausted(error: SequenceExhaustedError) -> Callable[[int, Write], AutoIncrementError]:
-    return lambda i, member: SequenceExhaustedError(str(error), error.cause, last=error.last)
 
 
 def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
@@ -494,10 +484,11 @@ class _Group:
 def joined(write: Write) -> Dict[str, Any]:
     """Commit ``write`` together with the same counter's writes of other threads of this process. An interrupt
     (any ``BaseException``) leaves every item as its write ended: see :func:`_leave` and :func:`_lead`."""
-    member = _Member(write)
+    member, state = _Member(write), _state.state
     group: Optional[_Group] = None
     try:
-        groups, place = _groups(), (member.claim.chain, id(write.connection))
+        groups = state.parts.get("groups") or state.part("groups", _Groups)  # _groups() without its call
+        place = (member.claim.chain, id(write.connection))
         group = groups.by_place.get(place)
         if group is None:
             with groups.guard:
@@ -602,14 +593,6 @@ def _lead(group: _Group, leader: _Member) -> None:
         for m in batch:
             m.done = True
             m.finished.set()
-
-
-def counter_value(claim: Claim, reason: CancellationReason) -> Any:
-    """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown.
-    :raises SequenceMismatchError: the counter records other sequence options"""
-    if reason.raw_item is not None:
-        claim.opts.counter.check_options(claim.key, reason.raw_item, claim.opts.sequence)
-    return _contention.item_value(reason.raw_item, claim.opts.counter)
 
 
 def stored_form(value: Any) -> Any:

@@ -83,10 +83,8 @@ def validate(model: Type[Model], opts: Dict[str, Any], strategy: str) -> Tuple[T
                                                                              Optional[str], bool]:
     """Check the multi-region ``Meta`` options; returns (regions, home region, home host, single-region writes)."""
     name = model.__name__
-    regions: Any = opts["autoinc_regions"]
-    home: Any = opts["autoinc_home_region"]
-    host: Any = opts["autoinc_home_host"]
-    single: Any = opts["autoinc_single_region_writes"]
+    regions, home = opts["autoinc_regions"], opts["autoinc_home_region"]
+    host, single = opts["autoinc_home_host"], opts["autoinc_single_region_writes"]
     if not isinstance(single, bool):
         raise ConfigurationError(f"{name}: Meta.autoinc_single_region_writes must be True or False, not {single!r}")
     if regions is not None:

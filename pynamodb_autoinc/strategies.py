@@ -201,7 +201,7 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
                 raise opts.sequence.too_many(key, len(chain) + 1)
             claim.assign(opts.sequence.following(key, chain[-1].value))
         else:
-            _head(claim, _UNKNOWN if fresh else remembered(claim))
+            _head(claim, _UNKNOWN if fresh or kind != "swap" else remembered(claim))
     if log.isEnabledFor(logging.DEBUG):
         log.debug("%s claims %s=%r (%s, %r)", type(instance).__name__, opts.attribute, claim.value, kind, key)
     return claim
