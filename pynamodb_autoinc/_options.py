@@ -295,14 +295,12 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if period is not None and (attribute.is_hash_key or attribute.is_range_key):
         fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
         if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
-            if attribute.is_hash_key:
-                raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the key {name!r} "
-                                   "would repeat; put the period in the ID with Meta.autoinc_format = "
-                                   "'{period}-{value:06d}'")
-            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the range key {name!r} "
+            what, more = ("key", "") if attribute.is_hash_key else ("range key", (
+                f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
+                f", or move {name!r} outside the key"))
+            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the {what} {name!r} "
                                "repeats last period's values; put the period in the ID (Meta.autoinc_format = "
-                               f"'{{period}}-{{value:06d}}'), or number {name!r} per hash key (Meta.autoinc_scope = "
-                               f"{model._hash_keyname!r}, no autoinc_period), or move {name!r} outside the key")
+                               f"'{{period}}-{{value:06d}}'){more}")
 
     strategy = opts["autoinc_strategy"]
     if strategy not in STRATEGIES:

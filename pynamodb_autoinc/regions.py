@@ -228,24 +228,17 @@ def check_region_counter(opts: Any, key: str) -> None:
             return
     last, recorded = counter.read(key)
     if last is None and recorded is None:
-        base = key.rpartition("@")[0]
+        base, size = key.rpartition("@")[0], len(opts.regions)
         declared = opts.model.autoinc_options().sequence  # the sequence the regions share
-        current = stale = None
-        for index, region in enumerate(opts.regions):
-            if region == opts.region:
-                continue
-            other_last, other_recorded = counter.read(f"{base}@{region}")
-            if other_recorded == declared.subsequence(index, len(opts.regions)):
-                current = region
-            elif other_last is not None or other_recorded is not None:
-                stale = stale or (region, other_recorded)
-        single = counter.currval(base) if current is None and stale is None else None
-        if stale is not None:
-            found = (f"counter {base}@{stale[0]} records {stale[1].encode() if stale[1] else 'no sequence options'}, "
-                     f"not the layout of {list(opts.regions)}")
-        elif single is not None:
-            found = f"the single-region counter {base!r} has handed out values up to {single}"
+        others = [(region, *counter.read(f"{base}@{region}"), declared.subsequence(i, size))
+                  for i, region in enumerate(opts.regions) if region != opts.region]
+        stale = next(((r, rec) for r, other, rec, own in others if rec != own and (other, rec) != (None, None)), None)
+        current = any(rec == own for _, _, rec, own in others)
+        single = counter.currval(base) if not current and stale is None else None
         if stale is not None or single is not None:
+            found = (f"the single-region counter {base!r} has handed out values up to {single}" if stale is None else
+                     f"counter {base}@{stale[0]} records {stale[1].encode() if stale[1] else 'no sequence options'}, "
+                     f"not the layout of {list(opts.regions)}")
             model = opts.model
             raise SequenceMismatchError(
                 f"{model.__name__}: counter {key!r} of region {opts.region!r} does not exist yet, while {found}: "
