@@ -272,9 +272,8 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run:
                     f"{recorded.maximum}, but region {region!r} (place {opts.regions.index(region)}) starts at "
                     f"{sequence.start}, bounds {sequence.minimum}..{sequence.maximum}: Meta.autoinc_regions was "
                     "reordered (or autoinc_start, _min, _max changed); restore its order. Nothing was changed")
-        seen = [v for v in (furthest.get(base), counter.currval(base), *(s[0] for s in states.values()))
-                if v is not None]
-        bound = pick(seen) if seen else None
+        bound = pick((v for v in (furthest.get(base), counter.currval(base), *(s[0] for s in states.values()))
+                      if v is not None), default=None)
         for region, sequence in layout:
             key = f"{base}@{region}"
             last, recorded = states[region]
