@@ -256,7 +256,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     scope: Any = opts["autoinc_scope"]
     scope = () if scope is None else (scope,) if isinstance(scope, str) else scope
     if not isinstance(scope, tuple) or not all(isinstance(s, str) and s in attributes for s in scope):
-        raise _fail(model, f"Meta.autoinc_scope must name attributes of the model (a name or a tuple of names), "
+        raise _fail(model, "Meta.autoinc_scope must name attributes of the model (a name or a tuple of names), "
                            f"not {opts['autoinc_scope']!r}; choose from {sorted(attributes)}")
     if name in scope:
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
@@ -357,7 +357,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         differing = [s for s in CONNECTION_SETTINGS if not (home is not None and s in ("region", "host"))
                      and getattr(counter.Meta, s, None) != getattr(meta, s, None)]
         if differing:
-            raise _fail(model, f"gapless mode writes the counter and the item in one transaction, so both tables must "
+            raise _fail(model, "gapless mode writes the counter and the item in one transaction, so both tables must "
                                f"be on one connection (the counter's Meta differs in {differing}); use the same "
                                "endpoint or turn autoinc_gapless off")
 
