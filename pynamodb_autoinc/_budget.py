@@ -1,13 +1,6 @@
-"""How long, and how often, a write may keep trying: one retry policy, and the library's one clock.
-
-A :class:`Budget` says when to stop (after ``attempts`` lost tries and/or
-``seconds``) and how long to wait between tries (exponential backoff with
-full jitter, from ``backoff`` up to one second). :class:`Tries` counts one
-loop's lost tries against a budget. Every sleep and every reading of the
-time in the library, the calendar's included, goes through :data:`clock`,
-which the simulation replaces with a virtual one and tests pin with
-``clock.frozen(...)``.
-"""
+"""How long, and how often, a write may keep trying (:class:`Budget`), and the library's one :data:`clock`:
+every sleep and reading of the time goes through it (the simulation swaps in a virtual one; tests pin it with
+``clock.frozen(...)``)."""
 
 from __future__ import annotations
 
@@ -20,23 +13,17 @@ from typing import ClassVar, Iterator, Optional
 
 from .exceptions import ConfigurationError
 
-#: The longest wait between two tries, in seconds.
-MAX_WAIT = 1.0
-
 
 class Clock:
     """The time as the library reads it, and how it sleeps (the simulation swaps in a subclass)."""
 
-    _frozen: ClassVar[Optional[datetime]] = None
-    """The time :meth:`frozen` pins, whichever clock runs (None: the real time)."""
+    _frozen: ClassVar[Optional[datetime]] = None  # the time frozen() pins, whichever clock runs
 
     def now(self) -> datetime:
-        """The current time in UTC (or the frozen time): what periods and writers' sequence numbers are read
-        from."""
+        """The current time in UTC (or the frozen time): what periods are read from."""
         return Clock._frozen or datetime.now(timezone.utc)
 
     def monotonic(self) -> float:
-        """Seconds, for measuring how long a write has tried."""
         return time.monotonic()
 
     def sleep(self, seconds: float) -> None:
@@ -53,7 +40,6 @@ class Clock:
 
 
 clock: Clock = Clock()
-"""The library's one clock."""
 
 
 def utc(at: datetime) -> datetime:
@@ -62,28 +48,19 @@ def utc(at: datetime) -> datetime:
     :raises ConfigurationError: ``at`` is not a datetime
     """
     if not isinstance(at, datetime):
-        raise ConfigurationError(f"now={at!r} is not a datetime; pass a datetime (a naive one is taken as UTC), "
-                                 "or None for the clock's time")
+        raise ConfigurationError(f"now={at!r} is not a datetime; pass a datetime (naive: UTC), or None for the clock")
     return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
 
 
 def backoff_delay(base: float, attempt: int) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(1 s, base * 2**(attempt-1))]."""
-    return random.uniform(0.0, min(MAX_WAIT, base * 2 ** (attempt - 1)))
+    return random.uniform(0.0, min(1.0, base * 2 ** (attempt - 1)))
 
 
 @dataclass(frozen=True)
 class Budget:
-    """When a retrying loop stops, and how long it waits between tries.
-
-    ``attempts``: how many lost tries are retried (None: no count);
-    ``seconds``: for how long (None: no limit). The library's own budgets
-    always set one; only a model's ``Meta.autoinc_timeout = None`` with no
-    ``Meta.autoinc_retries`` asks to wait for ever, as PostgreSQL's
-    ``lock_timeout = 0`` does. ``backoff`` None: the next try goes at once,
-    with no sleep (a loop whose tries are not races: a scan's pages, a
-    request sent again without what it was refused for).
-    """
+    """When a retrying loop stops: after ``attempts`` lost tries or ``seconds`` (None: no count, no limit), and
+    how long it waits between tries (``backoff`` None: at once, for tries that are not races)."""
 
     attempts: Optional[int] = None
     seconds: Optional[float] = 10.0
@@ -99,12 +76,12 @@ class Budget:
         return 0.0 if self.backoff is None else backoff_delay(self.backoff, losses)
 
     def tries(self) -> Tries:
-        """A fresh count of one loop's tries under this budget."""
         return Tries(self)
 
 
 class Tries:
-    """One loop's lost tries, counted against its :class:`Budget` from the moment it began."""
+    """One loop's lost tries against its :class:`Budget`: ``for _ in budget.tries():`` goes round again (after
+    the wait) each time the body does not leave the loop, until the budget is spent."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
@@ -125,8 +102,6 @@ class Tries:
         return True
 
     def __iter__(self) -> Iterator[int]:
-        """The tries of one loop, numbered from 1: ``for _ in budget.tries():`` goes round again (after the
-        wait) each time the body does not leave the loop, until the budget is spent."""
         yield 1
         while self.lost():
             yield self.losses + 1

@@ -1,21 +1,6 @@
-"""The write engine: every request that stores an item carrying a new ID.
-
-``Model.save()`` (:func:`save`), ``Model.save_all()`` and a user's
-``TransactWrite`` hand their items to :func:`commit` as one :class:`Write`;
-a lone gapless save goes through the threads' group commit (:func:`joined`).
-Building a request and reading its answer are kept apart from sending it:
-
-- :meth:`Write.request` builds the request: a PutItem for a lone item whose
-  value the counter gave (fast, block), or a TransactWriteItems holding the
-  items and one counter swap per chain of gapless claims (see
-  :mod:`pynamodb_autoinc.strategies`), with a ClientRequestToken;
-- :meth:`Write.verdict` reads a failed answer: applied after all (the answer
-  to our own write was lost: told by the token, or by the value only this
-  writer claimed, never by equal content), a lost race or a passing failure
-  to retry, or the error that names the item;
-- :func:`commit` sends it once; a failure goes to :func:`_transport.drive`,
-  which retries lost races as the contest (made at the first loss) decides;
-  it commits the claims, or releases them on any other exit.
+"""The write engine: every request that stores an item carrying a new ID (``save()``, ``save_all()``, a user's
+``TransactWrite``) is one :class:`Write`, sent by :func:`commit`; a lone gapless save goes through the threads'
+group commit (:func:`joined`). See docs/architecture.md, "How a write is committed".
 """
 
 from __future__ import annotations
@@ -24,6 +9,7 @@ import logging
 import threading
 import uuid
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.connection import Connection
@@ -63,56 +49,38 @@ SLOW_SAVE = 1.0
 #: The most items one TransactWriteItems may hold.
 TRANSACTION_LIMIT = 100
 
+#: Verdicts: applied (though its answer said otherwise or never came); and nothing applied nor learned (throttled,
+#: a concurrent transaction): the same request may pass if sent again as it is.
 APPLIED: Any = object()
-"""A verdict: the request was applied, though its answer said otherwise or never came."""
-
 PASSING: Any = object()
-"""A verdict: nothing was applied and nothing learned (throttled, or a concurrent transaction touched an item):
-the same request may pass if sent again, with the same values."""
 
 
 class Resend(Dict[ChainId, Any]):
     """A verdict: send again with these counter values; no race was lost (a group dropped a failed item)."""
 
 
+@dataclass(eq=False)
 class Entry:
     """One item of a write: the instance, its claim (None: no new ID), and its put's position."""
 
-    def __init__(self, instance: Model, claim: Optional[Claim], index: int) -> None:
-        self.instance, self.claim, self.index = instance, claim, index
+    instance: Model
+    claim: Optional[Claim]
+    index: int
 
 
 class Write:
-    """One request storing items, some carrying new IDs; perhaps inside a user's transaction.
+    """One request storing items (``puts``, PutItem arguments; ``entries``: the library's among them), perhaps in a
+    user's transaction (its ``checks``, ``deletes``, ``updates``). ``purpose`` (``"save"``, ``"bulk"``,
+    ``"transaction"``) decides the error a failure raises; ``retry``: lost races are sent again with new values."""
 
-    ``puts`` are PutItem arguments; ``entries`` say which of them are this
-    library's. ``checks``, ``deletes`` and ``updates`` are the other parts of
-    a user's transaction. ``purpose`` (``"save"``, ``"bulk"`` or
-    ``"transaction"``) decides the error a failure raises. ``retry``: lost
-    races are retried by sending the request again with new values.
-    """
-
-    def __init__(
-        self,
-        connection: Connection,
-        puts: List[Dict[str, Any]],
-        entries: List[Entry],
-        *,
-        purpose: str,
-        checks: Sequence[Dict[str, Any]] = (),
-        deletes: Sequence[Dict[str, Any]] = (),
-        updates: Sequence[Dict[str, Any]] = (),
-        token: Optional[str] = None,
-        retry: bool = True,
-        extra: Optional[Dict[str, Any]] = None,
-    ) -> None:
+    def __init__(self, connection: Connection, puts: List[Dict[str, Any]], entries: List[Entry], *, purpose: str,
+                 checks: Sequence[Dict[str, Any]] = (), deletes: Sequence[Dict[str, Any]] = (),
+                 updates: Sequence[Dict[str, Any]] = (), token: Optional[str] = None, retry: bool = True,
+                 extra: Optional[Dict[str, Any]] = None) -> None:
         self.connection, self.puts, self.entries, self.purpose = connection, puts, entries, purpose
         self.checks, self.deletes, self.updates = checks, deletes, updates
         self.token, self.retry, self.extra = token, retry, dict(extra or {})
-        self.claims: List[Claim] = []
-        for entry in entries:  # loops rather than comprehensions on a save's path: each of those is a call
-            if entry.claim is not None:
-                self.claims.append(entry.claim)
+        self.claims: List[Claim] = [entry.claim for entry in entries if entry.claim is not None]
         self.queue = False
         """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
         self.ticket: Optional[int] = None
@@ -130,10 +98,7 @@ class Write:
         """With ``grouped``: when (:data:`_budget.clock`, monotonic) the last write of its group ended."""
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
         """The counter items that refused swaps showed, by chain."""
-        self.sent: Tuple[str, Dict[str, Any]] = ("", {})
-        """The request last built: a failure whose outcome is unknown sends it again, with its token."""
-
-    # -- building ---------------------------------------------------------
+        self.sent: Tuple[str, Dict[str, Any]] = ("", {})  # the request last built (an unknown outcome resends it)
 
     def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
         """Each chain of swap claims as (chain, head, last): its counter moves from head.expected to last.value."""
@@ -141,10 +106,7 @@ class Write:
         for claim in self.claims:
             if claim.kind == "swap":
                 found.setdefault(claim.chain, []).append(claim)
-        chains = []
-        for chain, group in found.items():
-            chains.append((chain, group[0], group[-1]))
-        return chains
+        return [(chain, group[0], group[-1]) for chain, group in found.items()]
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         """The request to send: (operation name, its arguments)."""
@@ -154,20 +116,15 @@ class Write:
                 value = getattr(entry.instance, entry.claim.opts.attribute)
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
         chains = self.chains()
-        # only a write on one counter that the library may send again with new values queues
         self.queue = self.retry and len(chains) == 1
         claims = self.claims
         if self.purpose != "transaction" and len(self.puts) == 1 and not chains and (not claims or (
                 claims[0].kind == "counter" and not claims[0].opts.sequence.cycle)):
-            # a lone item whose value the counter gave this writer alone: that value tells its own write apart
-            # (a cycling sequence's values come round to stored items: a transaction's token tells instead)
+            # the value the counter gave this writer alone tells its write apart (a cycling one's token instead)
             self.sent = PUT_ITEM, dict(self.puts[0])
             return self.sent
-        items: List[Dict[str, Any]] = []
-        for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes), ("Put", self.puts),
-                            ("Update", self.updates)):
-            for part in parts:
-                items.append({kind: part})
+        items = [{kind: part} for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes),
+                                                  ("Put", self.puts), ("Update", self.updates)) for part in parts]
         for _, head, last in chains:
             items.append({"Update": swap_kwargs(
                 last.opts.counter, last.key, head.expected, last.value, queue=self.queue, ticket=self.ticket,
@@ -183,11 +140,8 @@ class Write:
         strategies.retake(self.claims, current)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one request of this write's through its connection (:func:`_transport.send`); a failure raises
-        botocore's error, which :meth:`verdict` reads."""
+        """Send one request of this write's; a failure raises botocore's error, which :meth:`verdict` reads."""
         return _transport.send(self.connection, operation, kwargs, raw=True)
-
-    # -- reading answers ----------------------------------------------------
 
     def verdict(self, exc: Exception) -> Any:
         """What a failed request means: APPLIED, a lost race ({chain: counter value}), or it raises."""
@@ -208,10 +162,7 @@ class Write:
         ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
         if was_retried(exc) and self.sent[0] == PUT_ITEM and reasons[first_put] is not None \
                 and reasons[first_put].raw_item is not None:  # type: ignore[union-attr]
-            # a lone put of a value the counter gave this writer alone, resent: the item under it is ours,
-            # applied before its answer was lost (and perhaps changed since). A transaction is told apart by
-            # its token instead: DynamoDB answers a resend of an applied one with success, never a refusal.
-            return APPLIED
+            return APPLIED  # a resent put of a value only this writer claimed: ours, applied before its answer was lost
         current: Dict[ChainId, Any] = {}
         lost, blocking, taken = False, [], []
         for i, reason in enumerate(reasons):
@@ -223,9 +174,10 @@ class Write:
                     current[chains[i - first_swap][0]] = _UNKNOWN
             elif i >= first_swap and reason.code == CONDITION_FAILED:
                 chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
-                if reason.raw_item is not None:
+                if reason.raw_item is not None:  # raises SequenceMismatchError for other sequence options
                     self.counter_items[chain] = reason.raw_item
-                current[chain] = counter_value(last, reason)
+                    last.opts.counter.check_options(last.key, reason.raw_item, last.opts.sequence)
+                current[chain] = _contention.item_value(reason.raw_item, last.opts.counter)
             elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
                 taken.append(i)  # the value is stored already
             else:
@@ -246,7 +198,7 @@ class Write:
 
     def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
                 current: Dict[ChainId, Any]) -> Any:
-        """A failure that no retry can mend: raise the error that names what failed."""
+        """A failure no retry can mend: raise the error that names what failed."""
         raise self.failure(exc, reasons, blocking)
 
     def _settle(self, exc: Exception) -> Any:
@@ -265,8 +217,7 @@ class Write:
         operation, kwargs = self.sent
         if operation == PUT_ITEM:
             return APPLIED  # stored under the value the counter gave this writer alone: ours
-        try:  # the item may be another writer's: the transaction's token tells. Resent with it, DynamoDB
-            # answers success if it was applied (or applies it now), and refuses it if it was not
+        try:  # the item may be another writer's: resent with its token, the transaction succeeds only if it is ours
             self.send(operation, kwargs)
         except BOTOCORE_EXCEPTIONS as again:
             if error_code(again) in ("TransactionCanceledException", REPLICATED_WRITE_CONFLICT):
@@ -275,18 +226,13 @@ class Write:
         return APPLIED
 
     def _unknown(self, entry: Entry, exc: Exception, check: Exception) -> WriteOutcomeUnknownError:
-        """The error for a write that got no answer, when checking whether it landed failed too."""
         return WriteOutcomeUnknownError(
-            f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}) "
-            f"and checking whether it landed failed too ({error_code(check) or type(check).__name__})"
-            "; it may be stored: read it before saving again, or the record may be stored twice",
-            exc,
-        )
-
-    # -- errors ---------------------------------------------------------------
+            f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}), nor did "
+            f"the check whether it landed ({error_code(check) or type(check).__name__}); it may be stored: read it "
+            "before saving again, or the record may be stored twice", exc)
 
     def spent(self) -> str:
-        """What an error adds when the write was not applied: that a counter value it claimed is spent."""
+        """What an error adds when the write was not applied and a counter value it claimed is spent."""
         return " (the value is spent)" if any(c.kind == "counter" for c in self.claims) else ""
 
     def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
@@ -301,8 +247,8 @@ class Write:
                 if reason.raw_item is not None:
                     return ItemExistsError(f"{describe(entry.instance)}: {exists_advice(entry)}; nothing was "
                                            f"written{spent}", exc, cancellation_reasons=reasons)
-                return ConditionFailedError(f"{describe(entry.instance)}: the condition passed to save() did not "
-                                            f"hold; nothing was written{spent}", exc, cancellation_reasons=reasons)
+                return ConditionFailedError(f"{describe(entry.instance)}: the condition passed to save() failed; "
+                                            f"nothing was written{spent}", exc, cancellation_reasons=reasons)
             return ItemWriteError(f"{describe(entry.instance)}: {_failed_with(exc, entry.instance)}; nothing was "
                                   f"written{spent}", exc, cancellation_reasons=reasons)
         if not reasons:
@@ -322,12 +268,10 @@ class Write:
                 if claim.kind == "query" else f"counter {claim.key!r} changed under concurrent writers")
         if self.purpose == "transaction" and not self.retry:
             return TransactionCanceledError(
-                f"transaction cancelled: {what} since it was read (the transaction has its own "
-                "client_request_token, so it is not sent again with other values); run the transaction again",
-                exc, cancellation_reasons=reasons_of(exc))
-        message = (f"{describe(claim.instance)}: {what} {attempts} times in a row in {elapsed:.2f} s; nothing "
-                   "was written. Retry the save later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, "
-                   "if set)")
+                f"transaction cancelled: {what} since it was read (it has its own client_request_token, so it is "
+                "not resent with other values); run the transaction again", exc, cancellation_reasons=reasons_of(exc))
+        message = (f"{describe(claim.instance)}: {what} {attempts} times in a row in {elapsed:.2f} s; nothing was "
+                   "written. Retry later, or raise Meta.autoinc_timeout (and Meta.autoinc_retries, if set)")
         error = TransactionCanceledError if self.purpose == "transaction" else ContentionError
         return error(message, exc, cancellation_reasons=reasons_of(exc))
 
@@ -352,46 +296,31 @@ class Split(AutoIncrementError):
 
 
 class GroupWrite(Write):
-    """The lone gapless saves of several threads, sent as one transaction with one counter swap.
-
-    An item that fails for a reason of its own is taken out, with its own
-    error in :attr:`failures`, and the rest are sent again; so are the items
-    past the sequence's end bound, each with its own
-    :class:`~pynamodb_autoinc.SequenceExhaustedError`. A failure that names
-    no item (a ``ValidationException``: an item too large, say) raises
-    :class:`Split`: each item is then sent on its own (:func:`alone`), so
-    that an item that fails alone fails alone.
-    """
+    """The lone gapless saves of several threads, sent as one transaction with one counter swap. An item failing
+    for a reason of its own (or past the end bound) is taken out with its error in :attr:`failures`; a failure
+    naming no item raises :class:`Split`, and each is sent on its own."""
 
     def __init__(self, members: List[Write]) -> None:
         super().__init__(members[0].connection, [m.puts[0] for m in members],
                          [Entry(m.entries[0].instance, m.entries[0].claim, i) for i, m in enumerate(members)],
                          purpose="group")
         self.members = list(members)
-        self.failures: Dict[int, AutoIncrementError] = {}
-        """The error of each member write that failed on its own, by ``id()`` of the member."""
-
-    def rechain(self) -> None:
-        """Make the members' claims, taken one by one, one chain from the value this process remembers."""
-        head = self.claims[0]
-        self.retake({head.chain: strategies.remembered(head)})
+        self.failures: Dict[int, AutoIncrementError] = {}  # by id() of the member write
 
     def retake(self, current: Dict[ChainId, Any]) -> None:
-        """Claim again from ``current``, one value after another; the members whose value would pass the
-        sequence's end bound fail with :class:`SequenceExhaustedError` and are taken out."""
-        head = self.claims[0]
+        """Claim again from ``current``, one value after another; members past the end bound are taken out."""
+        n = 0
         try:
-            strategies.retake([head], current)
-        except SequenceExhaustedError as error:
-            self._drop(list(range(len(self.members))), _exhausted(error))
-            raise
-        for n in range(1, len(self.claims)):
-            claim, before = self.claims[n], self.claims[n - 1]
-            try:
+            strategies.retake(self.claims[:1], current)
+            for n in range(1, len(self.claims)):
+                claim, before = self.claims[n], self.claims[n - 1]
                 claim.assign(claim.opts.sequence.following(claim.key, before.value))
-            except SequenceExhaustedError as error:
-                self._drop(list(range(n, len(self.members))), _exhausted(error))
-                break
+        except SequenceExhaustedError as error:
+            message, cause, last = str(error), error.cause, error.last  # each member its own copy
+            self._drop(list(range(n, len(self.members))),
+                       lambda i, member: SequenceExhaustedError(message, cause, last=last))
+            if n == 0:
+                raise
 
     def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
                 current: Dict[ChainId, Any]) -> Any:
@@ -407,8 +336,7 @@ class GroupWrite(Write):
         return Resend({chain: current.get(chain, expected)})
 
     def _drop(self, indexes: List[int], error: Callable[[int, Write], AutoIncrementError]) -> None:
-        """Take the members at ``indexes`` out, each with the error ``error(index, member)``; release their
-        claims."""
+        """Take the members at ``indexes`` out, each with ``error(index, member)``; release their claims."""
         for i in indexes:
             member = self.members[i]
             self.failures[id(member)] = error(i, member)
@@ -433,24 +361,9 @@ class GroupWrite(Write):
         return self.members[0].contention(exc, attempts, elapsed)
 
 
-def _exhausted(error: SequenceExhaustedError) -> Callable[[int, Write], AutoIncrementError]:
-    """Each member's own copy of the error for a value past the end bound."""
-    return lambda i, member: SequenceExhaustedError(str(error), error.cause, last=error.last)
-
-
-def alone(write: Write) -> Write:
-    """A member of a split group commit, with a new claim, to be sent on its own."""
-    entry = write.entries[0]
-    claim = strategies.take(entry.instance, entry.claim.opts)  # type: ignore[union-attr]
-    single = Write(write.connection, write.puts, [Entry(entry.instance, claim, 0)], purpose=write.purpose)
-    single.grouped = True
-    return single
-
-
 def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
-    """Write a new instance of ``Model.save()`` (its PutItem arguments ``put``) with its claim: a lone gapless
-    save goes with the same counter's saves of other threads of this process (:func:`joined`), any other
-    through :func:`commit`."""
+    """Write a new instance of ``Model.save()`` (PutItem arguments ``put``): a lone gapless save through the group
+    commit (:func:`joined`), any other through :func:`commit`."""
     write = Write(connection, [put], [Entry(instance, claim, 0)], purpose="save")
     if claim.kind == "swap" and claim.opts.attribute == type(instance)._hash_keyname:
         return joined(write)
@@ -459,12 +372,8 @@ def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connect
 
 def commit(write: Write) -> Dict[str, Any]:
     """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
-
-    The first request goes straight to :func:`send`; only a failure enters the retry loop
-    (:func:`_transport.drive`), and only a lost race the queue (:mod:`pynamodb_autoinc._contention`), whose
-    contest starts then. A contest starts before the first request only when this process holds a standing
-    ticket, or saw a queue busy a moment ago.
-    """
+    Only a failure enters the retry loop (:func:`_transport.drive`), and only a lost race the queue (a contest
+    starts before the first request only with a standing ticket, or a queue seen busy a moment ago)."""
     exchange = _Commit(write)
     try:
         queue = _state.state.parts.get("queue")
@@ -475,7 +384,7 @@ def commit(write: Write) -> Dict[str, Any]:
                 write.retake(queued)
         operation, kwargs = write.request()
         try:
-            response = write.send(operation, kwargs) if exchange.contest is None else exchange.send(operation, kwargs)
+            response = exchange.send(operation, kwargs)
         except BOTOCORE_EXCEPTIONS as exc:
             response = _transport.drive(exchange, exc)
         strategies.commit(write.claims)
@@ -495,8 +404,7 @@ def commit(write: Write) -> Dict[str, Any]:
 
 
 class _Commit(_transport.Exchange[Dict[str, Any]]):
-    """A write as :func:`_transport.drive` sends it once its first request failed: a lost race is retried as
-    its contest decides, made at the first loss."""
+    """A write as :func:`_transport.drive` sends it: a lost race is retried as its contest (made then) decides."""
 
     errors = BOTOCORE_EXCEPTIONS
 
@@ -509,15 +417,14 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         if self.contest is None:
-            return self.write.send(operation, kwargs)
+            return _transport.send(self.write.connection, operation, kwargs, raw=True)
         return _contention.timed(self.write, operation, kwargs)
 
     def failed(self, exc: Exception) -> Optional[Dict[str, Any]]:
-        """Applied after all ({}), or claim again as the verdict (or the contest, after a lost race) says."""
         outcome = self.write.verdict(exc)
         if outcome is APPLIED:
             return {}
-        if outcome is not PASSING and isinstance(outcome, Resend):
+        if isinstance(outcome, Resend):
             self.write.retake(outcome)
             return None
         if self.contest is None:
@@ -529,24 +436,11 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         return None
 
 
-# -- group commit ----------------------------------------------------------------
-#
-# Threads of one process saving gapless items on one counter do not race each
-# other: the first becomes the leader and sends, in one TransactWriteItems,
-# its own item and those of the threads queued behind it, with one counter
-# swap (:class:`GroupWrite`). A thread whose item fails (its key exists, its
-# condition failed) gets its own error; the others are sent again. Near the
-# sequence's end bound the group saves the items that fit; the others get
-# :class:`~pynamodb_autoinc.exceptions.SequenceExhaustedError` and keep no ID.
-# A failure that names no item (an item too large) sends each item on its
-# own, so that it fails alone. An interrupt (``KeyboardInterrupt``) in one of
-# the threads leaves every item as its write ended (see :func:`joined`).
-# A lone save with no other thread waiting is sent as it is.
+# -- group commit: threads of one process saving gapless items on one counter send them together (see
+# docs/architecture.md, "How a write is committed")
 
-#: The most items one group commit sends (with the counter swap, well inside TransactWriteItems' 100).
+#: The most items (and bytes of items) one group commit sends: well inside TransactWriteItems' 100 items and 4 MB.
 GROUP_LIMIT = 25
-
-#: The most bytes of items one group commit sends (TransactWriteItems takes 4 MB).
 GROUP_BYTES = 2_000_000
 
 
@@ -568,10 +462,8 @@ class _Member:
 
     def __init__(self, write: Write) -> None:
         self.write = write
-        self.claim = write.claims[0]
-        """The claim its item is sent with (a new one when a split group sends it alone)."""
-        self.taken = False
-        """A leader took it from the queue: it ends as that leader sends it."""
+        self.claim = write.claims[0]  # a new one when a split group sends it alone
+        self.taken = False  # a leader took it from the queue: it ends as that leader sends it
         self.done = False
         self.finished = threading.Event()
         self.response: Dict[str, Any] = {}
@@ -585,26 +477,18 @@ class _Group:
         self.lead = threading.Lock()  # held by the thread sending the group's request
         self.guard = threading.Lock()  # guards the queue
         self.queue: List[_Member] = []
+        # when (monotonic) its last write was applied: a save losing a race soon after may keep its queue place
         self.ended: Optional[float] = None
-        """When (:data:`_budget.clock`, monotonic) its last write was applied: a save that loses a race soon
-        after is in a loop, and may keep its place in the counter's queue (one clock reading a save)."""
 
 
 def joined(write: Write) -> Dict[str, Any]:
-    """Commit ``write`` together with the same counter's writes of other threads of this process.
-
-    A thread interrupted (``KeyboardInterrupt``, any ``BaseException``) while
-    its write waits in the queue leaves the queue and gives its claim back;
-    one whose write a leader already took waits for that leader's request
-    to end, so that its ID says whether the item was stored. A leader
-    interrupted while it sends gives back every claim not committed: those
-    members get :class:`~pynamodb_autoinc.exceptions.ItemWriteError`, their
-    IDs back to None, and the leader's thread the interrupt.
-    """
-    member = _Member(write)
+    """Commit ``write`` together with the same counter's writes of other threads of this process. An interrupt
+    (any ``BaseException``) leaves every item as its write ended: see :func:`_leave` and :func:`_lead`."""
+    member, state = _Member(write), _state.state
     group: Optional[_Group] = None
     try:
-        groups, place = _groups(), (member.claim.chain, id(write.connection))
+        groups = state.parts.get("groups") or state.part("groups", _Groups)  # _groups() without its call
+        place = (member.claim.chain, id(write.connection))
         group = groups.by_place.get(place)
         if group is None:
             with groups.guard:
@@ -640,7 +524,7 @@ def _leave(group: Optional[_Group], member: _Member) -> None:
 
 def _lead(group: _Group, leader: _Member) -> None:
     """Send the queue's writes (the leader's first) as one transaction; every member taken ends done, with its
-    response or its own error, whatever ends the request, an interrupt included."""
+    response or its own error, whatever ends the request (an interrupted leader's members: ItemWriteError)."""
     batch: List[_Member] = []
     sent: Optional[GroupWrite] = None
     try:
@@ -664,15 +548,19 @@ def _lead(group: _Group, leader: _Member) -> None:
         sent.grouped, sent.previous_end = True, group.ended
         try:
             with strategies.held(list(sent.claims)):
-                sent.rechain()  # the members past the sequence's end bound are taken out
+                head = sent.claims[0]  # the claims, taken one by one, one chain from the value remembered
+                sent.retake({head.chain: strategies.remembered(head)})  # those past the end bound are taken out
                 response = commit(sent)
                 group.ended = _budget.clock.monotonic()
         except Split:  # a failure that names no item: each item on its own
             for m in batch:
                 if id(m.write) not in sent.failures:
-                    try:
-                        single = alone(m.write)
-                        m.claim = single.claims[0]
+                    try:  # with a new claim
+                        entry = m.write.entries[0]
+                        m.claim = strategies.take(entry.instance, m.claim.opts)
+                        single = Write(m.write.connection, m.write.puts, [Entry(entry.instance, m.claim, 0)],
+                                       purpose=m.write.purpose)
+                        single.grouped = True
                         m.response = commit(single)
                     except Exception as error:
                         m.error = error
@@ -689,15 +577,12 @@ def _lead(group: _Group, leader: _Member) -> None:
                 continue  # its own error, or stored before the request ended
             if isinstance(error, Exception):
                 m.error = error
-            elif m is not leader:
-                # interrupted: nothing of it counts as written (as a save's own interrupt), so its ID is given back
+                continue
+            if m is not leader:  # interrupted: nothing of it counts as written, so its ID is given back
                 m.error = ItemWriteError(
-                    f"{describe(m.write.entries[0].instance)}: the thread sending it with other threads' "
-                    f"saves in one transaction was interrupted ({type(error).__name__}); it was not written and "
-                    "its ID is back to None. Save it again")
-                m.claim.release()
-            else:
-                m.claim.release()
+                    f"{describe(m.write.entries[0].instance)}: the thread sending it with other threads' saves was "
+                    f"interrupted ({type(error).__name__}); it was not written, its ID is back to None. Save it again")
+            m.claim.release()
         if not isinstance(error, Exception):
             raise  # KeyboardInterrupt and the like stop the leader's thread too
     finally:
@@ -710,33 +595,15 @@ def _lead(group: _Group, leader: _Member) -> None:
             m.finished.set()
 
 
-# -- helpers -------------------------------------------------------------------
-
-def counter_value(claim: Claim, reason: CancellationReason) -> Any:
-    """The counter value a failed swap's ALL_OLD item shows (None: no value), or unknown.
-
-    :raises SequenceMismatchError: the counter records other sequence options
-    """
-    if reason.raw_item is not None:
-        claim.opts.counter.check_options(claim.key, reason.raw_item, claim.opts.sequence)
-    return _contention.item_value(reason.raw_item, claim.opts.counter)
-
-
 def stored_form(value: Any) -> Any:
     """An attribute value in a form equal for every way of writing what DynamoDB stores the same."""
     if not isinstance(value, dict) or len(value) != 1:
         return value
     (kind, inner), = value.items()
-    if kind == "N":
-        return kind, number(inner)
-    if kind == "NS":
-        return kind, frozenset(number(n) for n in inner)
-    if kind == "SS":
-        return kind, frozenset(inner)
-    if kind == "B":
-        return kind, _binary(inner)
-    if kind == "BS":
-        return kind, frozenset(_binary(b) for b in inner)
+    if kind in ("N", "B"):
+        return kind, (number if kind == "N" else _binary)(inner)
+    if kind in ("NS", "SS", "BS"):
+        return kind, frozenset(number(v) if kind == "NS" else _binary(v) if kind == "BS" else v for v in inner)
     if kind == "M":
         return kind, tuple(sorted((name, stored_form(v)) for name, v in inner.items()))
     if kind == "L":
@@ -757,10 +624,8 @@ def was_retried(exc: BaseException) -> bool:
     return False
 
 
-
 def describe(instance: Model) -> str:
-    """How errors name an instance: its key and its auto-increment attribute (``User with id=5``,
-    ``Member with pk='User#Alex', num=4``)."""
+    """How errors name an instance: its key and auto-increment attribute (``Member with pk='User#Alex', num=4``)."""
     model = type(instance)
     keys = [name for name in (model._hash_keyname, model._range_keyname) if name]
     attribute = options_for(model).attribute if hasattr(model, "autoinc_options") else keys[0]
@@ -771,15 +636,13 @@ def describe(instance: Model) -> str:
 def exists_advice(entry: Entry) -> str:
     """Why a new item's key can already be in use, and what to do."""
     claim = entry.claim
+    exists = "an item with this key already exists and was not overwritten"
     if claim is None or claim.opts.attribute != type(entry.instance)._hash_keyname:
-        return "an item with this key already exists and was not overwritten; choose a key that is not in use, " \
-               "or update the existing item instead"
+        return f"{exists}; choose a key that is not in use, or update the existing item instead"
     if claim.opts.sequence.cycle:
-        return (f"an item with this key already exists and was not overwritten: sequence {claim.key!r} cycles "
-                "(Meta.autoinc_cycle) and has come round to a value whose item is still stored; delete old items "
-                "before the sequence reaches them again, or widen its bounds")
-    return (f"an item with this key already exists and was not overwritten; the counter {claim.key!r} is behind "
-            f"the IDs already stored: raise it to the largest stored ID with "
+        return (f"{exists}: sequence {claim.key!r} cycles (Meta.autoinc_cycle) and has come round to a stored "
+                "item; delete old items before the sequence reaches them again, or widen its bounds")
+    return (f"{exists}; the counter {claim.key!r} is behind the stored IDs: raise it to the largest with "
             f"{claim.opts.counter._reached_as()}.setval({claim.key!r}, N)")
 
 
@@ -787,26 +650,17 @@ def _failed_with(exc: Exception, instance: Optional[Model]) -> str:
     code = error_code(exc)
     if code == "ResourceNotFoundException" and instance is not None:
         model = type(instance)
-        return (f"table {model.Meta.table_name!r} (or counter table "
-                f"{options_for(model).counter.Meta.table_name!r}) does not exist; create it with "
-                f"{model.__name__}.create_table(...)")
+        return (f"table {model.Meta.table_name!r} (or counter table {options_for(model).counter.Meta.table_name!r}) "
+                f"does not exist; create it with {model.__name__}.create_table(...)")
     message = next((r["Error"].get("Message") for r in error_responses(exc) if r.get("Error")), None)
     return f"the write failed with {code or type(exc).__name__}: {message or exc}"
 
 
-# -- the counter swap of a gapless write -------------------------------------------
-
 def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value: int, *, queue: bool = False,
                 ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
                 requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-    """The TransactWriteItems ``Update`` that moves counter ``key`` from ``expected`` to ``value`` (see
-    :func:`build_swap_kwargs`, which says what each argument does).
-
-    Every gapless save sends one, so it is built from a template: the request of the same shape (the same
-    counter, key, options and queue arguments) built once by PynamoDB with stand-in numbers, whose
-    numbers are then replaced by this call's. The result is the request :func:`build_swap_kwargs`
-    builds, made in a fraction of its time.
-    """
+    """The TransactWriteItems ``Update`` that moves counter ``key`` from ``expected`` to ``value``: what
+    :func:`build_swap_kwargs` builds, made faster from a template of the same shape built with stand-in numbers."""
     shape = (key, counter.Meta.table_name, expected is None, queue, ticket is None, standing, by_standing, requeue,
              sequence)
     templates = _TEMPLATES.setdefault(counter, {})  # by class: a subclass has its own table
@@ -824,13 +678,9 @@ def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value:
 def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value: int, *, queue: bool = False,
                       ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
                       requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-    """The swap :func:`swap_kwargs` makes, built by PynamoDB.
-
-    ``expected=None`` means the counter must not hold a value yet. With ``queue``, a ``ticket`` or
-    ``by_standing``, the swap also waits its turn among the writers queued on the counter
-    (:func:`_contention.swap_terms`). With ``sequence``, the counter must record those options (or none),
-    and records them.
-    """
+    """The swap :func:`swap_kwargs` makes, built by PynamoDB. ``expected=None``: the counter holds no value yet.
+    With ``queue``, a ``ticket`` or ``by_standing``, the swap also waits its turn in the counter's queue. With
+    ``sequence``, the counter must record those options (or none), and records them."""
     actions, condition = counter._swap(expected, value, sequence)
     if queue or ticket is not None or by_standing:
         more, also = _contention.swap_terms(counter, ticket, standing, by_standing, requeue)
@@ -838,5 +688,4 @@ def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], 
     return counter._update_kwargs(key, actions, condition)
 
 
-#: Each counter class's swap templates, by shape.
 _TEMPLATES: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = weakref.WeakKeyDictionary()

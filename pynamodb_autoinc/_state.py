@@ -1,12 +1,5 @@
-"""Everything this process remembers between saves, in one object with one reset.
-
-Reserved blocks, the counter values this process last wrote, its places in
-gapless queues, the tables it has described: each part is made by the module
-that owns it, on first use, through :meth:`ProcessState.part`. A forked child
-starts with none of them (one ``os.register_at_fork`` hook), so it never
-hands out a value from its parent's block or stands in its parent's place;
-:func:`pynamodb_autoinc.testing.reset_state` forgets them all as well.
-"""
+"""Everything this process remembers between saves (blocks, counter values, queue places, tables), in one
+object with one reset: each part is made by its owning module on first use; a forked child starts empty."""
 
 from __future__ import annotations
 
@@ -22,8 +15,7 @@ class ProcessState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.parts: Dict[str, Any] = {}
-        """The parts made so far, by name: read ``parts.get(name) or part(name, make)`` on a hot path."""
+        self.parts: Dict[str, Any] = {}  # on a hot path read ``parts.get(name) or part(name, make)``
 
     def part(self, name: str, make: Callable[[], _T]) -> _T:
         """The part called ``name``, made with ``make()`` if this process has none yet."""
@@ -42,7 +34,6 @@ class ProcessState:
 
 
 state = ProcessState()
-"""The one :class:`ProcessState` of this process."""
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=state.reset)

@@ -1,14 +1,6 @@
-"""The one place the library puts a DynamoDB request on the wire: :func:`send`.
-
-Requests are built elsewhere (an operation name and its arguments) and sent
-through a PynamoDB ``Connection``'s ``dispatch``, which sends PynamoDB's signals
-and in which botocore retries transient errors. ``tests/test_architecture.py``
-fails when another module sends a request of its own.
-
-A request that may be sent again is an :class:`Exchange`, which decides what
-to send and what each answer means, and :func:`drive` is the one loop that
-sends it (as h11 and tenacity part the protocol from the I/O).
-"""
+"""The one place the library puts a DynamoDB request on the wire (:func:`send`, through a PynamoDB
+``Connection``'s ``dispatch``: PynamoDB's signals and botocore's retries apply), and the one retry loop
+(:func:`drive`, which sends an :class:`Exchange` until an answer settles it)."""
 
 from __future__ import annotations
 
@@ -38,12 +30,8 @@ PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
 
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
-    """Send one request; botocore's own retries of transient errors happen in here.
-
-    A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with
-    botocore's as its ``cause``; with ``raw``, botocore's error itself (the
-    write engine reads it).
-    """
+    """Send one request. A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with botocore's as
+    its ``cause``; with ``raw``, botocore's error itself."""
     try:
         return dict(connection.dispatch(operation, kwargs))
     except BOTOCORE_EXCEPTIONS as error:
@@ -57,12 +45,10 @@ _T = TypeVar("_T", covariant=True)
 
 
 class Exchange(Protocol[_T]):
-    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means.
+    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means
+    (by default no failure is read and an answer is taken as it is)."""
 
-    A subclass reads no failure and takes an answer as it is, unless it says otherwise."""
-
-    #: The failures :meth:`failed` reads; any other ends the exchange.
-    errors: ClassVar[Tuple[Type[BaseException], ...]] = ()
+    errors: ClassVar[Tuple[Type[BaseException], ...]] = ()  # the failures failed() reads; any other ends it
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         """The request to send now: (operation name, its arguments)."""
@@ -71,25 +57,17 @@ class Exchange(Protocol[_T]):
         """Send it (through :func:`send`)."""
 
     def failed(self, exc: Any) -> Any:
-        """Read a failure: raise to stop (an error, or the exchange's budget spent, its waits slept on the
-        clock); return None to send the next request, or the answer to take as applied."""
+        """Read a failure: raise to stop (an error, or the budget spent); return None to send the next request,
+        or the answer to take as applied."""
         raise exc
 
     def applied(self, response: Any) -> _T:
-        """The result of an applied request."""
         return response
 
 
 def drive(exchange: Exchange[_T], failure: Optional[BaseException] = None) -> _T:
-    """Send ``exchange``'s requests until one is applied: the library's one retry loop.
-
-    ``failure``: the first request was sent by the caller and failed so (a
-    write's first try goes straight to :func:`send`; only a failure enters
-    the loop); the loop reads it first.
-
-    It ends because :meth:`Exchange.failed` counts every lost try against a
-    :class:`~pynamodb_autoinc._budget.Budget` and raises once it is spent.
-    """
+    """Send ``exchange``'s requests until one is applied (``failed`` raises once its Budget is spent).
+    ``failure``: the caller sent the first request, which failed so; it is read first."""
     if failure is not None:
         answer = exchange.failed(failure)
         if answer is not None:
@@ -114,7 +92,7 @@ def get(connection: Connection, table: str, hash_key: Any, range_key: Any = None
 
 def expressions(attributes: Optional[List[str]] = None, **conditions: Optional[Condition]) -> Dict[str, Any]:
     """Request arguments for ``conditions`` (by argument, e.g. ``FilterExpression=...``) and a projection of
-    ``attributes`` (names as stored: a dot is part of the name, not a path), with their placeholders."""
+    ``attributes`` (stored names: a dot is no path), with their placeholders."""
     names: Dict[str, str] = {}
     values: Dict[str, Any] = {}
     kwargs: Dict[str, Any] = {argument: condition.serialize(names, values)
@@ -130,11 +108,8 @@ def expressions(attributes: Optional[List[str]] = None, **conditions: Optional[C
 
 def scan(connection: Connection, table: str, condition: Optional[Condition] = None,
          attributes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Every item of ``table`` that ``condition`` holds for (a consistent scan, page by page), as stored;
-    with ``attributes`` (names as stored), only those.
-
-    :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows
-    """
+    """Every item of ``table`` that ``condition`` holds for (a consistent scan), as stored; with ``attributes``,
+    only those. :raises ScanError: the scan failed, or the table holds more than :data:`PAGES` allows"""
     kwargs = {"TableName": table, "ConsistentRead": True, **expressions(attributes, FilterExpression=condition)}
     items: List[Dict[str, Any]] = []
     pages = PAGES.tries()

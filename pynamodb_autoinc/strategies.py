@@ -1,33 +1,9 @@
-"""Where an ID is born: claims on the next value of a sequence.
+"""Where an ID is born: a :class:`Claim` on the next value of a sequence, set on its instance at once.
 
-A :class:`Claim` is a value taken for one new instance and set on it at
-once. Every claim ends in one of two ways: :func:`commit`, once the
-item carrying it is stored, or :meth:`Claim.release`, which puts the
-attribute back to ``None`` because the item will not be. The write engine
-(:mod:`pynamodb_autoinc._engine`) commits; :func:`held` releases on every
-other exit, exceptions and ``KeyboardInterrupt`` included. Only an unknown
-outcome (:class:`~pynamodb_autoinc.WriteOutcomeUnknownError`) leaves a claim
-on its instance, since the item may be stored under it.
-
-A claim is of one of three kinds:
-
-``"counter"`` (fast mode)
-    The counter was advanced by one atomic UpdateItem (or one per block of
-    ``Meta.autoinc_block`` values, handed out by this process). The value is
-    spent whatever happens to the item: a failed write leaves a gap, as
-    PostgreSQL's ``nextval`` does.
-``"swap"`` (gapless mode)
-    The value after the counter's, which is the value this process last
-    wrote or a consistent read. The counter moves in the same transaction as
-    the item, conditional on the value it was taken from, so no value is
-    spent without its item.
-``"query"`` (``Meta.autoinc_strategy = "query"``)
-    The value after the largest (smallest, going down) range key in the
-    instance's partition; no counter at all.
-
-Claims of one request on the same counter or partition form a chain: each
-takes the value after the one before, and a chain of swaps moves its counter
-once, from the head's ``expected`` to the last value.
+A claim ends committed (:func:`commit`, once its item is stored) or released (the attribute back to None); only
+:class:`~pynamodb_autoinc.WriteOutcomeUnknownError` leaves it on its instance. Its kind is ``"counter"`` (fast and
+block: the counter advanced by an UpdateItem), ``"swap"`` (gapless: the counter moves in the item's transaction) or
+``"query"`` (the partition's last range key). See docs/architecture.md, "Where an ID is born".
 """
 
 from __future__ import annotations
@@ -47,13 +23,7 @@ from pynamodb.models import Model
 from . import _state, _transport, regions
 from ._options import Options
 from .counter import SET_BY_HAND, Reserve
-from .exceptions import (
-    CounterError,
-    SequenceExhaustedError,
-    UnassignedIdError,
-    WriteOutcomeUnknownError,
-    error_code,
-)
+from .exceptions import CounterError, SequenceExhaustedError, UnassignedIdError, WriteOutcomeUnknownError, error_code
 from .sequence import number, number_text
 
 log = logging.getLogger(__name__)
@@ -69,16 +39,12 @@ class Claim:
 
     instance: Model
     opts: Options
-    kind: str
-    """``"counter"``, ``"swap"`` or ``"query"`` (see the module docstring)."""
-    key: str
-    """The counter key (or, for the query strategy, the table and partition)."""
+    kind: str  # "counter", "swap" or "query"
+    key: str  # the counter key (the query strategy: the table and partition)
     period: Optional[str] = None
     value: int = 0
-    expected: Optional[int] = None
-    """Swap claims at the head of a chain: the counter value the swap requires (None: no value yet)."""
-    state: str = field(default="held")
-    """``"held"``, ``"committed"`` or ``"released"``."""
+    expected: Optional[int] = None  # a chain's head swap: the counter value the swap requires (None: no value yet)
+    state: str = field(default="held")  # "held", "committed" or "released"
 
     @functools.cached_property
     def chain(self) -> ChainId:
@@ -106,8 +72,7 @@ class Claim:
 
 
 def commit(claims: Sequence[Claim]) -> None:
-    """The items carrying ``claims`` are stored: each claim is committed, and this process remembers the value
-    each chain of swaps moved its counter to (the last claim of the chain)."""
+    """The items carrying ``claims`` are stored: commit them; remember each chain of swaps' last value."""
     last: Dict[ChainId, Claim] = {}
     for claim in claims:
         claim.state = "committed"
@@ -122,11 +87,7 @@ def commit(claims: Sequence[Claim]) -> None:
 
 @contextmanager
 def held(claims: Sequence[Claim]) -> Iterator[None]:
-    """Release ``claims`` that are not committed when the block is left by any exception.
-
-    :class:`WriteOutcomeUnknownError` is the exception: the item may be stored
-    under the claimed value, so the instance keeps it.
-    """
+    """Release ``claims`` that are not committed when the block is left by an exception (see :func:`abandoned`)."""
     try:
         yield
     except BaseException as exc:
@@ -135,33 +96,24 @@ def held(claims: Sequence[Claim]) -> Iterator[None]:
 
 
 def abandoned(claims: Sequence[Claim], exc: BaseException) -> None:
-    """The write of ``claims`` ended with ``exc``: release them, unless it is a
-    :class:`WriteOutcomeUnknownError` (the item may be stored under the claimed value, so the instance keeps
-    it). Every exit of a write that is not a success ends here."""
+    """The write of ``claims`` ended with ``exc``: release them, unless it is a :class:`WriteOutcomeUnknownError`
+    (the item may be stored under the claimed value, so the instance keeps it)."""
     if not isinstance(exc, WriteOutcomeUnknownError):
         for claim in claims:
             claim.release()
 
 
-# -- per-process state -------------------------------------------------------
-
 class _Memory:
-    """What this process remembers about counters: reserved blocks and the last values seen.
-
-    A part of the process's state (:mod:`pynamodb_autoinc._state`): a forked
-    child starts empty, so it never hands out a value from its parent's block.
-    """
+    """What this process remembers about counters (a part of :mod:`pynamodb_autoinc._state`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # sequence -> [next value, last value]
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
-        self.ids: WeakKeyDictionary[type, Dict[str, Tuple[Any, ...]]] = WeakKeyDictionary()
-        """By counter class, then key: :func:`counter_id` (weak: a counter class bound to a model goes with it)."""
+        self.ids: WeakKeyDictionary[type, Dict[str, Tuple[Any, ...]]] = WeakKeyDictionary()  # counter_id()s
 
 
-#: The most counters (scope values and periods count apart) this process remembers a value or keeps a block
-#: of; past it the longest unused is forgotten (its next claim reads the counter, or reserves a new block).
+#: The most counters this process remembers a value or keeps a block of; past it the longest unused is forgotten.
 REMEMBERED = 1024
 
 
@@ -172,13 +124,12 @@ def _bound(memory: Dict[Any, Any]) -> None:
 
 
 def _memory() -> _Memory:
-    """This process's memory of counters."""
     state = _state.state
     return state.parts.get("memory") or state.part("memory", _Memory)
 
 
 def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
-    """Identifies one counter item across models: endpoint, table, item key (found once per process)."""
+    """Identifies one counter item across models: endpoint, table, item key."""
     memory = _memory()
     ids = memory.ids.get(opts.counter)
     ident = ids.get(key) if ids is not None else None
@@ -199,8 +150,7 @@ def remember(opts: Options, key: str, value: Optional[int]) -> None:
 
 
 def _seen(memory: _Memory, ident: Tuple[Any, ...], value: Optional[int]) -> None:
-    """Record counter ``ident``'s value as last written by this process (None: forget it); the caller holds
-    ``memory.lock``."""
+    """:func:`remember`, with ``memory.lock`` held."""
     memory.seen.pop(ident, None)  # the newest last, so the oldest goes first
     if value is not None:
         memory.seen[ident] = value
@@ -210,25 +160,21 @@ def _seen(memory: _Memory, ident: Tuple[Any, ...], value: Optional[int]) -> None
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:
     """Drop this process's reserved values and remembered value of a counter (it was set by hand)."""
-    with _memory().lock:
-        for sequence in [s for s in _memory().blocks if s[0] == ident]:
-            del _memory().blocks[sequence]
-        _memory().seen.pop(ident, None)
+    memory = _memory()
+    with memory.lock:
+        memory.blocks = {s: block for s, block in memory.blocks.items() if s[0] != ident}
+        memory.seen.pop(ident, None)
 
 
 SET_BY_HAND.append(forget_counter)
 
 
-# -- taking values -----------------------------------------------------------
-
 def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh: bool = False) -> Claim:
-    """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims.
-
-    ``fresh``: a swap claim reads the counter rather than trust the value
-    this process remembers. The model's first claim in a process checks its
-    tables for global tables (:func:`pynamodb_autoinc.regions.effective`).
-    """
-    opts = _claiming(opts)
+    """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims; ``fresh``:
+    a swap claim reads the counter rather than the value this process remembers."""
+    known = _state.state.parts.get("tables")  # the check's verdict, as this process left it
+    verdict = known.checked.get(opts.model) if known is not None else None
+    opts = verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
     period = None
     if opts.strategy == "query":
         kind, key = "query", partition_key(instance, opts)
@@ -255,26 +201,15 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
                 raise opts.sequence.too_many(key, len(chain) + 1)
             claim.assign(opts.sequence.following(key, chain[-1].value))
         else:
-            _head(claim, _UNKNOWN if fresh else _remembered(claim))
+            _head(claim, _UNKNOWN if fresh or kind != "swap" else remembered(claim))
     if log.isEnabledFor(logging.DEBUG):
         log.debug("%s claims %s=%r (%s, %r)", type(instance).__name__, opts.attribute, claim.value, kind, key)
     return claim
 
 
-def _claiming(opts: Options) -> Options:
-    """The options a claim uses (:func:`regions.effective`): the check's verdict, read as this process left
-    it once the model's tables were checked."""
-    known = _state.state.parts.get("tables")
-    verdict = known.checked.get(opts.model) if known is not None else None
-    return verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
-
-
 def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
-    """Fast mode: claim values for ``instances`` with one counter request per counter key.
-
-    Blocks are not used: the request reserves exactly the values needed, so a
-    batch that does not fit before the bound spends nothing.
-    """
+    """Fast mode: claim values for ``instances`` with one counter request per counter key, for exactly the values
+    needed (no block), so a batch that does not fit before the bound spends nothing."""
     opts = regions.effective(opts)
     period = opts.current_period()
     groups: Dict[str, List[Model]] = {}
@@ -302,9 +237,9 @@ def too_few(opts: Options, key: str, asked: int, left: int, exc: SequenceExhaust
     seq = opts.sequence
     bound = "maximum (Meta.autoinc_max)" if seq.step > 0 else "minimum (Meta.autoinc_min)"
     return SequenceExhaustedError(
-        f"save_all() asked for {asked} values of sequence {key!r}; only {left} {'is' if left == 1 else 'are'} "
-        f"left before its {bound} {seq.end}; nothing was spent for them. Save at most {left} new instances "
-        "at once, or move the bound (then `pynamodb-autoinc alter`)", exc.cause, last=exc.last)
+        f"save_all() asked for {asked} values of sequence {key!r}; only {left} {'is' if left == 1 else 'are'} left "
+        f"before its {bound} {seq.end}, none spent. Save at most {left} at once, or move the bound (then "
+        "`pynamodb-autoinc alter`)", exc.cause, last=exc.last)
 
 
 def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
@@ -322,18 +257,8 @@ def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
             done.append(claim)
 
 
-def rechain(claims: Sequence[Claim]) -> None:
-    """Make claims taken one by one (by threads of this process) one chain, from the value remembered."""
-    if claims:
-        retake(claims, {claims[0].chain: _remembered(claims[0])})
-
-
 def remembered(claim: Claim) -> Any:
     """The value this process last wrote to a swap claim's counter, or unknown."""
-    return _remembered(claim)
-
-
-def _remembered(claim: Claim) -> Any:
     if claim.kind != "swap":
         return _UNKNOWN
     ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it
@@ -357,12 +282,8 @@ def _head(claim: Claim, last: Any) -> None:
 
 
 def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]:
-    """Reserve ``count`` values of counter ``key``; they are this caller's alone.
-
-    One UpdateItem, unless a cycling sequence wraps within them (one more per
-    pass). Without ``partial``, a sequence that does not cycle gives all
-    ``count`` or nothing; with it, fewer when fewer are left.
-    """
+    """Reserve ``count`` values of counter ``key`` (one UpdateItem per pass of a cycling sequence); without
+    ``partial``, a sequence that does not cycle gives all or nothing; with it, fewer when fewer are left."""
     if count > opts.sequence.size and not partial:
         raise opts.sequence.too_many(key, count)  # a cycling sequence is asked for what is left, pass by pass
     values: List[int] = []
@@ -375,37 +296,27 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
 
 
 def _from_block(opts: Options, key: str) -> int:
-    """The next value of this process's block, reserving a new block when it is used up.
-
-    Fewer than a block's worth is reserved when fewer are left before the
-    end bound. Blocks belong to one sequence definition, so models that share
-    a counter key with other options never share a block (the counter refuses
-    one of them anyway).
-    """
-    sequence = (counter_id(opts, key), opts.sequence)
-    with _memory().lock:
-        block = _memory().blocks.get(sequence)
+    """The next value of this process's block (one per counter and sequence options), reserving a new one (fewer
+    values near the end bound) when it is used up."""
+    sequence, memory = (counter_id(opts, key), opts.sequence), _memory()
+    with memory.lock:
+        block = memory.blocks.get(sequence)
         if block is None:
             values = _reserve(opts, key, opts.block, partial=True)
-            block = _memory().blocks[sequence] = [values[0], values[-1]]
-            _bound(_memory().blocks)
+            block = memory.blocks[sequence] = [values[0], values[-1]]
+            _bound(memory.blocks)
         value = block[0]
         if value == block[1]:
-            del _memory().blocks[sequence]
+            del memory.blocks[sequence]
         else:
             block[0] = value + opts.step
         return value
 
 
 def track(instances: Sequence[Model], opts: Options) -> None:
-    """``Meta.autoinc_track_explicit``: move each counter past the explicit IDs of ``instances``.
-
-    One conditional UpdateItem per counter key (:meth:`NextId.raise_to`), for
-    the furthest ID on it; an ID outside the sequence's bounds is left alone,
-    as the sequence never reaches it. This process's block of the counter is
-    dropped when it holds such an ID, so no save here takes it later.
-    """
-    period = opts.current_period()
+    """``Meta.autoinc_track_explicit``: raise each counter past the furthest explicit ID of ``instances`` on it
+    (IDs outside the bounds are left alone), and drop this process's block when it holds such an ID."""
+    period, pick = opts.current_period(), max if opts.step > 0 else min
     furthest: Dict[str, int] = {}
     for instance in instances:
         try:
@@ -414,14 +325,14 @@ def track(instances: Sequence[Model], opts: Options) -> None:
             continue  # not an integer ID (a string one that is not a number): nothing to track
         if opts.sequence.contains(value):
             key = opts.counter_key(instance, period)
-            seen = furthest.get(key)
-            furthest[key] = value if seen is None else max(seen, value) if opts.step > 0 else min(seen, value)
+            furthest[key] = pick(furthest.get(key, value), value)
     for key, value in furthest.items():
         if not opts.counter.raise_to(key, value, step=opts.step):  # when it moves, raise_to forgets the counter
             ident = counter_id(opts, key)
-            with _memory().lock:
+            memory = _memory()
+            with memory.lock:
                 holds = any(sequence[0] == ident and min(block) <= value <= max(block)
-                            for sequence, block in _memory().blocks.items())
+                            for sequence, block in memory.blocks.items())
             if holds:
                 forget_counter(ident)
 
@@ -431,10 +342,8 @@ def partition_key(instance: Model, opts: Options) -> str:
     model = type(instance)
     hash_value = getattr(instance, str(model._hash_keyname))
     if hash_value is None:
-        raise UnassignedIdError(
-            f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers {opts.attribute} "
-            f"within each {model._hash_keyname}; set it before saving"
-        )
+        raise UnassignedIdError(f"{model.__name__}.{model._hash_keyname} is None: the query strategy numbers "
+                                f"{opts.attribute} within each {model._hash_keyname}; set it before saving")
     attribute = model.get_attributes()[str(model._hash_keyname)]
     if attribute.attr_type == "N":  # 1 and 1.0 are one DynamoDB number, so one partition
         hash_value = number_text(number(attribute.serialize(hash_value)))
@@ -443,12 +352,11 @@ def partition_key(instance: Model, opts: Options) -> str:
 
 def _query_last(instance: Model, opts: Options) -> Optional[int]:
     """The last value of the instance's partition: its largest range key (smallest, going down) within the
-    sequence's bounds; keys outside them (stored before the bounds were set) are not the sequence's."""
+    sequence's bounds."""
     model = type(instance)
     hash_value = getattr(instance, str(model._hash_keyname))
     range_key = model._range_key_attribute()
-    # the end bound in the key condition (one comparison: moto's BETWEEN mishandles 0); the start bound after
-    # (the range key projected by its stored name as one name: a dot in it is no path)
+    # the end bound in the key condition (moto's BETWEEN mishandles 0); the start bound after
     sequence = opts.sequence
     within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
     kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1, "ScanIndexForward": opts.step < 0,
@@ -457,7 +365,7 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     try:
         items = _transport.send(model._get_connection().connection, QUERY, kwargs).get("Items", [])
     except PynamoDBException as exc:
-        raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition "
-                           f"{hash_value!r} ({error_code(exc) or exc}); nothing was written", exc) from exc
+        raise CounterError(f"{model.__name__}: could not read the last {opts.attribute} in partition {hash_value!r} "
+                           f"({error_code(exc) or exc}); nothing was written", exc) from exc
     value = int(range_key.deserialize(range_key.get_value(items[0][range_key.attr_name]))) if items else None
     return value if value is not None and sequence.minimum <= value <= sequence.maximum else None
