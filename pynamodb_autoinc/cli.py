@@ -201,22 +201,10 @@ def _positive(text: str, most: Optional[int] = None) -> int:
     return number
 
 
-DESCRIPTION = ("Look at and fix the counters of pynamodb-autoinc. A model named with --model package.module:Model picks"
-               " the endpoint, counter table and key, unless --host, --region or --table (before or after COMMAND) do.")
+DESCRIPTION = "Look at and fix the counters of pynamodb-autoinc (a model's with --model package.module:Model)."
 EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
           "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
           "counter recording other options than its model)")
-
-
-def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--host, --region, --table and -v: on the main parser (``default`` None) and on every command's (``default``
-    SUPPRESS, so that a value given before the command is kept)."""
-    parser.add_argument("--host", default=default, help="DynamoDB endpoint URL (default: the model's Meta.host)")
-    parser.add_argument("--region", default=default,
-                        help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
-    parser.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
-    parser.add_argument("-v", "--verbose", action="count", default=0 if default is None else default,
-                        help="show the library's log on stderr: -v what it changes, -vv every step (DEBUG)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -224,9 +212,15 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pynamodb-autoinc {__version__}")
-    _global_options(parser, None)
     common = argparse.ArgumentParser(add_help=False)
-    _global_options(common, argparse.SUPPRESS)
+    # on the main parser, and on every command's with SUPPRESS (a value given before the command is kept)
+    for options, default in ((parser, None), (common, argparse.SUPPRESS)):
+        options.add_argument("--host", default=default, help="DynamoDB endpoint URL (default: the model's Meta.host)")
+        options.add_argument("--region", default=default,
+                             help="AWS region (default: the model's Meta.region, or AWS_DEFAULT_REGION)")
+        options.add_argument("--table", default=default, help="counter table name (default: NextId, or the model's)")
+        options.add_argument("-v", "--verbose", action="count", default=0 if default is None else default,
+                             help="show the library's log on stderr: -v what it changes, -vv every step (DEBUG)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, run: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -557,10 +551,19 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
 
 def _describe(args: argparse.Namespace) -> int:
     models = [(_autoinc_model(args, spec), spec) for spec in args.model]
-    counters = [(_counter(args, model), options_for(model), spec) for model, spec in models]
+    counters: List[Tuple[Type[NextId], Optional[Options], str]] = [
+        (_counter(args, model), options_for(model), spec) for model, spec in models]
     rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
     problems: List[str] = []
-    for counter, owner, spec in counters or [(_counter(args), None, "")]:  # type: ignore[list-item]
+
+    def columns(sequence: Optional[SequenceOptions], last: Optional[int]) -> Dict[str, Any]:
+        """The columns START to LEFT of a counter at ``last`` under ``sequence`` (None: unknown)."""
+        if sequence is None:
+            return {**dict.fromkeys(("start", "step", "min", "max", "cycle")), "last_value": last, "left": None}
+        return {"start": sequence.start, "step": sequence.step, "min": sequence.minimum, "max": sequence.maximum,
+                "cycle": sequence.cycle, "last_value": last, "left": sequence.remaining(last)}
+
+    for counter, owner, spec in counters or [(_counter(args), None, "")]:
         prefix, table = counter._autoinc_prefix, counter.Meta.table_name
         for raw in _scan_raw(counter):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
@@ -576,7 +579,7 @@ def _describe(args: argparse.Namespace) -> int:
                 except CommandError as exc:  # one broken counter: the others are still described
                     problems.append(str(exc))
                     continue
-                rows[table, key] = {"key": key, "table": table, **_columns(recorded, last), "models": [],
+                rows[table, key] = {"key": key, "table": table, **columns(recorded, last), "models": [],
                                     "recorded": recorded}
             row = rows[table, key]
             if owner is None:
@@ -594,26 +597,18 @@ def _describe(args: argparse.Namespace) -> int:
                                 f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree"
                                 + (f" (after appending a region, run `pynamodb-autoinc seed --model {spec}`)"
                                    if owner.regions else ""))
-            row.update(_columns(row["recorded"] or expected, row["last_value"]))
+            row.update(columns(row["recorded"] or expected, row["last_value"]))
     report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
     if args.json:
         print(json.dumps(report))
     else:
-        columns = ("key", "table", "start", "step", "min", "max", "cycle", "last_value", "left")
+        shown = ("key", "table", "start", "step", "min", "max", "cycle", "last_value", "left")
         _table(("KEY", "TABLE", "START", "STEP", "MIN", "MAX", "CYCLE", "LAST", "LEFT", "MODELS"), [
             tuple("" if r[c] is None else "yes" if r[c] is True else "no" if r[c] is False else str(r[c])
-                  for c in columns) + (", ".join(r["models"]),) for r in report])
+                  for c in shown) + (", ".join(r["models"]),) for r in report])
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return EXIT_PROBLEMS if problems else 0
-
-
-def _columns(sequence: Optional[SequenceOptions], last: Optional[int]) -> Dict[str, Any]:
-    """describe's columns from START to LEFT, for a counter at ``last`` under ``sequence`` (None: unknown)."""
-    if sequence is None:
-        return {**dict.fromkeys(("start", "step", "min", "max", "cycle")), "last_value": last, "left": None}
-    return {"start": sequence.start, "step": sequence.step, "min": sequence.minimum, "max": sequence.maximum,
-            "cycle": sequence.cycle, "last_value": last, "left": sequence.remaining(last)}
 
 
 def _seed(args: argparse.Namespace) -> int:
@@ -718,7 +713,7 @@ def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = N
     Holes are the positions of the sequence before the furthest stored one that no item holds, counted from the
     sorted positions (a huge ID costs no memory); ``hole_ranges`` lists the first runs as ``[first, last]`` in
     sequence order. A cycling sequence whose counter holds ``last`` is read as a ring ending at ``last`` (see
-    docs/architecture.md, "cli").
+    docs/architecture.md, "The command line").
     """
     values = sorted(values)
     ring = last is not None and sequence.cycle and sequence.on_sequence(last) and \
@@ -792,12 +787,20 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     # segments there are (DynamoDB allows up to 1,000,000)
     workers = min(segments, MAX_SCAN_THREADS)
 
+    def key_of(item: Model) -> Optional[str]:
+        if opts.strategy == "query":
+            return f"{model.Meta.table_name}#{getattr(item, str(model._hash_keyname))}"
+        try:
+            return opts.counter_key(item, None)
+        except ValueError:
+            return None  # a scope value is missing on this item
+
     def scan(first: int) -> None:
         nonlocal scanned, skipped
         for segment in range(first, segments, workers):
             for item in model.scan(segment=segment, total_segments=segments, attributes_to_get=wanted,
                                    consistent_read=True):
-                value, key = integer(getattr(item, opts.attribute)), _key_of(opts, item)
+                value, key = integer(getattr(item, opts.attribute)), key_of(item)
                 with lock:
                     scanned += 1
                     if live and scanned % 1000 == 0:
@@ -821,15 +824,6 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
         print(f"note: {skipped} {items} of {model.__name__} {holds} no integer {opts.attribute}{lacks}; left out",
               file=sys.stderr)
     return groups
-
-
-def _key_of(opts: Options, item: Model) -> Optional[str]:
-    if opts.strategy == "query":
-        return f"{opts.model.Meta.table_name}#{getattr(item, str(opts.model._hash_keyname))}"
-    try:
-        return opts.counter_key(item, None)
-    except ValueError:
-        return None  # a scope value is missing on this item
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

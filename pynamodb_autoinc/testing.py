@@ -1,13 +1,11 @@
-"""Helpers for testing your own models on moto or DynamoDB Local.
+"""Helpers for testing your own models on moto or DynamoDB Local::
 
     with dynamodb():                      # moto's mock_aws(); dynamodb(url) for DynamoDB Local
         create_counter_table()            # NextId, on the default endpoint
-        User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         ...
         reset_counters()                  # every counter starts again
 
-With pytest, the fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters`` come with the package (see
-:mod:`pynamodb_autoinc.pytest_plugin`).
+With pytest, the package's fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters`` do the same.
 """
 
 from __future__ import annotations
@@ -86,10 +84,10 @@ def reset_state() -> None:
 
 def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId,
                    keys: Optional[Iterable[str]] = None) -> int:
-    """Delete counters (all of the table's, or ``keys``) so they start again; return how many. Also
-    :func:`reset_state`, even when a delete fails.
+    """Delete counters (all of the table's, or ``keys``) so they start again, and :func:`reset_state` (even when a
+    delete fails); return how many.
 
-    :raises CounterTableMissingError: the counter table does not exist (this process's memory is reset all the same)
+    :raises CounterTableMissingError: the counter table does not exist
     """
     bound = counter_for(model, counter)
     removed, connection = 0, bound._get_connection()
