@@ -1,8 +1,6 @@
-"""``pynamodb-autoinc [--host URL] [--region R] [--table NextId] COMMAND [--model package.module:Model] ...``:
-look at and fix counters without writing code (commands ``create-table``, ``list``, ``describe``, ``get``,
-``set``, ``restart``, ``alter``, ``seed``, ``check``, ``policy``; the documentation's command-line page describes
-them). Exit codes: 0 done, 1 an error (on stderr), 2 bad usage, 3 a problem found in the data.
-"""
+"""``pynamodb-autoinc [--host URL] [--region R] [--table T] COMMAND [--model package.module:Model] ...``: look at and
+fix counters without writing code (the documentation's command-line page describes every command). Exit codes: 0
+done, 1 an error (on stderr), 2 bad usage, 3 a problem found in the data."""
 
 from __future__ import annotations
 
@@ -25,15 +23,25 @@ from pynamodb.models import Model
 
 from . import _transport, iam, regions
 from ._options import Options, options_for
+from ._version import __version__
 from .counter import NextId, bind_counter, check_region_value, setval_value
 from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, error_code, error_responses
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions, integer, number
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
+#: DynamoDB's limit on TotalSegments of a parallel scan; at most MAX_SCAN_THREADS threads scan at once.
+MAX_SEGMENTS, MAX_SCAN_THREADS = 1_000_000, 16
+#: How many duplicates, hole ranges and off-sequence values a check report names.
+_FIRST = 10
+DESCRIPTION = "Look at and fix the counters of pynamodb-autoinc (a model's with --model package.module:Model)."
+EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
+          "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
+          "counter recording other options than its model)")
 
+#: The event emitters each running command registered :func:`_check_answer` on (the innermost command's last).
+_WATCHING: List[List[Any]] = []
 _T = TypeVar("_T", bound=Model)
-
 log = logging.getLogger(__name__)
 
 
@@ -59,9 +67,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return int(args.run(args) or 0)
     except (CommandError, PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         error = _html_answer(exc) or exc
-        if isinstance(error, NotDynamoDBError):
-            message = (f"the endpoint {_endpoint(args)} did not answer as DynamoDB ({error}); check --host (or the "
-                       "model's Meta.host): it must be the URL of DynamoDB or DynamoDB Local")
+        if isinstance(error, NotDynamoDBError):  # name the endpoint as the user named it
+            host, region = args.host, args.region or os.environ.get("AWS_DEFAULT_REGION")
+            with contextlib.suppress(Exception):  # no model, or one that does not load
+                host = host or getattr(load_model(args.model).Meta, "host", None)
+            endpoint = str(host) if host else f"of DynamoDB in {region}" if region else "of DynamoDB"
+            message = (f"the endpoint {endpoint} did not answer as DynamoDB ({error}); check --host (or the model's "
+                       "Meta.host): it must be the URL of DynamoDB or DynamoDB Local")
         else:
             message = str(error) if isinstance(error, CommandError) else f"{str(exc).rstrip('.')}{_fix_for(exc)}"
         print(f"error: {message}", file=sys.stderr)
@@ -82,19 +94,6 @@ def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         args.model = old
     if args.model is None:
         parser.error(f"{args.command}: name the model with --model package.module:Model")
-
-
-def _endpoint(args: argparse.Namespace) -> str:
-    """The endpoint the command talked to, as the user named it."""
-    host = args.host
-    with contextlib.suppress(Exception):  # no model, or one that does not load
-        host = host or getattr(load_model(args.model).Meta, "host", None)
-    region = args.region or os.environ.get("AWS_DEFAULT_REGION")
-    return str(host) if host else f"of DynamoDB in {region}" if region else "of DynamoDB"
-
-
-#: The event emitters each running command registered :func:`_check_answer` on (the innermost command's last).
-_WATCHING: List[List[Any]] = []
 
 
 @contextlib.contextmanager
@@ -183,13 +182,6 @@ def _where(model: Type[Model]) -> str:
     return f" at {host}" if host else f" in AWS region {region}" if region else ""
 
 
-#: DynamoDB's limit on TotalSegments of a parallel scan.
-MAX_SEGMENTS = 1_000_000
-
-#: At most this many threads scan at once, however many segments there are.
-MAX_SCAN_THREADS = 16
-
-
 def _positive(text: str, most: Optional[int] = None) -> int:
     try:
         number = int(text)
@@ -201,15 +193,7 @@ def _positive(text: str, most: Optional[int] = None) -> int:
     return number
 
 
-DESCRIPTION = "Look at and fix the counters of pynamodb-autoinc (a model's with --model package.module:Model)."
-EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
-          "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
-          "counter recording other options than its model)")
-
-
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pynamodb-autoinc {__version__}")
     common = argparse.ArgumentParser(add_help=False)
@@ -285,11 +269,8 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
         raise CommandError(f"cannot import {spec!r}: importing {module_name} raised {type(exc).__name__}: {exc}; "
                            "fix the module so that it imports") from exc
     model = getattr(module, name, None)
-    if model is None:
-        raise CommandError(f"cannot import {spec!r}: module {module_name!r} has no attribute {name!r}; name a model "
-                           "class defined in it")
     if not (isinstance(model, type) and issubclass(model, Model)):
-        raise CommandError(f"{spec!r} is not a PynamoDB model; name a Model subclass")
+        raise CommandError(f"{spec!r} names no PynamoDB model class in {module_name}; name a Model subclass")
     for setting, value in (("host", host), ("region", region)):
         if value is not None:
             setattr(model.Meta, setting, value)
@@ -298,8 +279,7 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
 
 
 def _autoinc_model(args: argparse.Namespace, spec: Optional[str] = None, counted: bool = True) -> Type[Model]:
-    """:func:`load_model` of ``spec`` (default: --model), refusing a model that keeps no counter (without
-    AutoIncrementMixin, or, when ``counted``, with the query strategy)."""
+    """:func:`load_model` of ``spec`` (default: --model), refused if it keeps no counter (or, ``counted``, queries)."""
     spec = spec or args.model
     model = load_model(spec, args.host, args.region)
     if not issubclass(model, AutoIncrementMixin):
@@ -312,8 +292,7 @@ def _autoinc_model(args: argparse.Namespace, spec: Optional[str] = None, counted
 
 
 def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
-    """The counter model the command reaches, its answers checked (:func:`_watched`): the model's, or the table
-    named by --table (NextId) at --host and --region."""
+    """The counter model the command reaches (watched): the model's, or --table's (NextId) at --host and --region."""
     if model is not None and args.table is None:
         counter = options_for(model).counter
     else:
@@ -375,11 +354,10 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
 
 def _plain_ids(opts: Options, so: str) -> None:
     """Refuse a model whose stored IDs do not show their counter (a period, a format): ``so`` says what fails."""
-    if opts.period:
-        raise CommandError(f"{opts.model.__name__} numbers its IDs per period (Meta.autoinc_period = "
-                           f"{opts.period!r}), so {so}")
-    if opts.fmt:
-        raise CommandError(f"{opts.model.__name__} formats its IDs (Meta.autoinc_format = {opts.fmt!r}), so {so}")
+    why = f"numbers its IDs per period (Meta.autoinc_period = {opts.period!r})" if opts.period else \
+        f"formats its IDs (Meta.autoinc_format = {opts.fmt!r})" if opts.fmt else ""
+    if why:
+        raise CommandError(f"{opts.model.__name__} {why}, so {so}")
 
 
 def _create_table(args: argparse.Namespace) -> int:
@@ -416,9 +394,8 @@ def _list(args: argparse.Namespace) -> int:
                                    else "" if row["value"] is None else str(row["value"])) for row in rows])
     bad = [row for row in rows if "problem" in row]
     for row in bad:
-        print(f"error: counter {row['key']!r} holds {_shown(row['stored'])}, {row['problem']}: saves that use it "
-              f"fail until it is set to the last ID handed out: pynamodb-autoinc set N --key {row['key']} (with "
-              "--model package.module:Model, set refuses a value behind the stored IDs)", file=sys.stderr)
+        print(f"error: counter {row['key']!r} holds {_shown(row['stored'])}, {row['problem']}: saves that use it fail "
+              f"until it is set to the last ID handed out: pynamodb-autoinc set N --key {row['key']}", file=sys.stderr)
     return EXIT_PROBLEMS if bad else 0
 
 
@@ -444,9 +421,8 @@ def _get(args: argparse.Namespace) -> int:
 
 def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Optional[int],
              is_called: bool) -> Tuple[SequenceOptions, int]:
-    """The sequence of ``model``'s counter ``key`` (its region's, with regions) and the value to set or restart it at
-    (default: its start): refused outside the bounds, off the region's subsequence, or, unless --force, when its
-    next values are stored IDs already."""
+    """The sequence of counter ``key`` (its region's) and the value to set or restart it at (default: its start),
+    refused outside the bounds, off the region's subsequence, or (unless --force) when its next IDs are stored."""
     opts = options_for(model)
     sequence = regions.sequence_of(opts, key)
     value = sequence.start if value is None else value
@@ -465,8 +441,7 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Opti
     stores = f"already stores {opts.attribute}={furthest} under counter {key!r}"
     if args.command == "restart":
         raise CommandError(f"{model.__name__} {stores}; restarting at {value} would hand out stored IDs (those saves "
-                           "are refused, never overwritten). Delete those items, restart past them with --with, or use "
-                           "--force")
+                           "are refused). Delete those items, restart past them with --with, or use --force")
     below, more = ("below", "higher") if opts.step > 0 else ("above", "lower")
     counts = "" if opts.step > 0 else f" counts down (Meta.autoinc_step = {opts.step}) and"
     raise CommandError(f"{model.__name__}{counts} {stores}; setting the counter to {value}, {below} that, would hand "
@@ -528,9 +503,8 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
              sequence: Optional[SequenceOptions],
              new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
              replace: bool = False) -> int:
-    """--dry-run: print counter ``key``'s value and options now and as the command would leave them.
-    ``new_value(item, options)``: the value it would write. Without ``replace`` (set), ``sequence`` must agree with
-    the recorded options."""
+    """--dry-run: print counter ``key`` now and as the command would leave it (``new_value(item, options)``); without
+    ``replace`` (set), ``sequence`` must agree with the recorded options."""
     with _counter_errors(counter, model):
         item = counter._item(key)
         recorded = counter._recorded(item)
@@ -540,11 +514,11 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
         value = new_value(item, options)
     before = item.get(counter.options.attr_name)
     after = before if options is None else {"S": options.encode()}
-    shown = [("none recorded" if s is None else s["S"] if "S" in s else json.dumps(s)) for s in (before, after)]
+    was, now = ["none recorded" if s is None else s["S"] if "S" in s else json.dumps(s) for s in (before, after)]
     following = "" if options is None else \
         f"; the next value would be {options.start if value is None else value + options.step}"
     print(f"dry run: counter {key!r} would be {verb}: value {_shown(item.get(counter.next_id.attr_name))} -> "
-          f"{_shown(None if value is None else {'N': str(value)})}, options {shown[0]} -> {shown[1]}{following}. "
+          f"{_shown(None if value is None else {'N': str(value)})}, options {was} -> {now}{following}. "
           "Nothing was written")
     return 0
 
@@ -630,23 +604,22 @@ def _seed(args: argparse.Namespace) -> int:
     if outside:  # refused before any counter moves: a counter put there would refuse every save
         raise CommandError(
             f"{model.__name__} stores {opts.attribute} values outside its sequence's bounds ({sequence.minimum}.."
-            f"{sequence.maximum}): {', '.join(f'{value} under counter {key!r}' for key, value in outside)}; widen "
-            f"the bounds (Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`), or "
-            "renumber those items; nothing was moved")
+            f"{sequence.maximum}): {', '.join(f'{value} under counter {key!r}' for key, value in outside)}; widen them "
+            f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`) or renumber those "
+            "items; nothing was moved")
     for key, value in sorted(furthest.items()):
         with _counter_errors(counter, model):
             last = counter.currval(key) if sequence.cycle else None
             if last is not None:
                 # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
-                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles "
-                      f"(Meta.autoinc_cycle), so the furthest stored ID, {value}, need not be the last one handed "
-                      f"out; move it with `pynamodb-autoinc set N --model {args.model}` if it is behind")
+                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles, so the "
+                      f"furthest stored ID, {value}, need not be the last one handed out; if it is behind, move it "
+                      f"with `pynamodb-autoinc set N --model {args.model}`")
             elif args.dry_run:
                 item = counter._item(key)
                 stored = item.get(counter.next_id.attr_name)
                 held = None if stored is None else number(stored.get("N"))
-                # a fraction behind value is moved too (the update's condition compares numbers); a counter that
-                # stays and holds no integer raises here, as raise_to does
+                # as raise_to does: a fraction behind value is moved, a counter staying with no integer raises
                 if stored is None or (held is not None and (held < value if opts.step > 0 else held > value)):
                     print(f"dry run: {key}: would be {moved} {value} (from {_shown(stored)})")
                 else:
@@ -663,11 +636,20 @@ def _seed(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     model = _autoinc_model(args, counted=False)
     opts = options_for(model)
-    _plain_ids(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query of your "
-                     "own")
+    _plain_ids(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
     counter = _watched(opts.counter) if opts.sequence.cycle else None
+    # with Meta.autoinc_regions each region numbers its own subsequence: a key's IDs are audited per region, as
+    # key@region against the region's subsequence; IDs on none stay under key (all of them off the sequence)
+    layout = regions.regions_of(opts) if opts.regions else []
+    groups: Dict[Tuple[str, int], List[int]] = {}
+    for key, values in _ids_by_counter(model, args.segments).items():
+        for value in values:
+            position = opts.sequence.position(value) if layout else None
+            groups.setdefault((key, -1 if position is None else position % len(layout)), []).append(value)
+    audited = [(key, opts.sequence, values) if i < 0 else (f"{key}@{layout[i][0]}", layout[i][1], values)
+               for (key, i), values in groups.items()]
     report = [{"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
-              for key, values, sequence in _audited_groups(opts, _ids_by_counter(model, args.segments))]
+              for key, sequence, values in sorted(audited, key=lambda group: group[0])]
     if args.json:
         print(json.dumps(report))
     else:
@@ -686,35 +668,9 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if bad else 0
 
 
-#: How many duplicates, hole ranges and off-sequence values a report names.
-_FIRST = 10
-
-
-def _audited_groups(opts: Options, groups: Dict[str, List[int]]) -> List[Tuple[str, List[int], SequenceOptions]]:
-    """(counter key, stored IDs, the sequence they follow) for ``check``, sorted by key. With Meta.autoinc_regions
-    a key's IDs are audited per region, as ``key@region`` against its subsequence; IDs on none stay under ``key``."""
-    if not opts.regions:
-        return [(key, values, opts.sequence) for key, values in sorted(groups.items())]
-    layout = regions.regions_of(opts)
-    found: List[Tuple[str, List[int], SequenceOptions]] = []
-    for key, values in groups.items():
-        by_region: Dict[int, List[int]] = {}
-        for value in values:
-            position = opts.sequence.position(value)
-            by_region.setdefault(-1 if position is None else position % len(layout), []).append(value)
-        found += [(key, mine, opts.sequence) if index < 0 else (f"{key}@{layout[index][0]}", mine, layout[index][1])
-                  for index, mine in by_region.items()]
-    return sorted(found, key=lambda group: group[0])
-
-
 def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = None) -> Dict[str, Any]:
-    """Duplicates, holes and off-sequence values among the stored IDs of one counter.
-
-    Holes are the positions of the sequence before the furthest stored one that no item holds, counted from the
-    sorted positions (a huge ID costs no memory); ``hole_ranges`` lists the first runs as ``[first, last]`` in
-    sequence order. A cycling sequence whose counter holds ``last`` is read as a ring ending at ``last`` (see
-    docs/architecture.md, "The command line").
-    """
+    """Duplicates, holes (the first runs in ``hole_ranges``, as ``[first, last]`` in sequence order) and off-sequence
+    values among the stored IDs of one counter; a cycling one at ``last`` is read as a ring (docs/architecture.md)."""
     values = sorted(values)
     ring = last is not None and sequence.cycle and sequence.on_sequence(last) and \
         (sequence.start - sequence.restart_value) % sequence.step == 0
@@ -774,8 +730,8 @@ def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
 
 
 def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
-    """Every stored auto-increment value, grouped by counter key, from a parallel scan (a progress line on a
-    terminal). Items whose value is no integer (or that lack a scope value) are left out, with a note on stderr."""
+    """Every stored auto-increment value by counter key, from a parallel scan; items holding no integer (or lacking a
+    scope value) are left out, with a note on stderr."""
     opts = options_for(model)
     names = [opts.attribute, *opts.scope, *([str(model._hash_keyname)] if opts.strategy == "query" else [])]
     attrs = model.get_attributes()
@@ -783,8 +739,7 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     wanted: List[Any] = [Path([stored]) for stored in sorted({attrs[name].attr_name for name in names})]
     groups: Dict[str, List[int]] = {}
     scanned, skipped, lock, live = 0, 0, threading.Lock(), sys.stderr.isatty()
-    # a bounded pool, each thread scanning every workers-th segment: threads and futures stay few however many
-    # segments there are (DynamoDB allows up to 1,000,000)
+    # a bounded pool, each thread scanning every workers-th segment, however many segments there are
     workers = min(segments, MAX_SCAN_THREADS)
 
     def key_of(item: Model) -> Optional[str]:

@@ -1,7 +1,6 @@
 """The least-privilege IAM policy a model's saves need: ``policy(User)``, or ``pynamodb-autoinc policy --model
 app.models:User``. ``tests/test_iam.py`` records every request the library sends in each mode and checks it against
-:func:`required_actions`; inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem.
-"""
+:func:`required_actions`; inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem."""
 
 from __future__ import annotations
 
@@ -16,11 +15,8 @@ from .mixin import AutoIncrementMixin
 
 
 def required_actions(model: Type[Model]) -> Dict[str, Set[str]]:
-    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included).
-
-    A model with counter attributes (:class:`~pynamodb_autoinc.CounterMixin`) saves existing items, and raises its
-    counters, with UpdateItem.
-    """
+    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included); a model with counter
+    attributes (:class:`~pynamodb_autoinc.CounterMixin`) saves existing items and raises counters with UpdateItem."""
     table = model.Meta.table_name
     actions: Dict[str, Set[str]] = {table: set()}
     if issubclass(model, AutoIncrementMixin):
@@ -66,9 +62,9 @@ def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]
         if theirs and theirs != own:
             found[history.Meta.table_name] = [theirs]
     if opts is not None and opts.strategy == "counter":
-        counter = opts.counter
-        if "region" in counter._autoinc_own_settings and counter.Meta.table_name != model.Meta.table_name:
-            found[counter.Meta.table_name] = [str(getattr(counter.Meta, "region", None))]
+        meta = opts.counter.Meta
+        if "region" in opts.counter._autoinc_own_settings and meta.table_name != model.Meta.table_name:
+            found[meta.table_name] = [str(getattr(meta, "region", None))]
     if local == "*" or opts is None or opts.home_region in (None, local):
         return found
     home = str(opts.home_region)
@@ -87,6 +83,5 @@ def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict
     statements: List[Dict[str, Any]] = []
     for table, actions in sorted(required_actions(model).items()):
         arns = [f"arn:aws:dynamodb:{r}:{account}:table/{table}" for r in where[table]]
-        statements.append({"Effect": "Allow", "Action": sorted(actions),
-                           "Resource": arns[0] if len(arns) == 1 else arns})
+        statements.append({"Effect": "Allow", "Action": sorted(actions), "Resource": arns if arns[1:] else arns[0]})
     return {"Version": "2012-10-17", "Statement": statements}

@@ -1,12 +1,6 @@
-"""Helpers for testing your own models on moto or DynamoDB Local::
-
-    with dynamodb():                      # moto's mock_aws(); dynamodb(url) for DynamoDB Local
-        create_counter_table()            # NextId, on the default endpoint
-        ...
-        reset_counters()                  # every counter starts again
-
-With pytest, the package's fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters`` do the same.
-"""
+"""Helpers for testing your own models on moto or DynamoDB Local: :func:`dynamodb`, :func:`create_counter_table` and
+:func:`reset_counters`. With pytest, the package's fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters``
+do the same."""
 
 from __future__ import annotations
 
@@ -35,9 +29,8 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
     credentials, ``AWS_DEFAULT_REGION`` and, with ``host``, botocore's ``AWS_ENDPOINT_URL_DYNAMODB`` (so that
     ``NextId`` and a model without ``Meta.host`` reach ``host`` too), and unsets them after the block."""
     secret = "local" if host else "testing"
-    settings = {"AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": secret, "AWS_SECRET_ACCESS_KEY": secret}
-    if host:
-        settings[ENDPOINT_VARIABLE] = host
+    settings = {"AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": secret, "AWS_SECRET_ACCESS_KEY": secret,
+                **({ENDPOINT_VARIABLE: host} if host else {})}
     added = [name for name in settings if name not in os.environ]
     os.environ.update({name: settings[name] for name in added})
     try:
@@ -65,9 +58,8 @@ def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = Nex
 
 
 def create_counter_table(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
-    """Create the counter table ``model`` uses (default: NextId) if it is missing, where the model reaches it; return
-    its counter model. A model keeping its counters in its own table (``Meta.autoinc_counter_in_table``) has that
-    table created as ``model.create_table`` creates it, indexes included."""
+    """Create the counter table ``model`` uses (default: NextId) if missing, where the model reaches it, and return its
+    counter model; with ``Meta.autoinc_counter_in_table`` that is the model's table, made by ``model.create_table``."""
     bound = counter_for(model, counter)
     table: Type[Model] = model if model is not None and bound._autoinc_model_spec is not None else bound
     if not table.exists():
@@ -76,19 +68,15 @@ def create_counter_table(model: Optional[Type[Model]] = None, counter: Type[Next
 
 
 def reset_state() -> None:
-    """Forget everything this process remembers about counters and tables (reserved blocks, values it last wrote,
-    places in gapless queues, tables described), as a forked child does. Call it between tests that recreate
-    tables or delete counters."""
+    """Forget this process's memory of counters and tables (blocks, last values, queue places, tables described)."""
     _state.state.reset()
 
 
 def reset_counters(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId,
                    keys: Optional[Iterable[str]] = None) -> int:
     """Delete counters (all of the table's, or ``keys``) so they start again, and :func:`reset_state` (even when a
-    delete fails); return how many.
-
-    :raises CounterTableMissingError: the counter table does not exist
-    """
+    delete fails); return how many. Raises :class:`~pynamodb_autoinc.exceptions.CounterTableMissingError` when the
+    counter table does not exist."""
     bound = counter_for(model, counter)
     removed, connection = 0, bound._get_connection()
     try:
