@@ -339,16 +339,17 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
         return None, args.key
     model = _autoinc_model(args)
     opts, who = options_for(model), model.__name__
-    # the form of the model's counter keys: orders, issues#<project>, receipts#<year>@<region>
-    form = "#".join([opts.key, *(f"<{name}>" for name in opts.scope), *([f"<{opts.period}>"] if opts.period else [])])
-    form += "@<region>" if opts.regions else ""
+    # the form of the model's counter keys (orders, issues#<project>, receipts#<year>@<region>), and one of them
+    scoped, regional = [opts.key, *(f"<{name}>" for name in opts.scope)], bool(opts.regions)
+    form = "#".join([*scoped, *([f"<{opts.period}>"] if opts.period else [])]) + ("@<region>" if regional else "")
+    example = "#".join([*scoped, *filter(None, [opts.current_period()])]) + (f"@{opts.regions[0]}" if regional else "")
     if args.key and not opts.owns(args.key):
         raise CommandError(f"counter {args.key!r} is not one of {who}'s, whose counter keys are {form!r}; name one "
                            f"with --key, or leave --model out to {args.command} a counter of your own")
     if not args.key and form != opts.key:
         per = " and ".join([*opts.scope, *(["period"] if opts.period else []), *(["region"] if opts.regions else [])])
         raise CommandError(f"{who} keeps one counter per {per}, so the model alone names none; {name_it}, such as "
-                           f"{form!r} (`list` shows the counters)")
+                           f"{example!r} (`list` shows the counters)")
     return model, args.key or opts.key
 
 
@@ -730,8 +731,7 @@ def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
 
 
 def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
-    """Every stored auto-increment value by counter key, from a parallel scan; items holding no integer (or lacking a
-    scope value) are left out, with a note on stderr."""
+    """Every stored auto-increment value by counter key, from a parallel scan (the items holding none: a note)."""
     opts = options_for(model)
     names = [opts.attribute, *opts.scope, *([str(model._hash_keyname)] if opts.strategy == "query" else [])]
     attrs = model.get_attributes()
