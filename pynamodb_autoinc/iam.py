@@ -1,12 +1,6 @@
-"""The least-privilege IAM policy a model's auto-increment saves need.
-
-    >>> print(json.dumps(policy(User), indent=2))      # or: pynamodb-autoinc policy --model app.models:User
-
-The actions are the ones the library sends for that model's configuration;
-``tests/test_iam.py`` records every request in each mode and checks it
-against this. Actions inside a TransactWriteItems are authorised as the
-underlying PutItem and UpdateItem.
-"""
+"""The least-privilege IAM policy a model's saves need: ``policy(User)``, or ``pynamodb-autoinc policy --model
+app.models:User``. ``tests/test_iam.py`` records every request the library sends in each mode and checks it against
+:func:`required_actions`; inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem."""
 
 from __future__ import annotations
 
@@ -21,98 +15,65 @@ from .mixin import AutoIncrementMixin
 
 
 def required_actions(model: Type[Model]) -> Dict[str, Set[str]]:
-    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included).
-
-    A model with counter attributes (:class:`~pynamodb_autoinc.CounterMixin`)
-    saves existing items, and raises its counters, with UpdateItem.
-    """
+    """``{table name: {"dynamodb:Action", ...}}`` for saving ``model`` (new items included); a model with counter
+    attributes (:class:`~pynamodb_autoinc.CounterMixin`) saves existing items and raises counters with UpdateItem."""
     table = model.Meta.table_name
+    actions: Dict[str, Set[str]] = {table: set()}
+    if issubclass(model, AutoIncrementMixin):
+        opts = options_for(model)
+        # PutItem writes the items (alone or in a transaction); GetItem settles a write whose answer was lost;
+        # DescribeTable asks once per process whether the tables are global tables (not with single-region writes)
+        described = set() if opts.single_region_writes else {"dynamodb:DescribeTable"}
+        actions[table] = {"dynamodb:PutItem", "dynamodb:GetItem", *described}
+        if opts.strategy == "query":
+            actions[table].add("dynamodb:Query")
+        else:  # UpdateItem advances or swaps the counter; GetItem reads it (gapless) or explains a refusal (fast)
+            actions.setdefault(opts.counter.Meta.table_name, set()).update(
+                {"dynamodb:UpdateItem", "dynamodb:GetItem", *described})
     if issubclass(model, HistoryMixin):
-        return _history_actions(model)
-    updates = issubclass(model, CounterMixin) and bool(counters(model))
-    if not issubclass(model, AutoIncrementMixin):
-        return {table: {"dynamodb:UpdateItem"}} if updates else {table: {"dynamodb:PutItem"}}
-    actions = _autoinc_actions(model)
-    if updates:
+        # a transaction puts (or deletes) the item and puts its version; GetItem reads the item for merge=, and
+        # GetItem and Query read versions
+        actions[table].update({"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"})
+        history = model.Meta.history_model.Meta.table_name  # type: ignore[attr-defined]
+        actions.setdefault(history, set()).update({"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"})
+    elif issubclass(model, CounterMixin) and counters(model):
         actions[table].add("dynamodb:UpdateItem")
-    return actions
-
-
-def _history_actions(model: Type[Model]) -> Dict[str, Set[str]]:
-    # A transaction puts (or deletes) the item and puts its version; GetItem reads the item for merge=,
-    # GetItem and Query read versions.
-    table, history = model.Meta.table_name, model.Meta.history_model  # type: ignore[attr-defined]
-    actions = _autoinc_actions(model) if issubclass(model, AutoIncrementMixin) else {table: set()}
-    actions[table].update({"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"})
-    actions.setdefault(history.Meta.table_name, set()).update(
-        {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query"})
-    return actions
-
-
-def _autoinc_actions(model: Type[Model]) -> Dict[str, Set[str]]:
-    opts = options_for(model)
-    table = model.Meta.table_name
-    # PutItem writes the items (alone or in a transaction); GetItem settles a write whose answer was lost.
-    actions: Dict[str, Set[str]] = {table: {"dynamodb:PutItem", "dynamodb:GetItem"}}
-    # DescribeTable: once per process, whether the tables are global tables (not with single-region writes)
-    described = set() if opts.single_region_writes else {"dynamodb:DescribeTable"}
-    actions[table].update(described)
-    if opts.strategy == "query":
-        actions[table].add("dynamodb:Query")
-        return actions
-    counter_table = opts.counter.Meta.table_name
-    # UpdateItem advances or swaps the counter; GetItem reads it (gapless) or explains a refusal (fast).
-    actions.setdefault(counter_table, set()).update({"dynamodb:UpdateItem", "dynamodb:GetItem", *described})
+    else:
+        actions[table].add("dynamodb:PutItem")
     return actions
 
 
 def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]:
     """``{table name: [region, ...]}``: where the requests of :func:`required_actions` go, for a process in
-    ``region``.
-
-    ``region`` stands for the model's ``Meta.region`` (as the command line's ``--region`` does); ``"*"``
-    leaves the model in its ``Meta.region``, or in every region when it sets none or writes a global table
-    from several regions (``autoinc_regions``, ``autoinc_home_region``). A table whose model sets
-    a region of its own, apart from the model's (a counter class with its own ``Meta.region``, a history
-    model in another region), stays there. With a home region (``Meta.autoinc_home_region``) every counter
-    request goes to the home region's counter table, and in gapless mode the transaction (the item put with
-    it) to the home region's model table too. ``"*"`` stands for every region, the home one included.
-    """
+    ``region`` (the model's ``Meta.region``, as the command line's ``--region``). ``"*"`` leaves the model in its
+    ``Meta.region``, or in every region when it sets none or writes a global table from several regions; a counter
+    class or history model with a ``Meta.region`` of its own stays there. With ``Meta.autoinc_home_region``, counter
+    requests (and in gapless mode the transaction) go to the home region's tables too."""
     own = getattr(model.Meta, "region", None)
     opts = options_for(model) if issubclass(model, AutoIncrementMixin) else None
     spread = opts is not None and bool(opts.regions or opts.home_region)
     # a global table's model runs in several regions, one Meta.region each: "*" stays every region
     local = region if region != "*" else "*" if spread else own or "*"
     found = {table: [local] for table in required_actions(model)}
-    for table, pinned in _pinned_regions(model, own).items():
-        found[table] = [pinned]
-    if local == "*" or opts is None:
+    # the tables reached in a region of their own: a counter class that sets one, a history model in another
+    if issubclass(model, HistoryMixin):
+        history = model.Meta.history_model  # type: ignore[attr-defined]
+        theirs = getattr(history.Meta, "region", None)
+        if theirs and theirs != own:
+            found[history.Meta.table_name] = [theirs]
+    if opts is not None and opts.strategy == "counter":
+        meta = opts.counter.Meta
+        if "region" in opts.counter._autoinc_own_settings and meta.table_name != model.Meta.table_name:
+            found[meta.table_name] = [str(getattr(meta, "region", None))]
+    if local == "*" or opts is None or opts.home_region in (None, local):
         return found
-    home = opts.home_region
-    if home is None or home == local:
-        return found
+    home = str(opts.home_region)
     if opts.strategy == "counter":
         counter_table = opts.counter.Meta.table_name
         found[counter_table] = [local, home] if counter_table == model.Meta.table_name else [home]
     if opts.gapless:
         found[model.Meta.table_name] = [local, home]
     return found
-
-
-def _pinned_regions(model: Type[Model], own: Any) -> Dict[str, str]:
-    """The tables of ``model``'s requests that are reached in a region of their own, not the model's: a counter
-    class whose ``Meta`` sets its region, a history model whose region differs from the model's."""
-    pinned: Dict[str, str] = {}
-    if issubclass(model, HistoryMixin):
-        history = model.Meta.history_model  # type: ignore[attr-defined]
-        theirs = getattr(history.Meta, "region", None)
-        if theirs and theirs != own:
-            pinned[history.Meta.table_name] = theirs
-    if issubclass(model, AutoIncrementMixin) and options_for(model).strategy == "counter":
-        counter = options_for(model).counter
-        if "region" in counter._autoinc_own_settings and counter.Meta.table_name != model.Meta.table_name:
-            pinned[counter.Meta.table_name] = str(getattr(counter.Meta, "region", None))
-    return pinned
 
 
 def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict[str, Any]:
@@ -122,6 +83,5 @@ def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict
     statements: List[Dict[str, Any]] = []
     for table, actions in sorted(required_actions(model).items()):
         arns = [f"arn:aws:dynamodb:{r}:{account}:table/{table}" for r in where[table]]
-        statements.append({"Effect": "Allow", "Action": sorted(actions),
-                           "Resource": arns[0] if len(arns) == 1 else arns})
+        statements.append({"Effect": "Allow", "Action": sorted(actions), "Resource": arns if arns[1:] else arns[0]})
     return {"Version": "2012-10-17", "Statement": statements}
