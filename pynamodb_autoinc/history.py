@@ -310,11 +310,9 @@ class _Versioned(Write):
             condition = first if condition is None else first & condition
         state: Dict[str, Any] = {name: None if deleted else getattr(item, name) for name in config.copied}
         record = config.history(item.history_key(), (old or 0) + 1, deleted=deleted, **state)
-        self.puts = [record.get_save_kwargs_from_instance(
-            condition=config.history._range_key_attribute().does_not_exist())]
+        version = record.get_save_kwargs_from_instance(condition=config.history._range_key_attribute().does_not_exist())
+        self.puts = [version] if deleted else [put_kwargs(item, condition), version]
         self.deletes = [item.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
-        if not deleted:
-            self.puts.insert(0, put_kwargs(item, condition))
 
     def verdict(self, exc: Exception) -> Any:
         if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():
@@ -363,8 +361,8 @@ class _Versioned(Write):
                                    f"recorded{self.spent()}", exc, cancellation_reasons=reasons)
         if self.deletes:
             return VersionConflictError(f"{name}: delete (tombstone version {new}) lost: the item was saved or "
-                                        f"deleted by another writer since it was read at version {old}, or the "
-                                        "condition did not hold; read the item again", exc, attempted=new)
+                                        f"deleted by another writer since version {old}, or the condition failed; "
+                                        "read it again", exc, attempted=new)
         version_attr = type(item).get_attributes()[self.config.version].attr_name
         current = integer(raw.get(version_attr, {}).get("N")) if raw else None
         if current is not None and current != old:
@@ -372,9 +370,8 @@ class _Versioned(Write):
                                         f"{current}, this instance was read at {old}; read the item again, or pass "
                                         "merge= to save()", exc, attempted=new, current=current)
         if old is None and raw:
-            return VersionConflictError(f"{name}: version 1 lost: the item already exists (version {current}); read "
-                                        "it and save that instance, or pass merge= to save()", exc, attempted=new,
-                                        current=current)
+            return VersionConflictError(f"{name}: version 1 lost: the item exists (version {current}); read it first, "
+                                        "or pass merge= to save()", exc, attempted=new, current=current)
         if old is not None and not raw:
             return VersionConflictError(f"{name}: version {new} lost: the item was deleted by another writer", exc,
                                         attempted=new)

@@ -180,10 +180,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
             hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
             filter_condition = hide if filter_condition is None else hide & filter_condition
-        return super().scan(
-            filter_condition, segment=segment, total_segments=total_segments, limit=limit,
-            last_evaluated_key=last_evaluated_key, page_size=page_size, consistent_read=consistent_read,
-            index_name=index_name, rate_limit=rate_limit, attributes_to_get=attributes_to_get)
+        return super().scan(filter_condition, segment=segment, total_segments=total_segments, limit=limit,
+                            last_evaluated_key=last_evaluated_key, page_size=page_size, consistent_read=consistent_read,
+                            index_name=index_name, rate_limit=rate_limit, attributes_to_get=attributes_to_get)
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
@@ -221,9 +220,8 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
     keys: Dict[Any, Model] = {}
     for item in items:
         if id(item) in given:
-            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
-                              f"instance ({_engine.describe(item)}) was given twice; pass each instance once. "
-                              "Nothing was sent or spent", items)
+            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same instance "
+                              f"({_engine.describe(item)}) was given twice; pass each instance once", items)
         given.add(id(item))
         if opts is not None and id(item) not in new:
             _check_explicit(item, opts)
@@ -250,8 +248,7 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
                 else BulkItemExistsError if isinstance(exc, ItemExistsError)
                 else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
         raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                          f"{exc if error is not None else f'{type(exc).__name__}: {exc}'}", items, saved,
-                          error) from exc
+                          f"{exc if error else f'{type(exc).__name__}: {exc}'}", items, saved, error) from exc
 
 
 def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
@@ -282,10 +279,9 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
         _distinct(cls, item, keys, items, [], new_ids)
     if opts.track_explicit:
         _track(explicit, opts)
-    if opts.strategy == "query":  # no counter to batch: each item's number is read from its partition in turn
-        chunks = [(getattr(item, opts.attribute) is None, [item]) for item in batch]
-    else:
-        chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
+    # the query strategy has no counter to batch: each item's number is read from its partition in turn
+    chunks = ([(getattr(item, opts.attribute) is None, [item]) for item in batch] if opts.strategy == "query"
+              else _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)])
 
     def write(saved: List[Model]) -> None:
         claims: List[Claim] = []
@@ -606,10 +602,9 @@ class _TransactionWrite(Write):
                 if any(r is not None and r.code == CONFLICT for r in reasons) else
                 f"another writer took {type(claim.instance).__name__}.{claim.opts.attribute}="
                 f"{getattr(claim.instance, claim.opts.attribute)!r} (or another value it claimed) since tx.save()")
-        return TransactionCanceledError(
-            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it is "
-            "not sent again with new ones. Nothing was written and the new IDs are None: run it again", exc,
-            cancellation_reasons=reasons)
+        return TransactionCanceledError(f"transaction cancelled: {what}; operations added after that save may hold "
+                                        "the IDs it claimed, so it is not sent again. Nothing was written: run it "
+                                        "again", exc, cancellation_reasons=reasons)
 
 
 def _clash(write: Write) -> Optional[str]:
