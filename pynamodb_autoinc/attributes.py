@@ -109,9 +109,8 @@ def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
 
 
 class CounterMixin(_Base, metaclass=CheckedModel):
-    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read.
-
-    Put it first in the bases (also before ``AutoIncrementMixin``)::
+    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read;
+    put it first in the bases (also before ``AutoIncrementMixin``)::
 
         class Page(CounterMixin, Model):
             class Meta:
@@ -149,8 +148,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
                                         return_values_on_condition_failure: Optional[str] = None, *,
                                         add_version_condition: bool = True) -> Dict[str, Any]:
-        # TransactWrite.update(): the counters rise there too
-        return super().get_update_kwargs_from_instance(
+        return super().get_update_kwargs_from_instance(  # TransactWrite.update(): the counters rise there too
             self._with_counters(actions), condition, return_values_on_condition_failure,
             add_version_condition=add_version_condition)
 

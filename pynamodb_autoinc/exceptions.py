@@ -55,13 +55,11 @@ class AutoIncrementError(PynamoDBException):
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
                  cancellation_reasons: Sequence[Optional[CancellationReason]] = (), **attributes: Any) -> None:
-        # the botocore error itself, as on PynamoDB's errors
-        while isinstance(cause, PynamoDBException) and cause.cause is not None:
+        while isinstance(cause, PynamoDBException) and cause.cause is not None:  # the botocore error, as PynamoDB's
             cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
-        for name, value in attributes.items():  # a subclass's own (last, recorded, attempted, current)
-            setattr(self, name, value)
+        self.__dict__.update(attributes)  # a subclass's own (last, recorded, attempted, current)
 
     @property
     def cause_response_code(self) -> Optional[str]:

@@ -111,10 +111,9 @@ def item_key(hash_key: Any, range_key: Any = None) -> str:
 
 
 class HistoryMixin(_Base, metaclass=CheckedModel):
-    """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
-
-    Put it first in the bases (before ``AutoIncrementMixin``), declare a ``VersionAttribute`` (not named
-    ``version``, which would hide :meth:`version`) and name the history model, an ordinary PynamoDB model::
+    """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``. Put it
+    first in the bases, declare a ``VersionAttribute`` (not named ``version``, which would hide :meth:`version`)
+    and name the history model, an ordinary PynamoDB model::
 
         class PageVersion(Model):
             class Meta:
@@ -125,8 +124,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             title = UnicodeAttribute(null=True)          # copied from the item attribute of the same name
 
     A save is one ``TransactWriteItems`` of the item, conditioned on the version it was read at, and its new
-    version. An item stored before the model took HistoryMixin, read and saved, becomes version 1. Batch writes
-    are refused.
+    version; an item stored before the model took HistoryMixin becomes version 1. Batch writes are refused.
     """
 
     @classmethod
@@ -140,8 +138,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
              merge: Optional[Merge] = None) -> Dict[str, Any]:
         """Write the item and its new version in one transaction.
 
-        :param merge: called as ``merge(mine, stored)`` when another writer saved first: update ``mine`` from
-            ``stored`` (the item as it is now); the save is then tried again on top of the stored version.
+        :param merge: ``merge(mine, stored)`` updates ``mine`` when another writer saved first; the save is retried
         :raises VersionConflictError: another writer saved first (and no ``merge``)
         :raises HistoryWriteError: the transaction failed otherwise (``condition``, a recreated key, ...)
         """
@@ -265,8 +262,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                     if getattr(self, "_autoinc_read", False) else
                     "an instance never saved or read; read the item (Model.get) and delete that instance")
             raise HistoryWriteError(f"{model.__name__}.delete() has no version to follow for {what}")
-        # the signals' receivers may serialize() the item
-        writing = _writing.set(True)
+        writing = _writing.set(True)  # the signals' receivers may serialize() the item too
         try:
             claims = _claim(self, opts, is_new, "save") if opts is not None else []  # clears a new one's version
             with strategies.held(claims):

@@ -55,9 +55,8 @@ _pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextva
 
 
 class AutoIncrementMixin(_Base, metaclass=CheckedModel):
-    """Gives a PynamoDB model an integer ID assigned on its first save.
-
-    Put it before ``Model`` in the bases and configure it in ``Meta``::
+    """Gives a PynamoDB model an integer ID assigned on its first save; put it before ``Model`` in the bases and
+    configure it in ``Meta``::
 
         class User(AutoIncrementMixin, Model):
             class Meta:
@@ -82,8 +81,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         check_options(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
-        """Save the item; a new instance first gets its ID and is stored as a new item, with version 1 (a
-        version copied from a stored item is cleared).
+        """Save the item; a new instance first gets its ID and is stored as a new item, version 1.
 
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
@@ -192,8 +190,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
         :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
         :raises BulkSaveError: a transaction failed, or two items share a key (:class:`BulkItemExistsError`);
-            ``saved`` and ``unsaved`` say which instances landed (new unsaved ones keep no ID, except after
-            :class:`BulkWriteOutcomeUnknownError`)
+            ``saved`` and ``unsaved`` say what landed (new unsaved ones keep no ID, unless the outcome is unknown)
         """
         save_all(cls, instances)
 
@@ -650,9 +647,7 @@ def _clash(write: Write) -> Optional[str]:
 
 
 class TransactWrite(_PynamoTransactWrite):
-    """PynamoDB's ``TransactWrite`` that can also save new auto-increment items.
-
-    Use it as PynamoDB's::
+    """PynamoDB's ``TransactWrite`` that can also save new auto-increment items, used as PynamoDB's::
 
         from pynamodb_autoinc import TransactWrite
 
@@ -660,10 +655,9 @@ class TransactWrite(_PynamoTransactWrite):
             tx.save(Order(customer="c1"))       # gets its ID inside the transaction
             tx.update(customer, actions=[Customer.orders.add(1)])
 
-    A new instance's ID is claimed in ``save()``; a lost race is sent again with new values, unless
-    ``client_request_token`` is given or an operation was added after the claim: then it raises
-    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`. A failure or an unsent transaction puts the
-    IDs back to ``None``, except :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError`.
+    A new ID is claimed in ``save()``; a lost race is resent with new values, unless ``client_request_token`` is
+    given or an operation was added after the claim (then ``TransactionCanceledError``). A failure or an unsent
+    transaction puts the IDs back to ``None``, except :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError`.
     """
 
     _autoinc_hook: Optional[_Hook] = None

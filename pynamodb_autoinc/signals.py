@@ -17,12 +17,11 @@ class _AllocatingSignal(NamedSignal):
     """A signal whose library receivers (``_autoinc_runs_last``) run after every user receiver."""
 
     def receivers_for(self, sender: Any) -> c.Iterator[c.Callable[..., Any]]:  # type: ignore[override]
-        # a list, not a generator: a save steps into this module once, not once per receiver
         first: list[c.Callable[..., Any]] = []
         last: list[c.Callable[..., Any]] = []
         for receiver in super().receivers_for(sender):
             (last if getattr(receiver, "_autoinc_runs_last", False) else first).append(receiver)
-        return iter(first + last)
+        return iter(first + last)  # not a generator: a save steps into this module once, not per receiver
 
 
 signals = Namespace()
