@@ -88,8 +88,7 @@ class _Config:
             if opts.sequence.cycle:
                 raise ConfigurationError(f"{name}: Meta.autoinc_cycle would give a new item a deleted item's ID and "
                                          "history; leave autoinc_cycle off, or drop HistoryMixin")
-        self.history: Type[Model] = history
-        self.version = version
+        self.history, self.version = history, version
         self.copied = [n for n in attrs if n not in (*keys, "deleted") and n in model.get_attributes()]
 
 
