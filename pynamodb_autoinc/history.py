@@ -147,10 +147,8 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return self._write(condition, deleted=False, merge=merge)
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
-        """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
-
-        :raises VersionConflictError: the item was saved by another writer since it was read
-        """
+        """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction;
+        :class:`~pynamodb_autoinc.exceptions.VersionConflictError` if another writer saved it since it was read."""
         if not add_version_condition:
             raise ConfigurationError(f"{type(self).__name__}.delete(add_version_condition=False): a history delete "
                                      "always checks the version, so its tombstone follows the state it deletes")
@@ -193,10 +191,8 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
-        """Save the instances one by one with :meth:`save`.
-
-        :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
-        """
+        """Save the instances one by one with :meth:`save`; a failure raises
+        :class:`~pynamodb_autoinc.exceptions.BulkSaveError`, whose ``saved`` and ``unsaved`` say which landed."""
         save_all(cls, instances)
 
     @classmethod
@@ -219,10 +215,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return type(self).history(*self._key_values(), consistent_read=consistent_read, page_size=page_size)
 
     def version(self, number: int, *, consistent_read: bool = False) -> Model:
-        """Version ``number`` of this item, a history model instance.
-
-        :raises DoesNotExist: (the history model's) there is no such version
-        """
+        """Version ``number`` of this item, a history model instance (the history model's ``DoesNotExist`` if none)."""
         return _config(type(self)).history.get(self.history_key(), number, consistent_read=consistent_read)
 
     @classmethod

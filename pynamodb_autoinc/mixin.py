@@ -534,7 +534,6 @@ _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = context
 
 
 def _operations(tx: _PynamoTransactWrite) -> int:
-    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
     return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
 
 
