@@ -1,7 +1,5 @@
-"""``CounterAttribute``: a number the table raises on every write, like the AWS Java SDK's ``@DynamoDbAtomicCounter``.
-
-A resent request whose answer was lost may raise a counter twice (see the README).
-"""
+"""``CounterAttribute``: a number the table raises on every write, like the AWS Java SDK's ``@DynamoDbAtomicCounter``
+(a resent request whose answer was lost may raise it twice)."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ else:
 
 
 class _Update(_transport.Exchange[Dict[str, Any]]):
-    """A :class:`CounterMixin` update for :func:`_transport.drive`: one try; the instance then holds the item."""
+    """A :class:`CounterMixin` update: one try; the instance then holds the item."""
 
     def __init__(self, instance: Model, kwargs: Dict[str, Any]) -> None:
         self.instance, self.kwargs = instance, kwargs
@@ -42,7 +40,7 @@ class _Update(_transport.Exchange[Dict[str, Any]]):
             return _transport.send(self.instance._get_connection().connection, operation, kwargs)
         except UpdateError as exc:
             names = ", ".join(repr(a.attr_name) for a in counters(type(self.instance)).values())
-            # DynamoDB: "... more than 38 significant digits ..." or "Number overflow"; DynamoDB Local: "... 38 digits"
+            # DynamoDB: "... 38 significant digits ..." or "Number overflow"; DynamoDB Local: "... 38 digits"
             said = str(exc.cause_response_message or "")
             if not names or error_code(exc) != "ValidationException" or ("38" not in said and "overflow" not in said):
                 raise
@@ -59,17 +57,14 @@ class _Update(_transport.Exchange[Dict[str, Any]]):
 
 if TYPE_CHECKING:
     class _IntegerAttribute(Attribute[int]):
-        """How type checkers see a counter: a NumberAttribute that holds an int."""
+        """A NumberAttribute that holds an int, for type checkers."""
 else:
     _IntegerAttribute = NumberAttribute
 
 
 class CounterAttribute(_IntegerAttribute):
-    """A number attribute that every ``save()`` and ``update()`` raises by ``delta``, with no read.
-
-    A new item stores ``start``; each later write adds ``delta`` (negative counts down). It is ``None`` on an
-    instance never written, is never a key, and needs :class:`CounterMixin` on the model.
-    """
+    """A number attribute that every ``save()`` and ``update()`` raises by ``delta`` (negative counts down), with
+    no read; a new item stores ``start``. ``None`` until written; never a key; needs :class:`CounterMixin`."""
 
     def __init__(self, *, start: int = 0, delta: int = 1, **kwargs: Any) -> None:
         if not is_int(start) or not is_int(delta) or delta == 0:
@@ -85,8 +80,7 @@ class CounterAttribute(_IntegerAttribute):
 
     if not TYPE_CHECKING:  # typed as Attribute[int].__get__; checked at run time only
         def __get__(self, instance: Any, owner: Any) -> Any:
-            # PynamoDB reads every attribute off the class while it creates it: refused there, as itself
-            # (an error raised by __set_name__ reaches the user as a RuntimeError before Python 3.12)
+            # refused as PynamoDB creates the class (from __set_name__ it would be a RuntimeError before Python 3.12)
             if instance is None and isinstance(owner, type) and issubclass(owner, Model) \
                     and not issubclass(owner, CounterMixin):
                 raise ConfigurationError(
@@ -115,9 +109,8 @@ def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
 
 
 class CounterMixin(_Base, metaclass=CheckedModel):
-    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read.
-
-    Put it first in the bases (also before ``AutoIncrementMixin``)::
+    """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read;
+    put it first in the bases (also before ``AutoIncrementMixin``)::
 
         class Page(CounterMixin, Model):
             class Meta:
@@ -129,7 +122,6 @@ class CounterMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def _autoinc_check_class(cls) -> None:
-        """Refuse CounterMixin after AutoIncrementMixin, or a counter as the auto-increment attribute."""
         mro = cls.__mro__
         if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(CounterMixin):
             raise ConfigurationError(f"{cls.__name__}: put CounterMixin before AutoIncrementMixin, class {cls.__name__}"
@@ -137,18 +129,14 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         refuse_order(cls, CounterMixin, "save", "it would be skipped: CounterMixin writes the item with an UpdateItem")
         name = cls.autoinc_options().attribute if issubclass(cls, AutoIncrementMixin) else None
         if name in counters(cls):
-            raise ConfigurationError(
-                f"{cls.__name__}: the auto-increment attribute {name!r} is a CounterAttribute, which every save sets, "
-                f"so no instance would be new; make {name!r} a NumberAttribute(null=True), or name another attribute "
-                "in Meta.autoinc_attribute")
+            raise ConfigurationError(f"{cls.__name__}: the auto-increment attribute {name!r} is a CounterAttribute, "
+                                     "which every save sets, so no instance would be new; make it a "
+                                     "NumberAttribute(null=True), or name another in Meta.autoinc_attribute")
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
-        """``Model.update``, with every counter not named in ``actions`` raised by its delta.
-
-        The instance holds the stored values afterwards (``ALL_NEW``). A base after CounterMixin that
-        overrides ``update()`` is called with the actions, as ``super().update()`` calls it.
-        """
+        """``Model.update``, with every counter not named in ``actions`` raised by its delta; the instance then
+        holds the stored values (``ALL_NEW``)."""
         actions = self._with_counters(actions)
         if overrides_after(type(self), CounterMixin, "update"):
             return super().update(actions, condition, add_version_condition=add_version_condition)
@@ -160,18 +148,13 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
                                         return_values_on_condition_failure: Optional[str] = None, *,
                                         add_version_condition: bool = True) -> Dict[str, Any]:
-        # TransactWrite.update(): the counters rise there too.
-        return super().get_update_kwargs_from_instance(
+        return super().get_update_kwargs_from_instance(  # TransactWrite.update(): the counters rise there too
             self._with_counters(actions), condition, return_values_on_condition_failure,
             add_version_condition=add_version_condition)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
-        """Write the instance in one ``UpdateItem`` that raises its counters (a new item's start at ``start``).
-
-        Every other attribute is set to the instance's value, or removed when ``None``; attributes the model
-        does not declare are kept. A new ``AutoIncrementMixin`` instance is put instead, its counters at
-        ``start``. Returns the ``UpdateItem`` response.
-        """
+        """Write the instance in one ``UpdateItem`` that raises its counters and sets (or, when ``None``, removes)
+        every other declared attribute; a new ``AutoIncrementMixin`` instance is put, its counters at ``start``."""
         fields = counters(type(self))
         if isinstance(self, AutoIncrementMixin) and getattr(self, type(self).autoinc_options().attribute) is None:
             before = {name: getattr(self, name) for name in fields}
@@ -187,8 +170,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         return self._update_fields(condition, add_version_condition)
 
     def _before_update(self) -> None:
-        """Before the ``UpdateItem`` of an item that has its ID: ``before_save``, ``Meta.autoinc_track_explicit``
-        and the checks a put would make."""
+        """Before the ``UpdateItem``: ``before_save``, ID tracking and the checks a put would make."""
         if isinstance(self, AutoIncrementMixin):
             _claim(self, type(self).autoinc_options(), False, "save")
         self.serialize(null_check=True)
@@ -208,8 +190,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def _autoinc_alone(cls, item: Any) -> Optional[Callable[[], Any]]:
-        """``save_all()`` puts a new item with the others, its counters at ``start``; one that has its ID is
-        written after them by :meth:`save`'s ``UpdateItem``, its checks made now, before anything is written."""
+        """A new item is put with the others, counters at ``start``; one with its ID is updated after them."""
         if getattr(item, options_for(cls).attribute) is None:
             for name, attr in counters(type(item)).items():
                 setattr(item, name, attr.start)

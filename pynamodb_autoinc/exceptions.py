@@ -1,9 +1,5 @@
-"""The errors raised by pynamodb-autoinc, all rooted in :class:`AutoIncrementError`.
-
-Every error is a :class:`pynamodb.exceptions.PynamoDBException` keeping the DynamoDB error in ``cause`` and a
-cancelled transaction's reasons in ``cancellation_reasons`` (one per item as sent). A failed item write is also
-the PynamoDB error a plain ``Model.save()`` raises (``PutError`` or ``TransactWriteError``).
-"""
+"""The errors of pynamodb-autoinc, under :class:`AutoIncrementError`: each a ``PynamoDBException`` with the DynamoDB
+error in ``cause``; a failed item write is also the ``PutError`` or ``TransactWriteError`` of ``Model.save()``."""
 
 from __future__ import annotations
 
@@ -16,8 +12,7 @@ if TYPE_CHECKING:
 
 
 def causes(exc: Optional[BaseException]) -> Iterator[BaseException]:
-    """``exc`` and the errors behind it (PynamoDB causes, ``raise ... from``), outermost first; not an
-    exception's ``__context__``, whose error is not this failure's."""
+    """``exc`` and the errors behind it (``cause``, ``raise ... from``; not ``__context__``), outermost first."""
     visited = set()
     while exc is not None and id(exc) not in visited:
         visited.add(id(exc))
@@ -31,8 +26,7 @@ def error_responses(exc: Optional[BaseException]) -> List[dict]:
 
 
 def error_code(exc: Optional[BaseException], field: str = "Code") -> Optional[str]:
-    """The DynamoDB error code (or ``field="Message"``: message) behind ``exc``, or None; unlike PynamoDB's
-    ``cause_response_code`` it does not fail on a cause that got no answer."""
+    """The DynamoDB error code (or ``field="Message"``) behind ``exc``, or None, also when no answer came."""
     return next((r["Error"][field] for r in error_responses(exc) if r.get("Error", {}).get(field)), None)
 
 
@@ -45,7 +39,7 @@ def returned_item(exc: Optional[BaseException]) -> Optional[Dict[str, Any]]:
 REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
 CONDITION_FAILED = "ConditionalCheckFailed"
 CONFLICT = "TransactionConflict"
-#: Cancellation reasons of an item that failed for the moment with nothing applied; sent again, it may pass.
+#: Cancellation reasons of an item that failed with nothing applied; sent again, it may pass.
 TRANSIENT_REASONS = (CONFLICT, "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
@@ -61,13 +55,11 @@ class AutoIncrementError(PynamoDBException):
 
     def __init__(self, msg: Optional[str] = None, cause: Optional[Exception] = None, *,
                  cancellation_reasons: Sequence[Optional[CancellationReason]] = (), **attributes: Any) -> None:
-        # keep the botocore error itself, so cause_response_code works as on PynamoDB's errors
-        while isinstance(cause, PynamoDBException) and cause.cause is not None:
+        while isinstance(cause, PynamoDBException) and cause.cause is not None:  # the botocore error, as PynamoDB's
             cause = cause.cause
         super().__init__(msg, cause)
         self._autoinc_reasons: List[Optional[CancellationReason]] = list(cancellation_reasons)
-        for name, value in attributes.items():  # a subclass's own attributes (last, recorded, attempted, current)
-            setattr(self, name, value)
+        self.__dict__.update(attributes)  # a subclass's own (last, recorded, attempted, current)
 
     @property
     def cause_response_code(self) -> Optional[str]:

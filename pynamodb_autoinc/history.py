@@ -40,12 +40,12 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-#: How long a save resends a transaction cancelled by a concurrent one (or throttled), or retries merges.
+#: How long a save resends a transaction cancelled by a concurrent one or throttled, or retries merges.
 RETRIES = Budget(attempts=None, seconds=30.0, backoff=0.005)
 
 Merge = Callable[[Any, Any], None]
 
-# Set while HistoryMixin builds its write: any other write of the item would skip its history.
+# set while HistoryMixin writes: any other write of the item would skip its history
 _writing: contextvars.ContextVar[bool] = contextvars.ContextVar("autoinc_history_writing", default=False)
 
 _CONFIG = "_autoinc_history_config"
@@ -57,9 +57,8 @@ class _Config:
     def __init__(self, model: Type[Model]) -> None:
         name, mro = model.__name__, model.__mro__
         if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(HistoryMixin):
-            raise ConfigurationError(f"{name} lists AutoIncrementMixin before HistoryMixin, so its saves would skip "
-                                     f"the history; put HistoryMixin first: class {name}(HistoryMixin, "
-                                     "AutoIncrementMixin, Model)")
+            raise ConfigurationError(f"{name} lists AutoIncrementMixin first, so its saves skip the history; put "
+                                     f"HistoryMixin first: class {name}(HistoryMixin, AutoIncrementMixin, Model)")
         if issubclass(model, CounterMixin):
             raise ConfigurationError(f"{name} takes both HistoryMixin and CounterMixin, which write the item in "
                                      "different requests (a transaction, an UpdateItem); use one of them")
@@ -84,21 +83,17 @@ class _Config:
         if issubclass(model, AutoIncrementMixin):
             opts = options_for(model)
             if opts.gapless or opts.strategy == "query":
-                raise ConfigurationError(f"{name}: HistoryMixin needs a new item's ID before its transaction is sent, "
-                                         "and a gapless or query-strategy ID can change on a resend; use fast mode "
-                                         "(Meta.autoinc_gapless = False) or blocks")
+                raise ConfigurationError(f"{name}: HistoryMixin needs a new ID that no resend changes, unlike a "
+                                         "gapless or query-strategy one; use fast mode or blocks")
             if opts.sequence.cycle:
-                raise ConfigurationError(f"{name}: a cycling sequence (Meta.autoinc_cycle) hands a deleted item's ID "
-                                         "to a new item, whose version 1 is already in the history; leave "
-                                         "autoinc_cycle off, or drop HistoryMixin")
-        self.history: Type[Model] = history
-        self.version = version
-        item_attrs = model.get_attributes()
-        self.copied = [n for n in attrs if n not in (*keys, "deleted") and n in item_attrs]
+                raise ConfigurationError(f"{name}: Meta.autoinc_cycle would give a new item a deleted item's ID and "
+                                         "history; leave autoinc_cycle off, or drop HistoryMixin")
+        self.history, self.version = history, version
+        self.copied = [n for n in attrs if n not in (*keys, "deleted") and n in model.get_attributes()]
 
 
 def _config(model: Type[Model]) -> _Config:
-    """``model``'s history settings, kept in the class's own ``__dict__`` (a weak map would keep it alive)."""
+    """``model``'s history settings, in the class's own ``__dict__`` (a weak map would keep it alive)."""
     config: Optional[_Config] = model.__dict__.get(_CONFIG)
     if config is None:
         config = _Config(model)
@@ -115,10 +110,9 @@ def item_key(hash_key: Any, range_key: Any = None) -> str:
 
 
 class HistoryMixin(_Base, metaclass=CheckedModel):
-    """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``.
-
-    Put it first in the bases (before ``AutoIncrementMixin``), declare a ``VersionAttribute`` (not named
-    ``version``, which would hide :meth:`version`) and name the history model, an ordinary PynamoDB model::
+    """Keeps every saved state of an item, versions 1, 2, 3, … with no gap, in ``Meta.history_model``. Put it
+    first in the bases, declare a ``VersionAttribute`` (not named ``version``, which would hide :meth:`version`)
+    and name the history model, an ordinary PynamoDB model::
 
         class PageVersion(Model):
             class Meta:
@@ -128,15 +122,12 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
             deleted = BooleanAttribute(default=False)    # True: the tombstone of a delete()
             title = UnicodeAttribute(null=True)          # copied from the item attribute of the same name
 
-    A save is one ``TransactWriteItems``: the item's put, conditioned on the version it was read at, and the
-    put of the new version, conditioned on its absence. A new instance's first save is conditioned on its key
-    being free; an item stored before the model took HistoryMixin, read and saved, becomes version 1. Batch
-    writes are refused.
+    A save is one ``TransactWriteItems`` of the item, conditioned on the version it was read at, and its new
+    version; an item stored before the model took HistoryMixin becomes version 1. Batch writes are refused.
     """
 
     @classmethod
     def _autoinc_check_class(cls) -> None:
-        """Refuse bases that would skip the history, and a history model or version that cannot hold it."""
         for method in ("save", "delete"):
             refuse_order(cls, HistoryMixin, method,
                          "it would never run: HistoryMixin writes the item and its version in its own transaction")
@@ -146,8 +137,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
              merge: Optional[Merge] = None) -> Dict[str, Any]:
         """Write the item and its new version in one transaction.
 
-        :param merge: called as ``merge(mine, stored)`` when another writer saved first: update ``mine`` from
-            ``stored`` (the item as it is now); the save is then tried again on top of the stored version.
+        :param merge: ``merge(mine, stored)`` updates ``mine`` when another writer saved first; the save is retried
         :raises VersionConflictError: another writer saved first (and no ``merge``)
         :raises HistoryWriteError: the transaction failed otherwise (``condition``, a recreated key, ...)
         """
@@ -157,10 +147,8 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return self._write(condition, deleted=False, merge=merge)
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
-        """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction.
-
-        :raises VersionConflictError: the item was saved by another writer since it was read
-        """
+        """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction;
+        :class:`~pynamodb_autoinc.exceptions.VersionConflictError` if another writer saved it since it was read."""
         if not add_version_condition:
             raise ConfigurationError(f"{type(self).__name__}.delete(add_version_condition=False): a history delete "
                                      "always checks the version, so its tombstone follows the state it deletes")
@@ -175,7 +163,6 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     def __init__(self, hash_key: Any = None, range_key: Any = None, _user_instantiated: bool = True,
                  **attributes: Any) -> None:
         super().__init__(hash_key, range_key, _user_instantiated=_user_instantiated, **attributes)
-        # read from the table (get, query, scan): a first save of an item stored without a version adopts it
         self._autoinc_read = not _user_instantiated
 
     def deserialize(self, attribute_values: Dict[str, Dict[str, Any]]) -> None:
@@ -204,10 +191,8 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
-        """Save the instances one by one, in order, each with :meth:`save` (its own transaction).
-
-        :raises BulkSaveError: a save failed; ``saved`` and ``unsaved`` say which instances landed
-        """
+        """Save the instances one by one with :meth:`save`; a failure raises
+        :class:`~pynamodb_autoinc.exceptions.BulkSaveError`, whose ``saved`` and ``unsaved`` say which landed."""
         save_all(cls, instances)
 
     @classmethod
@@ -230,10 +215,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return type(self).history(*self._key_values(), consistent_read=consistent_read, page_size=page_size)
 
     def version(self, number: int, *, consistent_read: bool = False) -> Model:
-        """Version ``number`` of this item, a history model instance.
-
-        :raises DoesNotExist: (the history model's) there is no such version
-        """
+        """Version ``number`` of this item, a history model instance (the history model's ``DoesNotExist`` if none)."""
         return _config(type(self)).history.get(self.history_key(), number, consistent_read=consistent_read)
 
     @classmethod
@@ -252,8 +234,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
     @classmethod
     def _refuse_strong(cls) -> None:
-        """Refuse, before a value is spent, a model on MRSC global tables, which support no transaction."""
-        # without AutoIncrementMixin nothing is spent: DynamoDB itself refuses the transaction
+        """Refuse, before a value is spent, a model on MRSC global tables (no transactions there)."""
         if issubclass(cls, AutoIncrementMixin) and not options_for(cls).single_region_writes:
             refuse_strong(options_for(cls), f"{cls.__name__}: HistoryMixin",
                           "keep this model on a table that is not MRSC, or drop HistoryMixin")
@@ -264,7 +245,6 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 getattr(self, cls._range_keyname) if cls._range_keyname else None)
 
     def _write(self, condition: Optional[Condition], *, deleted: bool, merge: Optional[Merge] = None) -> Dict[str, Any]:
-        """Write the item (or delete it) and its next version as one write of the engine."""
         model, config = type(self), _config(type(self))
         self._refuse_strong()
         opts = options_for(model) if issubclass(model, AutoIncrementMixin) and not deleted else None
@@ -274,8 +254,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                     if getattr(self, "_autoinc_read", False) else
                     "an instance never saved or read; read the item (Model.get) and delete that instance")
             raise HistoryWriteError(f"{model.__name__}.delete() has no version to follow for {what}")
-        # the signals' receivers run inside the write too: one may serialize() the item (to log or publish it)
-        writing = _writing.set(True)
+        writing = _writing.set(True)  # the signals' receivers may serialize() the item too
         try:
             claims = _claim(self, opts, is_new, "save") if opts is not None else []  # clears a new one's version
             with strategies.held(claims):
@@ -293,8 +272,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
 
 
 class _Versioned(Write):
-    """A history save or delete for the engine: the item's put (or delete) and the put of its next version;
-    resent within :data:`RETRIES` (see docs/architecture.md, "Not yet one place"). Failures name the version."""
+    """A history save or delete for the engine, resent within :data:`RETRIES`; failures name the version."""
 
     def __init__(self, item: HistoryMixin, config: _Config, condition: Optional[Condition], deleted: bool,
                  claims: List[Claim], merge: Optional[Merge]) -> None:
@@ -305,7 +283,6 @@ class _Versioned(Write):
         self.build()
 
     def build(self) -> None:
-        """The item's put (or delete) and its next version's put, from the instance as it is now."""
         item, config, model, deleted = self.item, self.config, type(self.item), self.deleted
         self.old: Optional[int] = getattr(item, config.version)
         old, condition = self.old, self.condition
@@ -315,18 +292,15 @@ class _Versioned(Write):
         if self.claims:
             condition = key_absent(item, condition)
         elif not deleted and old is None:
-            # PynamoDB conditions a first save on the version attribute only, which an item stored before the
-            # model took HistoryMixin lacks too: condition on the key
+            # PynamoDB conditions on the version only, which an item stored before HistoryMixin lacks too
             key = model._hash_key_attribute()
             first = key.exists() if getattr(item, "_autoinc_read", False) else key.does_not_exist()
             condition = first if condition is None else first & condition
         state: Dict[str, Any] = {name: None if deleted else getattr(item, name) for name in config.copied}
         record = config.history(item.history_key(), (old or 0) + 1, deleted=deleted, **state)
-        self.puts = [record.get_save_kwargs_from_instance(
-            condition=config.history._range_key_attribute().does_not_exist())]
+        version = record.get_save_kwargs_from_instance(condition=config.history._range_key_attribute().does_not_exist())
+        self.puts = [version] if deleted else [put_kwargs(item, condition), version]
         self.deletes = [item.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
-        if not deleted:
-            self.puts.insert(0, put_kwargs(item, condition))
 
     def verdict(self, exc: Exception) -> Any:
         if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():
@@ -363,10 +337,9 @@ class _Versioned(Write):
         codes = [getattr(r, "code", None) for r in reasons]
         if codes[:1] != [CONDITION_FAILED]:
             if codes[1:2] == [CONDITION_FAILED]:
-                return HistoryWriteError(
-                    f"{name}: version {new} is already in {self.config.history.__name__}: a deleted key is being "
-                    "created again (its history ends with its tombstone), or the history was written outside "
-                    "HistoryMixin; give the new item another key", exc)
+                return HistoryWriteError(f"{name}: version {new} is already in {self.config.history.__name__}: a "
+                                         "deleted key is created again, or the history was written outside "
+                                         "HistoryMixin; give the new item another key", exc)
             return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
         raw = reasons[0].raw_item  # type: ignore[union-attr]
         if self.claims and raw is not None:  # the new auto-increment ID's item exists already
@@ -376,19 +349,17 @@ class _Versioned(Write):
                                    f"recorded{self.spent()}", exc, cancellation_reasons=reasons)
         if self.deletes:
             return VersionConflictError(f"{name}: delete (tombstone version {new}) lost: the item was saved or "
-                                        f"deleted by another writer since it was read at version {old}, or the "
-                                        "condition did not hold; read the item again", exc, attempted=new)
+                                        f"deleted by another writer since version {old}, or the condition failed; "
+                                        "read it again", exc, attempted=new)
         version_attr = type(item).get_attributes()[self.config.version].attr_name
         current = integer(raw.get(version_attr, {}).get("N")) if raw else None
         if current is not None and current != old:
-            return VersionConflictError(
-                f"{name}: lost version {new} to another writer; the item is at version {current}, this instance "
-                f"was read at {old}; read the item again, or pass merge= to save()", exc, attempted=new,
-                current=current)
+            return VersionConflictError(f"{name}: lost version {new} to another writer; the item is at version "
+                                        f"{current}, this instance was read at {old}; read the item again, or pass "
+                                        "merge= to save()", exc, attempted=new, current=current)
         if old is None and raw:
-            return VersionConflictError(f"{name}: version 1 lost: the item already exists (version {current}); read "
-                                        "it and save that instance, or pass merge= to save()", exc, attempted=new,
-                                        current=current)
+            return VersionConflictError(f"{name}: version 1 lost: the item exists (version {current}); read it first, "
+                                        "or pass merge= to save()", exc, attempted=new, current=current)
         if old is not None and not raw:
             return VersionConflictError(f"{name}: version {new} lost: the item was deleted by another writer", exc,
                                         attempted=new)

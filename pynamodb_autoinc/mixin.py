@@ -49,16 +49,14 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-# The write in progress, for the library's before_save receiver: its claims so far, and whether a
-# gapless claim must read its counter rather than trust this process's memory.
+# for the library's before_save receiver: the write's claims so far, and whether a gapless claim must read its counter
 _pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextvars.ContextVar(
     "autoinc_pending", default=None)
 
 
 class AutoIncrementMixin(_Base, metaclass=CheckedModel):
-    """Gives a PynamoDB model an integer ID assigned on its first save.
-
-    Put it before ``Model`` in the bases and configure it in ``Meta``::
+    """Gives a PynamoDB model an integer ID assigned on its first save; put it before ``Model`` in the bases and
+    configure it in ``Meta``::
 
         class User(AutoIncrementMixin, Model):
             class Meta:
@@ -67,9 +65,8 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 autoinc_gapless = False     # True: no value is ever spent without its item
             id = NumberAttribute(hash_key=True)
 
-    An instance whose auto-increment attribute is ``None`` is new: saving it
-    claims the next value and writes the item only if no item with its key
-    exists. Any other save is an ordinary PynamoDB save.
+    An instance whose auto-increment attribute is ``None`` is new: saving it claims the next value and writes
+    the item only if no item with its key exists. Any other save is an ordinary PynamoDB save.
     """
 
     @classmethod
@@ -84,8 +81,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         check_options(cls)
 
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
-        """Save the item; a new instance first gets its ID and is stored as a new item, with version 1 (a
-        version copied from a stored item is cleared).
+        """Save the item; a new instance first gets its ID and is stored as a new item, version 1.
 
         :raises ItemExistsError: an item with the new key exists (nothing overwritten)
         :raises ConditionFailedError: ``condition`` did not hold
@@ -118,13 +114,10 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         is_new = getattr(self, opts.attribute) is None
         if transaction is None:
             if is_new:
-                raise UnassignedIdError(
-                    f"{type(self).__name__} has no {opts.attribute} yet; a new instance can only be saved with save(), "
-                    "save_all() or TransactWrite.save(): use pynamodb_autoinc.TransactWrite, not PynamoDB's")
+                raise UnassignedIdError(f"{type(self).__name__} has no {opts.attribute} yet; it can only be saved with "
+                                        "save(), save_all() or pynamodb_autoinc.TransactWrite, not PynamoDB's")
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
-        hook = transaction._autoinc_hook
-        if hook is None:
-            hook = transaction._autoinc_hook = _Hook(transaction)
+        hook = transaction._autoinc_hook = transaction._autoinc_hook or _Hook(transaction)
         if any(entry.instance is self for entry, _ in hook.entries):
             raise TransactionCanceledError(f"TransactWrite.save(): {_engine.describe(self)} was given to this "
                                            "transaction twice; save each instance once. Nothing was sent")
@@ -185,32 +178,25 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         if getattr(cls.Meta, "autoinc_counter_in_table", False) is True:
             hide = ~cls._hash_key_attribute().startswith(RESERVED_PREFIX)
             filter_condition = hide if filter_condition is None else hide & filter_condition
-        return super().scan(
-            filter_condition, segment=segment, total_segments=total_segments, limit=limit,
-            last_evaluated_key=last_evaluated_key, page_size=page_size, consistent_read=consistent_read,
-            index_name=index_name, rate_limit=rate_limit, attributes_to_get=attributes_to_get)
+        return super().scan(filter_condition, segment=segment, total_segments=total_segments, limit=limit,
+                            last_evaluated_key=last_evaluated_key, page_size=page_size, consistent_read=consistent_read,
+                            index_name=index_name, rate_limit=rate_limit, attributes_to_get=attributes_to_get)
 
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
-        """Save many instances; new ones get their IDs with one counter request per counter key.
-
-        Items go in TransactWriteItems of up to 100, a new one with ``attribute_not_exists`` on its key (99 and
-        the counter swap in gapless mode); the query strategy saves them one by one. Two items with one key
-        (an instance given twice, an explicit ID equal to another or to a value the call hands out) are
-        refused before they are sent.
+        """Save many instances in TransactWriteItems of up to 100; new ones get their IDs with one counter request
+        per counter key (the query strategy saves them one by one). Two items with one key are refused unsent.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
         :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
         :raises BulkSaveError: a transaction failed, or two items share a key (:class:`BulkItemExistsError`);
-            ``saved`` and ``unsaved`` say which instances landed (new unsaved ones keep no ID, except after
-            :class:`BulkWriteOutcomeUnknownError`)
+            ``saved`` and ``unsaved`` say what landed (new unsaved ones keep no ID, unless the outcome is unknown)
         """
         save_all(cls, instances)
 
     @classmethod
     def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
-        """How a mixin extends :meth:`save_all`: None to write ``item`` in the call's transactions, or the write
-        that saves it on its own after them. Called for each item before anything is written."""
+        """How a mixin extends :meth:`save_all`: None to put ``item`` in the transactions, or its own write."""
         return None
 
     @classmethod
@@ -219,11 +205,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
 
 
 def save_all(cls: Any, instances: Iterable[Model]) -> None:
-    """``save_all()`` of every model of the library: check every item, write in transactions those that no
-    mixin writes on its own (``cls._autoinc_alone``), then the others one by one, in order.
-
-    :raises BulkSaveError: once anything may have been written; ``saved`` and ``unsaved`` say what landed
-    """
+    """``save_all()`` of every model of the library: the transactions first, then the ``_autoinc_alone`` writes."""
     items = list(instances)
     for item in items:
         if not isinstance(item, cls):
@@ -235,9 +217,8 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
     keys: Dict[Any, Model] = {}
     for item in items:
         if id(item) in given:
-            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
-                              f"instance ({_engine.describe(item)}) was given twice; pass each instance once. "
-                              "Nothing was sent or spent", items)
+            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same instance "
+                              f"({_engine.describe(item)}) was given twice; pass each instance once", items)
         given.add(id(item))
         if opts is not None and id(item) not in new:
             _check_explicit(item, opts)
@@ -264,14 +245,12 @@ def save_all(cls: Any, instances: Iterable[Model]) -> None:
                 else BulkItemExistsError if isinstance(exc, ItemExistsError)
                 else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
         raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                          f"{exc if error is not None else f'{type(exc).__name__}: {exc}'}", items, saved,
-                          error) from exc
+                          f"{exc if error else f'{type(exc).__name__}: {exc}'}", items, saved, error) from exc
 
 
 def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
                   items: List[Model]) -> Callable[[List[Model]], None]:
-    """Check the ``batch`` of a ``save_all()`` as each put would be checked, send its ``before_save`` and track
-    its explicit IDs; return the write that stores it in transactions and appends to a list what landed."""
+    """Check ``batch`` as each put would be checked; return the write that stores it and appends what landed."""
     is_new = [getattr(item, opts.attribute) is None for item in batch]
     if len(batch) > 1 and any(is_new):
         refuse_strong(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
@@ -297,10 +276,9 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
         _distinct(cls, item, keys, items, [], new_ids)
     if opts.track_explicit:
         _track(explicit, opts)
-    if opts.strategy == "query":  # no counter to batch: each item's number is read from its partition in turn
-        chunks = [(getattr(item, opts.attribute) is None, [item]) for item in batch]
-    else:
-        chunks = _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)]
+    # the query strategy has no counter to batch: each item's number is read from its partition in turn
+    chunks = ([(getattr(item, opts.attribute) is None, [item]) for item in batch] if opts.strategy == "query"
+              else _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)])
 
     def write(saved: List[Model]) -> None:
         claims: List[Claim] = []
@@ -373,8 +351,7 @@ def _split(items: List[Model], size: int) -> List[List[Model]]:
 
 def _exhausted(opts: Options, chain: List[Claim], asked: int, exc: SequenceExhaustedError,
                item: Model) -> SequenceExhaustedError:
-    """``save_all()``'s error when a chunk's claims on one counter (``chain``, then ``item``'s) met the end
-    bound: how many values it asked for, how many are left, and in ``last`` the counter's value before them."""
+    """``save_all()``'s error when a chunk's claims on one counter met the end bound: asked, left and ``last``."""
     if asked <= 1 or asked > opts.sequence.size:
         return exc  # one value asked for, or more than the whole sequence holds: the error says so already
     if not chain:
@@ -402,10 +379,7 @@ def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], sav
 
 def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model], saved: List[Model],
               new: Set[int], tail: str = "nothing of the transaction holding it was sent") -> None:
-    """Record ``item``'s key in ``keys``; refuse it if another item of the same ``save_all()`` has it.
-
-    :raises BulkItemExistsError: the key is another item's
-    """
+    """Record ``item``'s key in ``keys``; raise BulkItemExistsError if another item of the call has it."""
     key = _key(item)
     other = keys.setdefault(key, item) if key is not None else item
     if other is item:
@@ -431,10 +405,7 @@ def _key(item: Model) -> Optional[Tuple[Any, ...]]:
 
 
 def _check_explicit(instance: Model, opts: Options) -> None:
-    """Refuse an ID set by hand that is not an int (a bool is not one), or not a str for a UnicodeAttribute.
-
-    :raises InvalidIdError: naming the fix
-    """
+    """Raise InvalidIdError for an ID set by hand that is not an int, or not a str for a UnicodeAttribute."""
     value = getattr(instance, opts.attribute)
     if not (isinstance(value, str) if opts.as_string else is_int(value)):
         kind = (f"a string, and the attribute is a UnicodeAttribute; set a str (such as {str(value)!r})"
@@ -444,8 +415,7 @@ def _check_explicit(instance: Model, opts: Options) -> None:
 
 
 def _as_new(instance: Model) -> None:
-    """Clear a new instance's version (one copied from a stored item), so it is stored as a new item, version
-    1: PynamoDB's condition ``version = N`` could never hold for a key not stored yet."""
+    """Clear a version copied from a stored item: PynamoDB's ``version = N`` never holds for a new key."""
     name = type(instance)._version_attribute_name
     if name and getattr(instance, name) is not None:
         instance.attribute_values[name] = None
@@ -490,23 +460,19 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
 
 
 def _track(instances: Sequence[Model], opts: Options) -> None:
-    """``Meta.autoinc_track_explicit``: move the counter of the current period past the IDs set by hand.
-
-    An instance holding the ID it was read with, or last saved with, is an edit of a stored item, whose ID
-    was handed out or tracked when it was stored: it moves no counter.
-    """
+    """``Meta.autoinc_track_explicit``: move the counter past the IDs set by hand (not those read or saved)."""
     explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED, _NOTHING)]
     if explicit:
         strategies.track(explicit, opts)
 
 
-#: The instance attribute holding the ID of the stored item the instance was read as, or last saved as.
+#: the ID the instance was read or last saved with
 _STORED = "_autoinc_stored_id"
 _NOTHING: Any = object()
 
 
 def _mark_stored(instance: Model) -> None:
-    """Record that ``instance`` holds a stored item's ID (it was read, or saved): saving it again is an edit."""
+    """``instance`` holds a stored item's ID: saving it again is an edit."""
     if isinstance(instance, AutoIncrementMixin):
         model = type(instance)
         opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
@@ -514,8 +480,7 @@ def _mark_stored(instance: Model) -> None:
 
 
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
-    """Where every write path of the library ends once the write committed: mark the instance stored and send
-    :data:`~pynamodb_autoinc.signals.after_save`, logging (never raising) a receiver's failure."""
+    """Mark a committed instance stored and send ``after_save``, logging (never raising) a receiver's failure."""
     _mark_stored(instance)
     try:
         after_save.send(sender, instance=instance, **kwargs)
@@ -524,8 +489,7 @@ def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
 
 
 def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any) -> None:
-    """The library's :data:`before_save` receiver, run after every other: claim a new instance's ID, unless a
-    receiver set one."""
+    """The library's ``before_save`` receiver, run last: claim a new instance's ID unless a receiver set one."""
     if not isinstance(instance, AutoIncrementMixin):
         return
     model = type(instance)
@@ -553,7 +517,6 @@ class _BatchWrite(BatchWrite[_T]):
 
     def save(self, put_item: _T) -> None:
         opts = options_for(type(put_item))
-        # before_save's library receiver refuses a new instance; an ID set by hand is checked and tracked
         _claim(put_item, opts, getattr(put_item, opts.attribute) is None, "batch")
         super().save(put_item)
 
@@ -564,15 +527,13 @@ class _BatchWrite(BatchWrite[_T]):
             send_after_save(type(item), instance=item, is_new=False, operation="batch")
 
 
-# -- a user's TransactWrite: the library's subclass makes itself known to the model while its save() runs
-# (PynamoDB gives a model no handle on the transaction), and sends a transaction holding claims through the engine.
+# PynamoDB gives a model no handle on its TransactWrite: the library's makes itself known while its save() runs
 
 _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = contextvars.ContextVar(
     "autoinc_saving", default=None)
 
 
 def _operations(tx: _PynamoTransactWrite) -> int:
-    """How many operations (puts, updates, deletes, condition checks) ``tx`` holds."""
     return len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
 
 
@@ -582,7 +543,6 @@ class _Hook:
     def __init__(self, transaction: TransactWrite) -> None:
         self.entries: List[Tuple[Entry, bool]] = []
         self.unsent = weakref.finalize(transaction, self.release)  # detached once the transaction is sent
-        # the operations held once its first ID that a lost race would change (gapless, query) was claimed
         self.claimed_in: Optional[int] = None
 
     def claims(self) -> List[Claim]:
@@ -601,10 +561,8 @@ class _Hook:
     def _send(self, tx: TransactWrite) -> Any:
         homed = [e.claim for e, _ in self.entries
                  if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
-        # a home region's gapless swap goes, with the whole transaction, to the home region's endpoint
         connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
-        # a lost race is sent again with new values only if no operation added after the first such claim can
-        # hold a claimed ID: its put is rewritten with the new value, another item would keep the old one
+        # an operation added after the first claim a lost race would change may hold the old ID: no resend
         referred = self.claimed_in is not None and _operations(tx) > self.claimed_in
         write = _TransactionWrite(
             connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
@@ -640,16 +598,14 @@ class _TransactionWrite(Write):
                 if any(r is not None and r.code == CONFLICT for r in reasons) else
                 f"another writer took {type(claim.instance).__name__}.{claim.opts.attribute}="
                 f"{getattr(claim.instance, claim.opts.attribute)!r} (or another value it claimed) since tx.save()")
-        return TransactionCanceledError(
-            f"transaction cancelled: {what}; operations added after that save may hold the IDs it claimed, so it is "
-            "not sent again with new ones. Nothing was written and the new IDs are None: run it again", exc,
-            cancellation_reasons=reasons)
+        return TransactionCanceledError(f"transaction cancelled: {what}; operations added after that save may hold "
+                                        "the IDs it claimed, so it is not sent again. Nothing was written: run it "
+                                        "again", exc, cancellation_reasons=reasons)
 
 
 def _clash(write: Write) -> Optional[str]:
-    """Why a transaction refused for two operations on one item was, when a new item's ID is the key of another
-    of its items (an explicit ID, an update, a delete, a check); None when no new item's is."""
-    # (table, key, what it is, its kind: a new item, an item put with its key given, or one it does not put)
+    """Why DynamoDB refused two operations on one item, if a new item's ID is another operation's key; else None."""
+    # (table, key, what it is, its kind: "new", "put" with its key given, or "unput")
     others: List[Tuple[str, Dict[str, Any], str, str]] = []
     described = {e.index: e for e in write.entries}
     for index, put in enumerate(write.puts):
@@ -690,9 +646,7 @@ def _clash(write: Write) -> Optional[str]:
 
 
 class TransactWrite(_PynamoTransactWrite):
-    """PynamoDB's ``TransactWrite`` that can also save new auto-increment items.
-
-    Use it as PynamoDB's::
+    """PynamoDB's ``TransactWrite`` that can also save new auto-increment items, used as PynamoDB's::
 
         from pynamodb_autoinc import TransactWrite
 
@@ -700,12 +654,9 @@ class TransactWrite(_PynamoTransactWrite):
             tx.save(Order(customer="c1"))       # gets its ID inside the transaction
             tx.update(customer, actions=[Customer.orders.add(1)])
 
-    A new instance's ID is claimed in ``save()``; in gapless mode the counter swap joins the transaction, which
-    a lost race sends again with new values, unless ``client_request_token`` is given or an operation was
-    added after the claim (it may hold ``order.id``): then it raises
-    :class:`~pynamodb_autoinc.exceptions.TransactionCanceledError`. An exception in the ``with`` block, a
-    cancellation, or a transaction dropped unsent puts the IDs back to ``None``; only
-    :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError` leaves them set.
+    A new ID is claimed in ``save()``; a lost race is resent with new values, unless ``client_request_token`` is
+    given or an operation was added after the claim (then ``TransactionCanceledError``). A failure or an unsent
+    transaction puts the IDs back to ``None``, except :class:`~pynamodb_autoinc.exceptions.WriteOutcomeUnknownError`.
     """
 
     _autoinc_hook: Optional[_Hook] = None

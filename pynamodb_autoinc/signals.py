@@ -1,15 +1,5 @@
-"""Signals sent by models that use :class:`~pynamodb_autoinc.AutoIncrementMixin`.
-
-They live in the library's own :class:`blinker.Namespace`. Receivers get ``sender`` (the model class) and
-the keywords ``instance`` (the instance being saved), ``is_new`` (its auto-increment attribute was ``None``
-when the save started) and ``operation``: ``"save"``, ``"transaction"`` (``TransactWrite.save()``),
-``"bulk"`` (``Model.save_all()``, which sends every :data:`before_save` before it claims any ID) or
-``"batch"`` (``Model.batch_write()``). Connect with a sender to hear one model only::
-
-    @before_save.connect_via(User)
-    def stamp(sender, instance, is_new, **kwargs):
-        instance.created_by = current_user()
-"""
+"""Signals (in the library's own :class:`blinker.Namespace`) sent by models that use
+:class:`~pynamodb_autoinc.AutoIncrementMixin`; a receiver gets ``sender``, the model class."""
 
 from __future__ import annotations
 
@@ -27,12 +17,11 @@ class _AllocatingSignal(NamedSignal):
     """A signal whose library receivers (``_autoinc_runs_last``) run after every user receiver."""
 
     def receivers_for(self, sender: Any) -> c.Iterator[c.Callable[..., Any]]:  # type: ignore[override]
-        # a list, not a generator, so that a save steps into this module once rather than once per receiver
         first: list[c.Callable[..., Any]] = []
         last: list[c.Callable[..., Any]] = []
         for receiver in super().receivers_for(sender):
             (last if getattr(receiver, "_autoinc_runs_last", False) else first).append(receiver)
-        return iter(first + last)
+        return iter(first + last)  # not a generator: a save steps into this module once, not per receiver
 
 
 signals = Namespace()
@@ -44,8 +33,13 @@ signals = Namespace()
 before_save: NamedSignal = signals.setdefault(
     "before_save", _AllocatingSignal("before_save", doc="Sent before an auto-increment model instance is written."))
 """Sent before every write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance; what a receiver sets
-on the instance is stored. The library's receiver, which assigns a new instance's ID, runs after all others.
-A receiver that raises aborts the save before anything is written.
+on it is stored, and one that raises aborts the save. The library's receiver, which assigns a new ID, runs last.
+Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"save"``, ``"transaction"``,
+``"bulk"`` (``save_all()``, which sends every ``before_save`` first) or ``"batch"`` (``batch_write()``)::
+
+    @before_save.connect_via(User)
+    def stamp(sender, instance, is_new, **kwargs):
+        instance.created_by = current_user()
 
 :meta hide-value:
 """
@@ -59,18 +53,16 @@ keywords of :data:`before_save`. A receiver that raises is logged and ignored.
 
 race_lost: NamedSignal = signals.signal(
     "race_lost", doc="Sent when a write of an auto-increment model lost a race and is tried again.")
-"""Sent each time a write lost a race for its counter (or query partition) and will try another value.
-Keywords: ``instance`` (the write's first new instance), ``attempts`` (races lost so far) and ``elapsed``
-(seconds since it began). A receiver that raises is logged (logger ``pynamodb_autoinc``, ERROR) and ignored.
+"""Sent each time a write lost a race for its counter (or query partition) and will try another value, with
+``instance`` (its first new instance), ``attempts`` and ``elapsed`` (seconds). A receiver that raises is logged.
 
 :meta hide-value:
 """
 
 contention_failed: NamedSignal = signals.signal(
     "contention_failed", doc="Sent when a write of an auto-increment model gave up after losing races.")
-"""Sent when a write used up ``Meta.autoinc_timeout`` (or ``Meta.autoinc_retries``) losing races, just before
-:class:`~pynamodb_autoinc.exceptions.ContentionError` is raised; keywords of :data:`race_lost`. A receiver
-that raises is logged and ignored.
+"""Sent when a write used up ``Meta.autoinc_timeout`` (or ``autoinc_retries``) losing races, just before
+:class:`~pynamodb_autoinc.exceptions.ContentionError`; keywords of :data:`race_lost`. A receiver that raises is logged.
 
 :meta hide-value:
 """
@@ -88,7 +80,7 @@ def send_after_save(sender: type, **kwargs: Any) -> None:
     """Send :data:`after_save`, logging (never raising) a receiver's failure.
 
     .. deprecated:: 0.3.0
-       The library sends :data:`after_save` itself; call ``after_save.send(sender, ...)``. Goes in 0.4.0.
+       The library sends :data:`after_save` itself. Goes in 0.4.0.
     """
     warnings.warn("pynamodb_autoinc.signals.send_after_save is deprecated and goes in 0.4.0; call "
                   "after_save.send(sender, ...) instead", DeprecationWarning, stacklevel=2)
