@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import throughput as tp  # noqa: E402
-from queue_variants import SLOW_VARIANTS, VARIANTS  # noqa: E402
+from queue_variants import SLOW_VARIANTS, VARIANTS, known  # noqa: E402
 
 BASELINE = "baseline"
 AGAINST = "against"
@@ -181,7 +181,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--items", type=int, default=40, help="saves per writer and row (default 40)")
     parser.add_argument("--procs", type=int, default=8, help="writer processes of a row (default 8)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of queue_variants.py")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated, of queue_variants.py; a+b turns off both in one row")
     parser.add_argument("--slow-variants", default=",".join(SLOW_VARIANTS),
                         help="variants that also get the --slow row shape (3 processes, one slow)")
     parser.add_argument("--against", default="", help="a checkout whose pynamodb_autoinc/ is another variant")
@@ -191,9 +192,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.variants = [v for v in args.variants.split(",") if v]
     args.slow_variants = [v for v in args.slow_variants.split(",") if v]
-    unknown = set(args.variants) - set(VARIANTS) - {AGAINST}
-    if unknown or set(args.slow_variants) - set(args.variants) - {AGAINST}:
-        parser.error(f"variants are some of: {', '.join(VARIANTS)}")
+    if not all(known(v) for v in args.variants) or set(args.slow_variants) - set(args.variants):
+        parser.error(f"variants are some of: {', '.join(VARIANTS)} (or several joined by +)")
     if args.against:
         if not (Path(args.against) / "pynamodb_autoinc").is_dir():
             parser.error("--against takes a directory holding pynamodb_autoinc/")

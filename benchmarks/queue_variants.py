@@ -132,7 +132,13 @@ VARIANTS: Dict[str, Callable[[], None]] = {
 SLOW_VARIANTS = ("standing_turn", "turn", "slow")
 
 
+def known(name: str) -> bool:
+    """Whether ``name`` is a variant, or several joined by ``+`` (every one of those features off)."""
+    return all(part in VARIANTS for part in name.split("+"))
+
+
 def apply(name: Optional[str]) -> None:
-    """Turn off the queue feature ``name`` in this process (nothing for None or "")."""
-    if name:
-        VARIANTS[name]()
+    """Turn off the queue feature ``name`` (or each of ``a+b+...``) in this process (nothing for None or "")."""
+    for part in (name or "").split("+"):
+        if part:
+            VARIANTS[part]()

@@ -1036,10 +1036,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if not args.algorithms or set(args.algorithms) - set(BY_KEY):
         parser.error(f"--algorithms takes some of: {', '.join(BY_KEY)}")
     if args.without:
-        from queue_variants import VARIANTS
+        from queue_variants import VARIANTS, known
 
-        if args.without not in VARIANTS:
-            parser.error(f"--without takes one of: {', '.join(VARIANTS)}")
+        if not known(args.without):
+            parser.error(f"--without takes one of (or several joined by +): {', '.join(VARIANTS)}")
     return args
 
 
