@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import uuid
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Type
 
@@ -54,9 +53,6 @@ class Write(Protocol):
 #: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
 TURN = 0.25
 
-#: Seconds after seeing the queue busy during which a save takes a ticket at once.
-BUSY = 0.5
-
 #: Seconds a standing ticket may keep the queue waiting (or four round trips, if longer, up to
 #: :data:`TURN`) before the writer behind passes over it.
 STANDING_TURN = 0.05
@@ -75,16 +71,6 @@ SLOW = 0.1
 #: The longest a ticket holder that declared itself slow may keep the queue waiting (seconds).
 SLOW_TURN_LIMIT = 2.0
 
-#: How the lead of a save coming back on a standing ticket changes when its swap was early, applied, or passed
-#: over (see :meth:`_Process.lead`).
-LEAD_EARLY, LEAD_ON_TIME, LEAD_LATE = 1.05, 0.92, 0.8
-
-#: The bounds of that lead (commit intervals per writer ahead).
-LEAD_MIN, LEAD_MAX = 0.5, 1.2
-
-#: How many answers in a row that show nothing of the queue (conflicts, a counter item gone) a ticket
-#: holder tries before it takes a new ticket, whose answer always shows the queue.
-BLIND_LIMIT = 3
 
 class _Standing:
     """A standing ticket this process holds on a counter, taken by the swap of its last save."""
@@ -99,72 +85,26 @@ class _Standing:
 
 
 class _Process:
-    """This process's measure of one round trip, when it last saw each counter's queue busy, and the
-    standing tickets its lone saves hold."""
+    """This process's measure of one round trip and of its requests' pace, and the standing tickets its lone
+    saves hold."""
 
     def __init__(self) -> None:
         self.forget()
 
     def forget(self) -> None:
-        """Forget every counter's queue: round trips, busy queues, standing tickets and their names."""
+        """Forget every counter's queue: round trips, standing tickets and their names."""
         self.round_trip = 0.01
         self.pace = 0.0
         """This process's average request duration (seconds), every request of a queued save counted."""
-        self.busy: Dict[ChainId, float] = {}
         self.standing_names: Dict[Tuple[ChainId, int], str] = {}
         """By (counter, connection): the counter attribute holding that place's standing ticket. Each place
         has its own, since each place has a lone save of its own in flight (two models sharing a counter)."""
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
         """By (counter, connection): the standing ticket held there."""
-        self.sighted: Dict[ChainId, Tuple[float, int]] = {}
-        """By counter: when (monotonic) a value was first seen there, and the value."""
-        self.intervals: Dict[ChainId, float] = {}
-        """By counter: the seconds between two items stored there, as the values seen progress (the queue's
-        pace, the same for every writer)."""
-        self.leads: Dict[ChainId, float] = {}
-        """By counter: how many commit intervals per writer ahead a save coming back on a standing ticket
-        waits, learnt from how those swaps fared (see :meth:`lead`)."""
 
-    def lead(self, chain: ChainId) -> float:
-        """How many commit intervals per writer ahead a save coming back on a standing ticket on ``chain``
-        waits before it sends its swap.
-
-        Each such swap tells how good the wait was: refused with writers still ahead, it was early, and the
-        next waits are longer (:data:`LEAD_EARLY`); applied, it may have been late, and they are a little
-        shorter (:data:`LEAD_ON_TIME`); refused because its ticket was passed over, it was late
-        (:data:`LEAD_LATE`). So the waits settle where about three swaps in five go early (where
-        ``LEAD_EARLY ** p == LEAD_ON_TIME ** -(1 - p)``): an early swap costs one refused request, a late
-        one leaves the counter idle for every writer. A measured interval includes the counter's idle
-        time; the bounds (:data:`LEAD_MIN`, :data:`LEAD_MAX`) keep the two from feeding each other."""
-        return self.leads.get(chain, 1.0)
-
-    def judge(self, chain: ChainId, factor: float) -> None:
-        """Scale the lead on ``chain`` by ``factor`` (see :meth:`lead`)."""
-        self.leads[chain] = min(max(self.lead(chain) * factor, LEAD_MIN), LEAD_MAX)
-
-    def saw(self, chain: ChainId, value: Any, step: int, at: float) -> None:
-        """Fold a counter value seen at ``at`` (monotonic) into the counter's commit interval."""
-        if not isinstance(value, int):
-            return
-        last = self.sighted.get(chain)
-        if last is not None and last[1] == value:
-            return  # still the same value: the first sighting measures best when it changes
-        self.sighted[chain] = (at, value)
-        if last is None or not 0 < at - last[0] < 1.0:
-            return  # a pause, not the queue's pace
-        items = (value - last[1]) // step
-        if items > 0:
-            # quick to fall, slow to rise: a measured interval includes the counter's idle time, which
-            # waiting for that interval would only prolong
-            sample = (at - last[0]) / items
-            old = self.intervals.get(chain)
-            weight = 0.5 if old is None or sample < old else 0.1
-            self.intervals[chain] = sample if old is None else (1 - weight) * old + weight * sample
-
-    def interval(self, chain: ChainId) -> float:
-        """About how long the counter's queue takes to store one item: what the values seen show, or one
-        round trip before there is a measure."""
-        return min(max(self.intervals.get(chain, self.round_trip), 0.0005), TURN)
+    def interval(self) -> float:
+        """About how long the queue takes to store one item: one transaction round trip."""
+        return min(self.round_trip, TURN)
 
     def standing_name(self, place: Tuple[ChainId, int]) -> str:
         """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
@@ -224,7 +164,7 @@ class Contest:
     """One write's struggle for its counter: the races it lost, its time budget, its place in the queue.
 
     The engine makes one at the write's first lost race (``lost``), whose time its budget counts from; or
-    before its first request, when this process holds a standing ticket or saw the queue busy a moment ago.
+    before its first request, when this process holds a standing ticket.
     """
 
     def __init__(self, write: Write, *, lost: bool = False) -> None:
@@ -233,12 +173,6 @@ class Contest:
         self.losses = 0
         self.ticket = None
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
-        self.blind = 0
-        """Answers in a row that showed nothing of the queue."""
-        self.paced = False
-        """The swap in flight comes back on a standing ticket after a paced wait (see :meth:`_Process.lead`)."""
-        self.refused = False
-        """The swap just refused was such a swap, until the refusal is judged."""
         swaps = {c.chain for c in write.claims if c.kind == "swap"}
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
@@ -257,19 +191,10 @@ class Contest:
             self.hot = write.previous_end is not None and began - write.previous_end < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
-        """Before the first send: come back on a standing ticket, or take a ticket if the queue was busy a
-        moment ago (the values to claim from)."""
-        if self.place is not None:
-            held = _queue().standing.pop(self.place, None)
-            if held is not None:
-                return self._come_back(held)
-        busy, now = _queue().busy, _budget.clock.monotonic()
-        for chain, seen in list(busy.items()):
-            if now - seen >= BUSY:
-                busy.pop(chain, None)  # calm again: its next saves need no contest before their first request
-        if self.chain is None or self.chain not in busy:
-            return None
-        return self._queue()
+        """Before the first send: come back on this process's standing ticket, if it holds one (the values to
+        claim from)."""
+        held = _queue().standing.pop(self.place, None) if self.place is not None else None
+        return None if held is None else self._come_back(held)
 
     def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
@@ -277,23 +202,16 @@ class Contest:
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
-        wait = self._until(held.behind, _queue().lead(self.chain)) - (_budget.clock.monotonic() - held.at)
-        self.paced = True
+        wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
         if wait > 0:
             self._sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
-        """After the write was applied: remember when, and the standing ticket its swap took."""
-        if self.paced and self.chain is not None:
-            _queue().judge(self.chain, LEAD_ON_TIME)
-        if self.place is None:
-            return
-        now = _budget.clock.monotonic()
-        last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
-        _queue().saw(self.place[0], last.value, last.opts.step, now - _queue().round_trip / 2)
-        if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            _queue().standing[self.place] = _Standing(last.value, self.behind, now)
+        """After the write was applied: remember the standing ticket its swap took."""
+        if self.place is not None and self.write.requeue and (self.ticket is not None or self.write.by_standing):
+            last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
+            _queue().standing[self.place] = _Standing(last.value, self.behind, _budget.clock.monotonic())
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
         """After a lost race: wait as the queue asks, and return the counter values to claim from.
@@ -310,31 +228,19 @@ class Contest:
         if self.chain is None:
             self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
-        self.refused, self.paced = self.paced, False
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):
             return self._gone()
         if self.write.by_standing:
             return self._standing_refused(item)
-        if self.ticket is None:
-            if self.losses == 1 and item is not None and _number(item, "NextTicket") == _number(item, "NextServed"):
-                return current  # a first loss with nobody queued: the refusal showed the value, try it at once
-            return self._queue()
-        return self._wait(item, exc)
+        return self._queue() if self.ticket is None else self._wait(item, exc)
 
     def _standing_refused(self, item: Optional[Dict[str, Any]]) -> Dict[ChainId, Any]:
         """A swap on the standing ticket was refused: learn the ticket's number from the counter item, and
         wait as any ticket holder; take a new ticket if it was passed over."""
-        if item is None:  # a conflict, which shows nothing: try the standing ticket again shortly
-            self.blind += 1
-            if self.blind >= BLIND_LIMIT:
-                return self._queue()
-            self._sleep(max(_queue().round_trip, 0.001) * random.uniform(0.5, 1.0))
-            return {}
         self.write.by_standing = False
         mine = _number(item, self.write.standing or "")
-        if mine is None:
-            self._judge(late=True)  # passed over
+        if mine is None:  # passed over, or a conflict, which shows nothing: a new ticket's answer shows the queue
             return self._queue()
         self.ticket = mine + 1
         return self._wait(item, None)
@@ -344,7 +250,6 @@ class Contest:
         assert self.chain is not None
         head = self._head()
         self.write.by_standing = False
-        self.blind = 0
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
             item = timed(self.write, UPDATE_ITEM, ticket_kwargs(
@@ -360,15 +265,10 @@ class Contest:
         """Sleep until about the ticket's turn; return the value the counter should hold by then."""
         assert self.chain is not None and self.ticket is not None
         head = self._head()
-        _queue().busy[self.chain] = _budget.clock.monotonic()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
-        if served is None or value is _UNKNOWN:  # the answer did not show the queue: the next refusal will
-            self.blind += 1
-            return self._queue() if self.blind >= BLIND_LIMIT else {}
-        self.blind = 0
-        _queue().saw(self.chain, value, head.opts.step, _budget.clock.monotonic() - _queue().round_trip / 2)
+        if served is None or value is _UNKNOWN:  # the answer did not show the queue: a new ticket's does
+            return self._queue()
         ahead = self.ticket - served - 1
-        self._judge(late=ahead < 0)
         if ahead < 0:  # passed over: queue again
             self.ticket = None
             return self._queue()
@@ -379,46 +279,24 @@ class Contest:
             return {self.chain: value}
         now = _budget.clock.monotonic()
         owner = _standing_owner(item, served)
-        longest = TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
-            after = self._skip(served, owner)
-            following = _number(after, "NextServed")
-            if following == self.ticket - 1:
-                shown = item_value(after, head.opts.counter)
-                if shown is not _UNKNOWN:
-                    return {self.chain: shown}  # its turn, at once
-            if following is not None and following < self.ticket - 1:
-                # the next ticket's patience counts from now; if it is a standing ticket too (writers that
-                # stopped saving leave theirs behind), look again once it is spent rather than a turn later
-                self.waited = (following, now)
-                standing = _standing_owner(after, following)
-                if standing is not None:
-                    longest = patience(after, standing)
+            self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), longest))
+        self._sleep(min(max(self._until(ahead), _queue().interval() / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
 
-    def _until(self, writers: int, lead: float = 1.0) -> float:
+    def _until(self, writers: int) -> float:
         """How long to wait after seeing the counter before sending a swap that should go once ``writers``
-        more have each stored an item: their turns at the queue's pace (times ``lead``), less half a round
-        trip (the counter was seen half a round trip ago), with some jitter so that waiters do not wake in
-        step. Early rather than late: a swap sent too early costs one refused request, a counter left idle
-        costs every waiter."""
-        assert self.chain is not None
+        more have each stored an item: a round trip each, less half a round trip (the counter was seen half a
+        round trip ago). Early rather than late: a swap sent too early costs one refused request, a counter
+        left idle costs every waiter."""
         queue = _queue()
-        return writers * queue.interval(self.chain) * lead * random.uniform(0.95, 1.1) - queue.round_trip / 2
-
-    def _judge(self, late: bool) -> None:
-        """After a refusal of a swap on a standing ticket: it was early (writers ahead were not done) or
-        ``late`` (its ticket was passed over); the next such waits are longer or shorter."""
-        if self.refused and self.chain is not None:
-            _queue().judge(self.chain, LEAD_LATE if late else LEAD_EARLY)
-        self.refused = False
+        return writers * queue.interval() - queue.round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
@@ -436,16 +314,13 @@ class Contest:
         self.waited = None
         return {self.chain: None}
 
-    def _skip(self, served: int, owner: Optional[str]) -> Optional[Dict[str, Any]]:
+    def _skip(self, served: int, owner: Optional[str]) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
-        recorded in ``owner``: a shorter one); return the counter item as it is then (None: it had moved)."""
+        recorded in ``owner``: a shorter one)."""
         head = self._head()
         self.waited = None
-        try:
-            answer = self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
-        except BOTOCORE_EXCEPTIONS:  # it moved after all: the next answer shows the queue
-            return None
-        return answer.get("Attributes")
+        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
+            self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``

@@ -463,12 +463,12 @@ def commit(write: Write) -> Dict[str, Any]:
     The first request goes straight to :func:`send`; only a failure enters the retry loop
     (:func:`_transport.drive`), and only a lost race the queue (:mod:`pynamodb_autoinc._contention`), whose
     contest starts then. A contest starts before the first request only when this process holds a standing
-    ticket, or saw a queue busy a moment ago.
+    ticket.
     """
     exchange = _Commit(write)
     try:
         queue = _state.state.parts.get("queue")
-        if queue is not None and (queue.standing or queue.busy):
+        if queue is not None and queue.standing:
             exchange.contest = _contention.Contest(write)
             queued = exchange.contest.start()
             if queued is not None:
