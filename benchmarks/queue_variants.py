@@ -5,6 +5,10 @@ Each variant is a patch applied in a benchmark writer process after the library 
 (``throughput.py --without NAME``, and ``queue_pairs.py``): a module constant set to the value that turns the
 feature off, a method replaced, or one method's source rewritten (the text replaced must be there, so that a
 variant fails loudly once the code it turns off has changed). The library itself has no benchmark hooks.
+
+They patch the queue as it was before issue 31 removed what did not pay (commit 2e42080; the pairs are in
+``benchmarks/results.md``). On the code after it only ``standing``, ``standing_turn``, ``turn`` and ``slow``
+still apply; the others raise, since what they turn off is gone (run them from a checkout of that commit).
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ def _contention() -> Any:
     from pynamodb_autoinc import _contention
 
     return _contention
+
+
+def _set(owner: Any, name: str, value: Any) -> None:
+    """Set ``owner.name`` (a module constant or a method), which must exist."""
+    if not hasattr(owner, name):
+        raise RuntimeError(f"variant patch: {name} is gone from the library")
+    setattr(owner, name, value)
 
 
 def _rewrite(owner: Any, name: str, old: str, new: str) -> None:
@@ -38,27 +49,27 @@ def _rewrite(owner: Any, name: str, old: str, new: str) -> None:
 def standing() -> None:
     """Standing tickets off: a save never keeps its place (HOT = -inf), so no standing ticket, no come-back
     lead, no give-back of a standing ticket, STANDING_TURN unused."""
-    _contention().HOT = -INF
+    _set(_contention(), "HOT", -INF)
 
 
 def lead() -> None:
     """The learned come-back lead off: it stays 1.0 (LEAD_EARLY/ON_TIME/LATE, LEAD_MIN/MAX unused)."""
-    _contention()._Process.judge = lambda self, chain, factor: None
+    _set(_contention()._Process, "judge", lambda self, chain, factor: None)
 
 
 def intervals() -> None:
     """Learned commit intervals off: a counter's interval is the transaction round trip."""
-    _contention()._Process.saw = lambda self, chain, value, step, at: None
+    _set(_contention()._Process, "saw", lambda self, chain, value, step, at: None)
 
 
 def busy() -> None:
     """BUSY = 0: never a ticket before the first request (a queue seen busy is forgotten at once)."""
-    _contention().BUSY = 0.0
+    _set(_contention(), "BUSY", 0.0)
 
 
 def standing_turn() -> None:
     """STANDING_TURN off: a standing ticket gets TURN, like any ticket."""
-    _contention().STANDING_TURN = _contention().TURN
+    _set(_contention(), "STANDING_TURN", _contention().TURN)
 
 
 def turn() -> None:
@@ -75,12 +86,12 @@ def turn() -> None:
 
 def slow() -> None:
     """Slow writers off (SLOW = inf): no pace recorded, SLOW_TURN_LIMIT unused."""
-    _contention().SLOW = INF
+    _set(_contention(), "SLOW", INF)
 
 
 def blind() -> None:
     """BLIND_LIMIT = 1: a new ticket at the first answer that shows nothing of the queue."""
-    _contention().BLIND_LIMIT = 1
+    _set(_contention(), "BLIND_LIMIT", 1)
 
 
 def first_loss() -> None:

@@ -1,15 +1,12 @@
-"""Who goes next on a busy counter, and how long a save keeps trying.
-
-The queue runs only after a write lost a race. How it works (tickets, standing tickets, pacing, slow
-writers, the time budget) is told in docs/architecture.md, "The queue".
-"""
+"""Who goes next on a busy counter, and how long a save keeps trying: the queue, which runs only after a
+write lost a race (docs/architecture.md, "The queue", tells how it works and which of its rules paid)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Protocol, Tuple, Type
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
@@ -24,7 +21,6 @@ from .strategies import _UNKNOWN, ChainId, Claim
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ._options import Options
     from .counter import NextId
 
 
@@ -72,16 +68,14 @@ SLOW = 0.1
 SLOW_TURN_LIMIT = 2.0
 
 
-class _Standing:
-    """A standing ticket this process holds on a counter, taken by the swap of its last save."""
+class _Standing(NamedTuple):
+    """A standing ticket this process holds on a counter, taken by the swap of its last save: the counter
+    ``value`` that swap stored, how many other writers were queued then (``behind``: they go first), and when
+    (``at``, monotonic) that save ended."""
 
-    def __init__(self, value: int, behind: int, at: float) -> None:
-        self.value = value
-        """The counter value that swap stored."""
-        self.behind = behind
-        """How many other writers were queued during that save: they go before the standing ticket."""
-        self.at = at
-        """When that save ended (monotonic seconds)."""
+    value: int
+    behind: int
+    at: float
 
 
 class _Process:
@@ -89,37 +83,16 @@ class _Process:
     saves hold."""
 
     def __init__(self) -> None:
-        self.forget()
-
-    def forget(self) -> None:
-        """Forget every counter's queue: round trips, standing tickets and their names."""
-        self.round_trip = 0.01
-        self.pace = 0.0
-        """This process's average request duration (seconds), every request of a queued save counted."""
+        self.round_trip = 0.01  # of a transaction (seconds)
+        self.pace = 0.0  # the average request of a queued save (seconds)
+        # by place (counter, connection; each has a lone save of its own in flight): the counter attribute
+        # holding its standing ticket, and the standing ticket held there
         self.standing_names: Dict[Tuple[ChainId, int], str] = {}
-        """By (counter, connection): the counter attribute holding that place's standing ticket. Each place
-        has its own, since each place has a lone save of its own in flight (two models sharing a counter)."""
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
-        """By (counter, connection): the standing ticket held there."""
-
-    def interval(self) -> float:
-        """About how long the queue takes to store one item: one transaction round trip."""
-        return min(self.round_trip, TURN)
 
     def standing_name(self, place: Tuple[ChainId, int]) -> str:
         """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
-        name = self.standing_names.get(place)
-        if name is None:
-            name = self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
-        return name
-
-    def observe(self, seconds: float) -> None:
-        """Fold one measured transaction round trip into the estimate."""
-        self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
-
-    def observe_request(self, seconds: float) -> None:
-        """Fold one measured request of a queued save (any operation) into this process's pace."""
-        self.pace = 0.5 * self.pace + 0.5 * min(seconds, SLOW_TURN_LIMIT)
+        return self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
 
     def slow(self) -> bool:
         """Whether this process's requests are slow enough that the queue must wait longer for its turns."""
@@ -140,11 +113,11 @@ def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any
     try:
         return write.send(operation, kwargs)
     finally:
-        seconds = _budget.clock.monotonic() - began
+        seconds, queue = _budget.clock.monotonic() - began, _queue()
         if operation == "TransactWriteItems":
-            _queue().observe(seconds)
+            queue.round_trip = 0.8 * queue.round_trip + 0.2 * min(seconds, 1.0)
         if write.queue:
-            _queue().observe_request(seconds)
+            queue.pace = 0.5 * queue.pace + 0.5 * min(seconds, SLOW_TURN_LIMIT)
 
 
 def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
@@ -161,17 +134,15 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
 
 
 class Contest:
-    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue.
-
-    The engine makes one at the write's first lost race (``lost``), whose time its budget counts from; or
-    before its first request, when this process holds a standing ticket.
-    """
+    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue (its
+    ticket is ``write.ticket``). The engine makes one at the write's first lost race (``lost``), whose time its
+    budget counts from, or before its first request when this process holds a standing ticket."""
 
     def __init__(self, write: Write, *, lost: bool = False) -> None:
         self.write = write
         self.began = _budget.clock.monotonic()
         self.losses = 0
-        self.ticket = None
+        write.ticket = None
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
         swaps = {c.chain for c in write.claims if c.kind == "swap"}
         # Only a write on one counter that the library may send again with new values queues.
@@ -209,15 +180,13 @@ class Contest:
 
     def done(self) -> None:
         """After the write was applied: remember the standing ticket its swap took."""
-        if self.place is not None and self.write.requeue and (self.ticket is not None or self.write.by_standing):
+        if self.place is not None and self.write.requeue and (self.write.ticket is not None or self.write.by_standing):
             last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
             _queue().standing[self.place] = _Standing(last.value, self.behind, _budget.clock.monotonic())
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
-        """After a lost race: wait as the queue asks, and return the counter values to claim from.
-
-        Raises the write's contention error once the budget is spent.
-        """
+        """After a lost race: wait as the queue asks, and return the counter values to claim from (raises the
+        write's contention error once the budget is spent)."""
         self.losses += 1
         self.check(exc)
         claim = self.write.claims[0]
@@ -229,21 +198,14 @@ class Contest:
             self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
         item = self.write.counter_items.pop(self.chain, None)
-        if item is None and not _conflict(exc):
-            return self._gone()
-        if self.write.by_standing:
-            return self._standing_refused(item)
-        return self._queue() if self.ticket is None else self._wait(item, exc)
-
-    def _standing_refused(self, item: Optional[Dict[str, Any]]) -> Dict[ChainId, Any]:
-        """A swap on the standing ticket was refused: learn the ticket's number from the counter item, and
-        wait as any ticket holder; take a new ticket if it was passed over."""
-        self.write.by_standing = False
-        mine = _number(item, self.write.standing or "")
-        if mine is None:  # passed over, or a conflict, which shows nothing: a new ticket's answer shows the queue
-            return self._queue()
-        self.ticket = mine + 1
-        return self._wait(item, None)
+        if item is None and not _conflict(exc):  # no counter item: deleted (reset), and its queue with it
+            self.write.ticket, self.write.by_standing, self.write.requeue = None, False, False
+            self.waited = None
+            return {self.chain: None}  # claim from a counter with no value
+        if self.write.by_standing:  # its ticket's number is in the counter item (not there: passed over)
+            mine = _number(item, self.write.standing or "")
+            self.write.by_standing, self.write.ticket = False, None if mine is None else mine + 1
+        return self._queue() if self.write.ticket is None else self._wait(item, exc)
 
     def _queue(self) -> Dict[ChainId, Any]:
         """Take a ticket (dropping the process's standing ticket, if any), and wait for its turn."""
@@ -257,23 +219,23 @@ class Contest:
         except BOTOCORE_EXCEPTIONS:
             self._sleep(head.opts.budget.wait(self.losses))
             return {}
-        self.ticket = _number(item, "NextTicket")
+        self.write.ticket = _number(item, "NextTicket")
         self.waited = None
         return self._wait(item, None)
 
     def _wait(self, item: Optional[Dict[str, Any]], exc: Optional[Exception]) -> Dict[ChainId, Any]:
         """Sleep until about the ticket's turn; return the value the counter should hold by then."""
-        assert self.chain is not None and self.ticket is not None
+        assert self.chain is not None and self.write.ticket is not None
         head = self._head()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is _UNKNOWN:  # the answer did not show the queue: a new ticket's does
             return self._queue()
-        ahead = self.ticket - served - 1
+        ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
-            self.ticket = None
+            self.write.ticket = None
             return self._queue()
         # those ahead of it now take standing tickets behind it before it is served, if they keep saving
-        self.behind = max((_number(item, "NextTicket") or self.ticket) - served - 1, 0)
+        self.behind = max((_number(item, "NextTicket") or self.write.ticket) - served - 1, 0)
         self.write.requeue = self._keeps_place(self.behind)
         if ahead == 0:
             return {self.chain: value}
@@ -284,7 +246,7 @@ class Contest:
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval() / 2), TURN))
+        self._sleep(min(max(self._until(ahead), min(_queue().round_trip, TURN) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -296,23 +258,13 @@ class Contest:
         round trip ago). Early rather than late: a swap sent too early costs one refused request, a counter
         left idle costs every waiter."""
         queue = _queue()
-        return writers * queue.interval() - queue.round_trip / 2
+        return writers * min(queue.round_trip, TURN) - queue.round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
         behind it, and its requests are not slow (a slow writer's standing ticket would only be passed over;
         its ticket requests declare its pace instead)."""
         return self.hot and behind > 0 and not _queue().slow()
-
-    def _gone(self) -> Dict[ChainId, Any]:
-        """A swap was refused and the answer showed no counter item: the counter was deleted (reset), and
-        with it the queue. Drop the ticket; claim from a counter with no value."""
-        assert self.chain is not None
-        self.ticket = None
-        self.write.by_standing = False
-        self.write.requeue = False
-        self.waited = None
-        return {self.chain: None}
 
     def _skip(self, served: int, owner: Optional[str]) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
@@ -337,15 +289,13 @@ class Contest:
         """Wait ``seconds`` on the library's clock, saying so in the log."""
         claim = self.write.claims[0] if self.write.claims else None
         log.debug("%s waits %.4f s (races lost: %d, ticket: %s, counter %r)",
-                  claim and type(claim.instance).__name__, seconds, self.losses, self.ticket, claim and claim.key)
+                  claim and type(claim.instance).__name__, seconds, self.losses, self.write.ticket, claim and claim.key)
         _budget.clock.sleep(seconds)
 
     def passing(self, exc: Exception) -> None:
         """After a failure that passes (throttled, or a conflict on an item; nothing applied), for a write that
-        may not claim other values: wait the budget's backoff before it is sent again as it was.
-
-        Raises the write's contention error once the budget is spent.
-        """
+        may not claim other values: wait the budget's backoff before it is sent again as it was (raises the
+        write's contention error once the budget is spent)."""
         self.losses += 1
         self.check(exc, same_values=True)
         self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
@@ -354,7 +304,7 @@ class Contest:
         """Raise the contention error if the retries or the time are used up (or the write may not be sent
         again with other values, unless ``same_values``)."""
         opts = self.write.claims[0].opts if self.write.claims else None
-        if opts is None or not (self.write.retry or same_values) or spent(opts, self.losses, self.began):
+        if opts is None or not (self.write.retry or same_values) or opts.budget.spent(self.losses, self.began):
             self.give_back()
             elapsed = _budget.clock.monotonic() - self.began
             error = self.write.contention(exc, self.losses, elapsed)
@@ -368,9 +318,9 @@ class Contest:
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
-        if self.chain is None or (self.ticket is None and not self.write.by_standing):
+        if self.chain is None or (self.write.ticket is None and not self.write.by_standing):
             return
-        ticket, self.ticket = self.ticket, None
+        ticket, self.write.ticket = self.write.ticket, None
         head = self._head()
         counter, standing = head.opts.counter, self.write.standing
         kwargs = (skip_kwargs(counter, head.key, ticket - 1, standing) if ticket is not None
@@ -378,20 +328,6 @@ class Contest:
         self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
             self.write.send(UPDATE_ITEM, kwargs)
-
-    @property
-    def ticket(self) -> Optional[int]:
-        """This write's ticket in the counter's queue (None: it has none); its swap serves it."""
-        return self.write.ticket
-
-    @ticket.setter
-    def ticket(self, value: Optional[int]) -> None:
-        self.write.ticket = value
-
-
-def spent(opts: Options, losses: int, began: float) -> bool:
-    """Whether a write that lost ``losses`` races since ``began`` has used up its model's budget."""
-    return opts.budget.spent(losses, began)
 
 
 def _conflict(exc: Exception) -> bool:
@@ -433,15 +369,10 @@ def pace_name(standing: str) -> str:
 
 def swap_terms(counter: Type[NextId], ticket: Optional[int], standing: Optional[str], by_standing: bool,
                requeue: bool) -> Tuple[List[Any], Any]:
-    """The actions and the condition the queue adds to a gapless swap on ``counter``.
-
-    Without a ticket, the swap goes only while nobody is queued. With one
-    (``ticket``, or with ``by_standing`` the standing ticket recorded in
-    attribute ``standing``), only when the ticket is next, and it serves it;
-    with ``standing`` too, it takes a standing ticket for the writer's next
-    save (``requeue``) or drops the one it had. The value condition alone
-    keeps the sequence safe; the queue decides who goes first.
-    """
+    """The actions and the condition the queue adds to a gapless swap on ``counter``: without a ticket, it goes
+    only while nobody is queued; with one (``ticket``, or with ``by_standing`` the standing ticket recorded in
+    attribute ``standing``), only when the ticket is next, and it serves it; with ``standing`` too, it takes a
+    standing ticket for the writer's next save (``requeue``) or drops the one it had."""
     served, tickets = counter.served, counter.ticket
     if ticket is None and not by_standing:
         return [], tickets.does_not_exist() | (tickets == served)
@@ -458,13 +389,9 @@ def swap_terms(counter: Type[NextId], ticket: Optional[int], standing: Optional[
 
 def ticket_kwargs(counter: Type[NextId], key: str, standing: Optional[str] = None,
                   pace: Optional[int] = None) -> Dict[str, Any]:
-    """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
-    ticket if given; it answers with the whole item.
-
-    With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
-    new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
-    the pace beside it, so that the writers behind wait longer for it before they pass over it.
-    """
+    """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing`` ticket if
+    given; it answers with the whole item. With ``pace`` (a slow writer's milliseconds per request) and
+    ``standing``, the ticket is recorded in ``standing`` as a standing ticket is, with the pace beside it."""
     actions = [counter.ticket.add(1), counter.served.set(counter.served | 0)]
     if standing is not None and pace is not None:
         actions += [Path(standing).set(counter.ticket | 0), Path(pace_name(standing)).set(pace)]
