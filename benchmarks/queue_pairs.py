@@ -192,7 +192,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.variants = [v for v in args.variants.split(",") if v]
     args.slow_variants = [v for v in args.slow_variants.split(",") if v]
-    if not all(known(v) for v in args.variants) or set(args.slow_variants) - set(args.variants):
+    if not all(known(v) for v in args.variants) or set(args.slow_variants) - set(args.variants) - {AGAINST}:
         parser.error(f"variants are some of: {', '.join(VARIANTS)} (or several joined by +)")
     if args.against:
         if not (Path(args.against) / "pynamodb_autoinc").is_dir():
