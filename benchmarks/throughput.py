@@ -21,6 +21,9 @@ Usage (from the repository root)::
                      items/s``, its failures in ``failed saves``
     --warmup N       untimed saves per algorithm, run in this process before a backend's rows, so that
                      DynamoDB Local's JVM has compiled its hot paths (default 100)
+    --without NAME   the writer processes run with one feature of the gapless queue turned off, by a patch
+                     applied in each of them after import (``benchmarks/queue_variants.py`` names them;
+                     ``benchmarks/queue_pairs.py`` runs them paired with rows of the code as it is)
 
 It prints progress to stderr and, at the end, one markdown table to stdout
 (preceded by a line describing the machine and the exact command), and writes
@@ -157,6 +160,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# A benchmark of another checkout of the library (``queue_pairs.py --against``): its writers import it from there.
+if os.environ.get("AUTOINC_BENCH_LIBRARY"):
+    sys.path.insert(0, os.environ["AUTOINC_BENCH_LIBRARY"])
 
 HOST = "127.0.0.1"
 REGION = "us-east-1"
@@ -242,6 +248,8 @@ class RowSpec:
     slow: int = 0
     """The last ``slow`` processes' requests each take :data:`SLOW_DELAY` s longer; they save ``items // 10``
     items (at least 3) while the other processes save until they are done (at least ``items`` each)."""
+    without: str = ""
+    """The queue feature turned off in the writer processes (``benchmarks/queue_variants.py``), or ""."""
 
 
 @dataclass
@@ -465,6 +473,10 @@ def worker_main(spec: RowSpec, worker: int, barrier: Any, results: Any, done: An
     connections and the library's per-process state), started together.
     """
     try:
+        if spec.without:
+            from queue_variants import apply  # beside this file, which is on sys.path as the main script's
+
+            apply(spec.without)
         algo = BY_KEY[spec.algorithm]
         models = build_models(spec)
         numbers = [worker * spec.threads + t for t in range(spec.threads)]
@@ -688,10 +700,11 @@ def warm_up(backend: str, url: str, algorithms: Sequence[Algorithm], count: int)
 
 
 def run_row(ctx: Any, algo: Algorithm, backend: str, url: str, procs: int, items: int, threads: int = 1,
-            slow: int = 0) -> Row:
+            slow: int = 0, without: str = "") -> Row:
     row = Row(algo, backend, procs, threads, slow)
     stem = f"{algo.key}-{backend}-{procs}p{threads}t"
-    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads, slow)
+    spec = RowSpec(algo.key, backend, url, _unique(stem), _unique(f"{stem}-ctr"), items, procs, threads, slow,
+                   without)
     missing = block_option_missing(spec)
     if missing:
         row.unavailable = missing
@@ -1001,6 +1014,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help=f"add, for plain and gapless, a row of 3 processes whose last one's requests take "
                              f"{SLOW_DELAY:g} s longer (it saves items/10; the others save until it is done)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed saves per algorithm before a backend's rows")
+    parser.add_argument("--without", default="",
+                        help="a gapless queue feature turned off in the writers (benchmarks/queue_variants.py)")
     args = parser.parse_args(argv)
     try:
         args.procs = [int(p) for p in args.procs.split(",") if p.strip()]
@@ -1020,6 +1035,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         parser.error("--backend takes local and/or moto")
     if not args.algorithms or set(args.algorithms) - set(BY_KEY):
         parser.error(f"--algorithms takes some of: {', '.join(BY_KEY)}")
+    if args.without:
+        from queue_variants import VARIANTS, known
+
+        if not known(args.without):
+            parser.error(f"--without takes one of (or several joined by +): {', '.join(VARIANTS)}")
     return args
 
 
@@ -1058,7 +1078,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     log(f"[{len(rows) + 1}/{total}] {backend} {row.shape} {algo.label}: running "
                         f"({procs * threads * args.items} items) ...")
                     try:
-                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads, slow)
+                        row = run_row(ctx, algo, backend, server.url, procs, args.items, threads, slow,
+                                      args.without)
                     except Exception as exc:  # report the row as failed and go on with the others
                         log(traceback.format_exc())
                         row.unavailable = f"failed: {str(exc).splitlines()[0][:80]}"

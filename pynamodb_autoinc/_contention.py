@@ -1,16 +1,12 @@
-"""Who goes next on a busy counter, and how long a save keeps trying.
-
-The queue runs only after a write lost a race. How it works (tickets, standing tickets, pacing, slow
-writers, the time budget) is told in docs/architecture.md, "The queue".
-"""
+"""Who goes next on a busy counter, and how long a save keeps trying: the queue, which runs only after a
+write lost a race (docs/architecture.md, "The queue", tells how it works and which of its rules paid)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Protocol, Tuple, Type
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
@@ -25,7 +21,6 @@ from .strategies import _UNKNOWN, ChainId, Claim
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ._options import Options
     from .counter import NextId
 
 
@@ -54,9 +49,6 @@ class Write(Protocol):
 #: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
 TURN = 0.25
 
-#: Seconds after seeing the queue busy during which a save takes a ticket at once.
-BUSY = 0.5
-
 #: Seconds a standing ticket may keep the queue waiting (or four round trips, if longer, up to
 #: :data:`TURN`) before the writer behind passes over it.
 STANDING_TURN = 0.05
@@ -75,111 +67,32 @@ SLOW = 0.1
 #: The longest a ticket holder that declared itself slow may keep the queue waiting (seconds).
 SLOW_TURN_LIMIT = 2.0
 
-#: How the lead of a save coming back on a standing ticket changes when its swap was early, applied, or passed
-#: over (see :meth:`_Process.lead`).
-LEAD_EARLY, LEAD_ON_TIME, LEAD_LATE = 1.05, 0.92, 0.8
 
-#: The bounds of that lead (commit intervals per writer ahead).
-LEAD_MIN, LEAD_MAX = 0.5, 1.2
+class _Standing(NamedTuple):
+    """A standing ticket this process holds on a counter, taken by the swap of its last save: the counter
+    ``value`` that swap stored, how many other writers were queued then (``behind``: they go first), and when
+    (``at``, monotonic) that save ended."""
 
-#: How many answers in a row that show nothing of the queue (conflicts, a counter item gone) a ticket
-#: holder tries before it takes a new ticket, whose answer always shows the queue.
-BLIND_LIMIT = 3
-
-class _Standing:
-    """A standing ticket this process holds on a counter, taken by the swap of its last save."""
-
-    def __init__(self, value: int, behind: int, at: float) -> None:
-        self.value = value
-        """The counter value that swap stored."""
-        self.behind = behind
-        """How many other writers were queued during that save: they go before the standing ticket."""
-        self.at = at
-        """When that save ended (monotonic seconds)."""
+    value: int
+    behind: int
+    at: float
 
 
 class _Process:
-    """This process's measure of one round trip, when it last saw each counter's queue busy, and the
-    standing tickets its lone saves hold."""
+    """This process's measure of one round trip and of its requests' pace, and the standing tickets its lone
+    saves hold."""
 
     def __init__(self) -> None:
-        self.forget()
-
-    def forget(self) -> None:
-        """Forget every counter's queue: round trips, busy queues, standing tickets and their names."""
-        self.round_trip = 0.01
-        self.pace = 0.0
-        """This process's average request duration (seconds), every request of a queued save counted."""
-        self.busy: Dict[ChainId, float] = {}
+        self.round_trip = 0.01  # of a transaction (seconds)
+        self.pace = 0.0  # the average request of a queued save (seconds)
+        # by place (counter, connection; each has a lone save of its own in flight): the counter attribute
+        # holding its standing ticket, and the standing ticket held there
         self.standing_names: Dict[Tuple[ChainId, int], str] = {}
-        """By (counter, connection): the counter attribute holding that place's standing ticket. Each place
-        has its own, since each place has a lone save of its own in flight (two models sharing a counter)."""
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
-        """By (counter, connection): the standing ticket held there."""
-        self.sighted: Dict[ChainId, Tuple[float, int]] = {}
-        """By counter: when (monotonic) a value was first seen there, and the value."""
-        self.intervals: Dict[ChainId, float] = {}
-        """By counter: the seconds between two items stored there, as the values seen progress (the queue's
-        pace, the same for every writer)."""
-        self.leads: Dict[ChainId, float] = {}
-        """By counter: how many commit intervals per writer ahead a save coming back on a standing ticket
-        waits, learnt from how those swaps fared (see :meth:`lead`)."""
-
-    def lead(self, chain: ChainId) -> float:
-        """How many commit intervals per writer ahead a save coming back on a standing ticket on ``chain``
-        waits before it sends its swap.
-
-        Each such swap tells how good the wait was: refused with writers still ahead, it was early, and the
-        next waits are longer (:data:`LEAD_EARLY`); applied, it may have been late, and they are a little
-        shorter (:data:`LEAD_ON_TIME`); refused because its ticket was passed over, it was late
-        (:data:`LEAD_LATE`). So the waits settle where about three swaps in five go early (where
-        ``LEAD_EARLY ** p == LEAD_ON_TIME ** -(1 - p)``): an early swap costs one refused request, a late
-        one leaves the counter idle for every writer. A measured interval includes the counter's idle
-        time; the bounds (:data:`LEAD_MIN`, :data:`LEAD_MAX`) keep the two from feeding each other."""
-        return self.leads.get(chain, 1.0)
-
-    def judge(self, chain: ChainId, factor: float) -> None:
-        """Scale the lead on ``chain`` by ``factor`` (see :meth:`lead`)."""
-        self.leads[chain] = min(max(self.lead(chain) * factor, LEAD_MIN), LEAD_MAX)
-
-    def saw(self, chain: ChainId, value: Any, step: int, at: float) -> None:
-        """Fold a counter value seen at ``at`` (monotonic) into the counter's commit interval."""
-        if not isinstance(value, int):
-            return
-        last = self.sighted.get(chain)
-        if last is not None and last[1] == value:
-            return  # still the same value: the first sighting measures best when it changes
-        self.sighted[chain] = (at, value)
-        if last is None or not 0 < at - last[0] < 1.0:
-            return  # a pause, not the queue's pace
-        items = (value - last[1]) // step
-        if items > 0:
-            # quick to fall, slow to rise: a measured interval includes the counter's idle time, which
-            # waiting for that interval would only prolong
-            sample = (at - last[0]) / items
-            old = self.intervals.get(chain)
-            weight = 0.5 if old is None or sample < old else 0.1
-            self.intervals[chain] = sample if old is None else (1 - weight) * old + weight * sample
-
-    def interval(self, chain: ChainId) -> float:
-        """About how long the counter's queue takes to store one item: what the values seen show, or one
-        round trip before there is a measure."""
-        return min(max(self.intervals.get(chain, self.round_trip), 0.0005), TURN)
 
     def standing_name(self, place: Tuple[ChainId, int]) -> str:
         """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
-        name = self.standing_names.get(place)
-        if name is None:
-            name = self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
-        return name
-
-    def observe(self, seconds: float) -> None:
-        """Fold one measured transaction round trip into the estimate."""
-        self.round_trip = 0.8 * self.round_trip + 0.2 * min(seconds, 1.0)
-
-    def observe_request(self, seconds: float) -> None:
-        """Fold one measured request of a queued save (any operation) into this process's pace."""
-        self.pace = 0.5 * self.pace + 0.5 * min(seconds, SLOW_TURN_LIMIT)
+        return self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
 
     def slow(self) -> bool:
         """Whether this process's requests are slow enough that the queue must wait longer for its turns."""
@@ -200,11 +113,11 @@ def timed(write: Write, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any
     try:
         return write.send(operation, kwargs)
     finally:
-        seconds = _budget.clock.monotonic() - began
+        seconds, queue = _budget.clock.monotonic() - began, _queue()
         if operation == "TransactWriteItems":
-            _queue().observe(seconds)
+            queue.round_trip = 0.8 * queue.round_trip + 0.2 * min(seconds, 1.0)
         if write.queue:
-            _queue().observe_request(seconds)
+            queue.pace = 0.5 * queue.pace + 0.5 * min(seconds, SLOW_TURN_LIMIT)
 
 
 def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
@@ -221,24 +134,16 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
 
 
 class Contest:
-    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue.
-
-    The engine makes one at the write's first lost race (``lost``), whose time its budget counts from; or
-    before its first request, when this process holds a standing ticket or saw the queue busy a moment ago.
-    """
+    """One write's struggle for its counter: the races it lost, its time budget, its place in the queue (its
+    ticket is ``write.ticket``). The engine makes one at the write's first lost race (``lost``), whose time its
+    budget counts from, or before its first request when this process holds a standing ticket."""
 
     def __init__(self, write: Write, *, lost: bool = False) -> None:
         self.write = write
         self.began = _budget.clock.monotonic()
         self.losses = 0
-        self.ticket = None
+        write.ticket = None
         self.waited: Optional[Tuple[int, float]] = None  # (ticket served, since when), while it does not move
-        self.blind = 0
-        """Answers in a row that showed nothing of the queue."""
-        self.paced = False
-        """The swap in flight comes back on a standing ticket after a paced wait (see :meth:`_Process.lead`)."""
-        self.refused = False
-        """The swap just refused was such a swap, until the refusal is judged."""
         swaps = {c.chain for c in write.claims if c.kind == "swap"}
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
@@ -257,19 +162,10 @@ class Contest:
             self.hot = write.previous_end is not None and began - write.previous_end < HOT
 
     def start(self) -> Optional[Dict[ChainId, Any]]:
-        """Before the first send: come back on a standing ticket, or take a ticket if the queue was busy a
-        moment ago (the values to claim from)."""
-        if self.place is not None:
-            held = _queue().standing.pop(self.place, None)
-            if held is not None:
-                return self._come_back(held)
-        busy, now = _queue().busy, _budget.clock.monotonic()
-        for chain, seen in list(busy.items()):
-            if now - seen >= BUSY:
-                busy.pop(chain, None)  # calm again: its next saves need no contest before their first request
-        if self.chain is None or self.chain not in busy:
-            return None
-        return self._queue()
+        """Before the first send: come back on this process's standing ticket, if it holds one (the values to
+        claim from)."""
+        held = _queue().standing.pop(self.place, None) if self.place is not None else None
+        return None if held is None else self._come_back(held)
 
     def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
@@ -277,29 +173,20 @@ class Contest:
         self.write.by_standing = True
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
-        wait = self._until(held.behind, _queue().lead(self.chain)) - (_budget.clock.monotonic() - held.at)
-        self.paced = True
+        wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
         if wait > 0:
             self._sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
-        """After the write was applied: remember when, and the standing ticket its swap took."""
-        if self.paced and self.chain is not None:
-            _queue().judge(self.chain, LEAD_ON_TIME)
-        if self.place is None:
-            return
-        now = _budget.clock.monotonic()
-        last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
-        _queue().saw(self.place[0], last.value, last.opts.step, now - _queue().round_trip / 2)
-        if self.write.requeue and (self.ticket is not None or self.write.by_standing):
-            _queue().standing[self.place] = _Standing(last.value, self.behind, now)
+        """After the write was applied: remember the standing ticket its swap took."""
+        if self.place is not None and self.write.requeue and (self.write.ticket is not None or self.write.by_standing):
+            last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
+            _queue().standing[self.place] = _Standing(last.value, self.behind, _budget.clock.monotonic())
 
     def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
-        """After a lost race: wait as the queue asks, and return the counter values to claim from.
-
-        Raises the write's contention error once the budget is spent.
-        """
+        """After a lost race: wait as the queue asks, and return the counter values to claim from (raises the
+        write's contention error once the budget is spent)."""
         self.losses += 1
         self.check(exc)
         claim = self.write.claims[0]
@@ -310,41 +197,21 @@ class Contest:
         if self.chain is None:
             self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
             return current
-        self.refused, self.paced = self.paced, False
         item = self.write.counter_items.pop(self.chain, None)
-        if item is None and not _conflict(exc):
-            return self._gone()
-        if self.write.by_standing:
-            return self._standing_refused(item)
-        if self.ticket is None:
-            if self.losses == 1 and item is not None and _number(item, "NextTicket") == _number(item, "NextServed"):
-                return current  # a first loss with nobody queued: the refusal showed the value, try it at once
-            return self._queue()
-        return self._wait(item, exc)
-
-    def _standing_refused(self, item: Optional[Dict[str, Any]]) -> Dict[ChainId, Any]:
-        """A swap on the standing ticket was refused: learn the ticket's number from the counter item, and
-        wait as any ticket holder; take a new ticket if it was passed over."""
-        if item is None:  # a conflict, which shows nothing: try the standing ticket again shortly
-            self.blind += 1
-            if self.blind >= BLIND_LIMIT:
-                return self._queue()
-            self._sleep(max(_queue().round_trip, 0.001) * random.uniform(0.5, 1.0))
-            return {}
-        self.write.by_standing = False
-        mine = _number(item, self.write.standing or "")
-        if mine is None:
-            self._judge(late=True)  # passed over
-            return self._queue()
-        self.ticket = mine + 1
-        return self._wait(item, None)
+        if item is None and not _conflict(exc):  # no counter item: deleted (reset), and its queue with it
+            self.write.ticket, self.write.by_standing, self.write.requeue = None, False, False
+            self.waited = None
+            return {self.chain: None}  # claim from a counter with no value
+        if self.write.by_standing:  # its ticket's number is in the counter item (not there: passed over)
+            mine = _number(item, self.write.standing or "")
+            self.write.by_standing, self.write.ticket = False, None if mine is None else mine + 1
+        return self._queue() if self.write.ticket is None else self._wait(item, exc)
 
     def _queue(self) -> Dict[ChainId, Any]:
         """Take a ticket (dropping the process's standing ticket, if any), and wait for its turn."""
         assert self.chain is not None
         head = self._head()
         self.write.by_standing = False
-        self.blind = 0
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
             item = timed(self.write, UPDATE_ITEM, ticket_kwargs(
@@ -352,73 +219,46 @@ class Contest:
         except BOTOCORE_EXCEPTIONS:
             self._sleep(head.opts.budget.wait(self.losses))
             return {}
-        self.ticket = _number(item, "NextTicket")
+        self.write.ticket = _number(item, "NextTicket")
         self.waited = None
         return self._wait(item, None)
 
     def _wait(self, item: Optional[Dict[str, Any]], exc: Optional[Exception]) -> Dict[ChainId, Any]:
         """Sleep until about the ticket's turn; return the value the counter should hold by then."""
-        assert self.chain is not None and self.ticket is not None
+        assert self.chain is not None and self.write.ticket is not None
         head = self._head()
-        _queue().busy[self.chain] = _budget.clock.monotonic()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
-        if served is None or value is _UNKNOWN:  # the answer did not show the queue: the next refusal will
-            self.blind += 1
-            return self._queue() if self.blind >= BLIND_LIMIT else {}
-        self.blind = 0
-        _queue().saw(self.chain, value, head.opts.step, _budget.clock.monotonic() - _queue().round_trip / 2)
-        ahead = self.ticket - served - 1
-        self._judge(late=ahead < 0)
+        if served is None or value is _UNKNOWN:  # the answer did not show the queue: a new ticket's does
+            return self._queue()
+        ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
-            self.ticket = None
+            self.write.ticket = None
             return self._queue()
         # those ahead of it now take standing tickets behind it before it is served, if they keep saving
-        self.behind = max((_number(item, "NextTicket") or self.ticket) - served - 1, 0)
+        self.behind = max((_number(item, "NextTicket") or self.write.ticket) - served - 1, 0)
         self.write.requeue = self._keeps_place(self.behind)
         if ahead == 0:
             return {self.chain: value}
         now = _budget.clock.monotonic()
         owner = _standing_owner(item, served)
-        longest = TURN
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
-            after = self._skip(served, owner)
-            following = _number(after, "NextServed")
-            if following == self.ticket - 1:
-                shown = item_value(after, head.opts.counter)
-                if shown is not _UNKNOWN:
-                    return {self.chain: shown}  # its turn, at once
-            if following is not None and following < self.ticket - 1:
-                # the next ticket's patience counts from now; if it is a standing ticket too (writers that
-                # stopped saving leave theirs behind), look again once it is spent rather than a turn later
-                self.waited = (following, now)
-                standing = _standing_owner(after, following)
-                if standing is not None:
-                    longest = patience(after, standing)
+            self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval(self.chain) / 2), longest))
+        self._sleep(min(max(self._until(ahead), min(_queue().round_trip, TURN) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
 
-    def _until(self, writers: int, lead: float = 1.0) -> float:
+    def _until(self, writers: int) -> float:
         """How long to wait after seeing the counter before sending a swap that should go once ``writers``
-        more have each stored an item: their turns at the queue's pace (times ``lead``), less half a round
-        trip (the counter was seen half a round trip ago), with some jitter so that waiters do not wake in
-        step. Early rather than late: a swap sent too early costs one refused request, a counter left idle
-        costs every waiter."""
-        assert self.chain is not None
+        more have each stored an item: a round trip each, less half a round trip (the counter was seen half a
+        round trip ago). Early rather than late: a swap sent too early costs one refused request, a counter
+        left idle costs every waiter."""
         queue = _queue()
-        return writers * queue.interval(self.chain) * lead * random.uniform(0.95, 1.1) - queue.round_trip / 2
-
-    def _judge(self, late: bool) -> None:
-        """After a refusal of a swap on a standing ticket: it was early (writers ahead were not done) or
-        ``late`` (its ticket was passed over); the next such waits are longer or shorter."""
-        if self.refused and self.chain is not None:
-            _queue().judge(self.chain, LEAD_LATE if late else LEAD_EARLY)
-        self.refused = False
+        return writers * min(queue.round_trip, TURN) - queue.round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued
@@ -426,26 +266,13 @@ class Contest:
         its ticket requests declare its pace instead)."""
         return self.hot and behind > 0 and not _queue().slow()
 
-    def _gone(self) -> Dict[ChainId, Any]:
-        """A swap was refused and the answer showed no counter item: the counter was deleted (reset), and
-        with it the queue. Drop the ticket; claim from a counter with no value."""
-        assert self.chain is not None
-        self.ticket = None
-        self.write.by_standing = False
-        self.write.requeue = False
-        self.waited = None
-        return {self.chain: None}
-
-    def _skip(self, served: int, owner: Optional[str]) -> Optional[Dict[str, Any]]:
+    def _skip(self, served: int, owner: Optional[str]) -> None:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
-        recorded in ``owner``: a shorter one); return the counter item as it is then (None: it had moved)."""
+        recorded in ``owner``: a shorter one)."""
         head = self._head()
         self.waited = None
-        try:
-            answer = self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
-        except BOTOCORE_EXCEPTIONS:  # it moved after all: the next answer shows the queue
-            return None
-        return answer.get("Attributes")
+        with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
+            self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``
@@ -462,15 +289,13 @@ class Contest:
         """Wait ``seconds`` on the library's clock, saying so in the log."""
         claim = self.write.claims[0] if self.write.claims else None
         log.debug("%s waits %.4f s (races lost: %d, ticket: %s, counter %r)",
-                  claim and type(claim.instance).__name__, seconds, self.losses, self.ticket, claim and claim.key)
+                  claim and type(claim.instance).__name__, seconds, self.losses, self.write.ticket, claim and claim.key)
         _budget.clock.sleep(seconds)
 
     def passing(self, exc: Exception) -> None:
         """After a failure that passes (throttled, or a conflict on an item; nothing applied), for a write that
-        may not claim other values: wait the budget's backoff before it is sent again as it was.
-
-        Raises the write's contention error once the budget is spent.
-        """
+        may not claim other values: wait the budget's backoff before it is sent again as it was (raises the
+        write's contention error once the budget is spent)."""
         self.losses += 1
         self.check(exc, same_values=True)
         self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
@@ -479,7 +304,7 @@ class Contest:
         """Raise the contention error if the retries or the time are used up (or the write may not be sent
         again with other values, unless ``same_values``)."""
         opts = self.write.claims[0].opts if self.write.claims else None
-        if opts is None or not (self.write.retry or same_values) or spent(opts, self.losses, self.began):
+        if opts is None or not (self.write.retry or same_values) or opts.budget.spent(self.losses, self.began):
             self.give_back()
             elapsed = _budget.clock.monotonic() - self.began
             error = self.write.contention(exc, self.losses, elapsed)
@@ -493,9 +318,9 @@ class Contest:
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
-        if self.chain is None or (self.ticket is None and not self.write.by_standing):
+        if self.chain is None or (self.write.ticket is None and not self.write.by_standing):
             return
-        ticket, self.ticket = self.ticket, None
+        ticket, self.write.ticket = self.write.ticket, None
         head = self._head()
         counter, standing = head.opts.counter, self.write.standing
         kwargs = (skip_kwargs(counter, head.key, ticket - 1, standing) if ticket is not None
@@ -503,20 +328,6 @@ class Contest:
         self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
             self.write.send(UPDATE_ITEM, kwargs)
-
-    @property
-    def ticket(self) -> Optional[int]:
-        """This write's ticket in the counter's queue (None: it has none); its swap serves it."""
-        return self.write.ticket
-
-    @ticket.setter
-    def ticket(self, value: Optional[int]) -> None:
-        self.write.ticket = value
-
-
-def spent(opts: Options, losses: int, began: float) -> bool:
-    """Whether a write that lost ``losses`` races since ``began`` has used up its model's budget."""
-    return opts.budget.spent(losses, began)
 
 
 def _conflict(exc: Exception) -> bool:
@@ -558,15 +369,10 @@ def pace_name(standing: str) -> str:
 
 def swap_terms(counter: Type[NextId], ticket: Optional[int], standing: Optional[str], by_standing: bool,
                requeue: bool) -> Tuple[List[Any], Any]:
-    """The actions and the condition the queue adds to a gapless swap on ``counter``.
-
-    Without a ticket, the swap goes only while nobody is queued. With one
-    (``ticket``, or with ``by_standing`` the standing ticket recorded in
-    attribute ``standing``), only when the ticket is next, and it serves it;
-    with ``standing`` too, it takes a standing ticket for the writer's next
-    save (``requeue``) or drops the one it had. The value condition alone
-    keeps the sequence safe; the queue decides who goes first.
-    """
+    """The actions and the condition the queue adds to a gapless swap on ``counter``: without a ticket, it goes
+    only while nobody is queued; with one (``ticket``, or with ``by_standing`` the standing ticket recorded in
+    attribute ``standing``), only when the ticket is next, and it serves it; with ``standing`` too, it takes a
+    standing ticket for the writer's next save (``requeue``) or drops the one it had."""
     served, tickets = counter.served, counter.ticket
     if ticket is None and not by_standing:
         return [], tickets.does_not_exist() | (tickets == served)
@@ -583,13 +389,9 @@ def swap_terms(counter: Type[NextId], ticket: Optional[int], standing: Optional[
 
 def ticket_kwargs(counter: Type[NextId], key: str, standing: Optional[str] = None,
                   pace: Optional[int] = None) -> Dict[str, Any]:
-    """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing``
-    ticket if given; it answers with the whole item.
-
-    With ``pace`` (milliseconds a request of the writer's takes; a slow writer) and ``standing``, the
-    new ticket is recorded in ``standing`` as a standing ticket is (the ticket served before it), with
-    the pace beside it, so that the writers behind wait longer for it before they pass over it.
-    """
+    """The UpdateItem that takes the next ticket of ``key``'s queue, dropping the writer's ``standing`` ticket if
+    given; it answers with the whole item. With ``pace`` (a slow writer's milliseconds per request) and
+    ``standing``, the ticket is recorded in ``standing`` as a standing ticket is, with the pace beside it."""
     actions = [counter.ticket.add(1), counter.served.set(counter.served | 0)]
     if standing is not None and pace is not None:
         actions += [Path(standing).set(counter.ticket | 0), Path(pace_name(standing)).set(pace)]

@@ -373,11 +373,11 @@ def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connect
 def commit(write: Write) -> Dict[str, Any]:
     """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
     Only a failure enters the retry loop (:func:`_transport.drive`), and only a lost race the queue (a contest
-    starts before the first request only with a standing ticket, or a queue seen busy a moment ago)."""
+    starts before the first request only when this process holds a standing ticket)."""
     exchange = _Commit(write)
     try:
         queue = _state.state.parts.get("queue")
-        if queue is not None and (queue.standing or queue.busy):
+        if queue is not None and queue.standing:
             exchange.contest = _contention.Contest(write)
             queued = exchange.contest.start()
             if queued is not None:

@@ -70,17 +70,6 @@ def test_a_lost_race_queues_and_the_queue_ends_empty(make_model, rival):
     assert queue_of(User) == (1, 1)
 
 
-def test_a_busy_queue_is_joined_at_once(make_model, rival, requests):
-    """Right after a save waited in the queue, the next save takes a ticket before its first swap."""
-    User = make_model("User", autoinc_gapless=True)
-    rival(User, times=2)
-    User().save()
-    requests.clear()
-    User().save()
-    assert [op for op, _ in requests] == ["UpdateItem", "TransactWriteItems"]
-    assert queue_of(User) == (2, 2)
-
-
 def test_a_dead_writers_ticket_delays_a_save_by_about_a_turn(make_model, virtual_clock):
     """A ticket whose writer died is passed over once it has kept the queue waiting for TURN seconds."""
     User = make_model("User", autoinc_gapless=True)
@@ -226,30 +215,6 @@ def test_a_dead_processs_standing_ticket_is_passed_over_soon(make_model, virtual
     assert user.id == 6
     assert _contention.STANDING_TURN <= virtual_clock.elapsed < _contention.TURN, virtual_clock.elapsed
     assert queue_of(User) == (2, 2)
-    assert standing_names(User) == []
-
-
-def test_standing_tickets_left_by_processes_that_stopped_are_passed_over_one_short_turn_each(
-        make_model, virtual_clock, monkeypatch):
-    """Processes that stopped saving leave their standing tickets queued one after another: the writer behind
-    passes over each after about a standing turn, not after a whole turn of its own sleep, even when the
-    queue's pace tells it to sleep long; then it saves at once."""
-    monkeypatch.setattr(_contention._Process, "interval", lambda self, chain: _contention.TURN)  # a slow queue
-    User = make_model("User", autoinc_gapless=True)
-    opts = User.autoinc_options()
-    opts.counter.setval(opts.key, 5)
-    connection = User._get_connection().connection
-    for n in range(4):  # tickets 1 to 4 are four dead processes' standing ones
-        connection.dispatch("UpdateItem", _contention.ticket_kwargs(opts.counter, opts.key))
-        connection.dispatch("UpdateItem", opts.counter._update_kwargs(
-            opts.key, [Path(f"{_contention.STANDING_PREFIX}dead{n}").set(n)], None))
-    user = User()
-    user.save()
-    assert user.id == 6
-    turn = max(_contention.STANDING_TURN, 4 * _contention._queue().round_trip)
-    assert 4 * _contention.STANDING_TURN <= virtual_clock.elapsed < 4 * turn + 2 * _contention.TURN, \
-        virtual_clock.elapsed
-    assert queue_of(User) == (5, 5)
     assert standing_names(User) == []
 
 
@@ -531,30 +496,6 @@ def test_a_standing_ticket_on_a_deleted_counter_does_not_loop(make_model, rival,
     user.save()
     assert user.id == 1
     assert opts.counter.currval(opts.key) == 1
-
-
-def test_a_come_back_wait_learns_from_how_its_swaps_fared():
-    """A save coming back on a standing ticket waits longer after swaps that went early, a little less after
-    swaps that were applied, less after one whose ticket was passed over, and always within the bounds."""
-    queue = _contention._Process()
-    chain = ("counter", "user")
-    assert queue.lead(chain) == 1.0
-    queue.judge(chain, _contention.LEAD_EARLY)
-    assert queue.lead(chain) > 1.0
-    early = queue.lead(chain)
-    queue.judge(chain, _contention.LEAD_ON_TIME)
-    assert queue.lead(chain) < early
-    queue.judge(chain, _contention.LEAD_LATE)
-    assert queue.lead(chain) < early * _contention.LEAD_ON_TIME
-    for _ in range(100):
-        queue.judge(chain, _contention.LEAD_EARLY)
-    assert queue.lead(chain) == _contention.LEAD_MAX
-    for _ in range(100):
-        queue.judge(chain, _contention.LEAD_ON_TIME)
-    assert queue.lead(chain) == _contention.LEAD_MIN
-    assert queue.lead(("counter", "other")) == 1.0
-    queue.forget()
-    assert queue.lead(chain) == 1.0
 
 
 def _in_threads(saves: List[Any], waiting: int) -> dict:
