@@ -1,6 +1,5 @@
-"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year
-(``"2026"``, ``"2026-11"``, ``"2026-11-22"``; labels sort in time order). The time comes from :data:`clock`, which
-tests can freeze."""
+"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"`` in UTC, labelled ``"2026"``,
+``"2026-11"``, ``"2026-11-22"`` (sorting in time order). The time comes from :data:`clock`, which tests can freeze."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "
 
 
 def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
-    """The attribute ``name`` of ``model`` that ``option`` names, if it is a ``kind`` outside the key and not the
-    version (a count there would break its optimistic locking); else a ConfigurationError naming those that do."""
+    """``model``'s attribute ``name`` if a ``kind`` outside the key and version, else a ConfigurationError."""
     def fits(attribute: Any) -> bool:
         return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
             and not attribute.is_hash_key and not attribute.is_range_key
@@ -63,15 +61,10 @@ def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
 def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None, *, count_attribute: str,
                         period_attribute: str, period: str = "month", by: int = 1,
                         now: Optional[datetime] = None) -> int:
-    """Count ``by`` events on an existing item of ``model``, restarting the count each period; return the count
-    within the current period.
-
-    The item keeps its count in ``count_attribute`` (a NumberAttribute) and
-    its period's label in ``period_attribute`` (a UnicodeAttribute), e.g.
-    ``request_count`` and ``active_period`` on an API key. An update adds
-    within the stored period, or resets an older one (one of two racing
-    resets wins, the other adds). No event is lost or counted twice, also when
-    botocore resends a request (see :meth:`NextId.increment`).
+    """Count ``by`` events on an existing item of ``model``, restarting each period; return the count within the
+    current period. The item keeps its count in ``count_attribute`` (a NumberAttribute) and its period's label in
+    ``period_attribute`` (a UnicodeAttribute), e.g. ``request_count`` and ``active_period`` on an API key. No event
+    is lost or counted twice, also when botocore resends a request or two processes reset the period at once.
 
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
@@ -95,9 +88,7 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
 
 
 class _InPeriod(_transport.Exchange[int]):
-    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
-    count again in the period another process reset it to. :class:`~pynamodb_autoinc.counter.Once` marks the
-    updates."""
+    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read and count again."""
 
     errors = (_Refused,)
 
@@ -111,8 +102,7 @@ class _InPeriod(_transport.Exchange[int]):
                              *keys, actions=actions, condition=condition, return_values=values,
                              return_values_on_condition_failure="ALL_OLD"), self._update)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
-        # a count raises a versioned item's version, so a save of an instance read before fails instead of
-        # writing the old count back
+        # a count raises the version, so a save of an instance read before fails instead of writing an old count
         version = model._version_attribute_name
         self.versioned = [model.get_attributes()[version].add(1)] if version else []
         self.step, self.tries = 0, _FOLLOWING.tries()
