@@ -140,8 +140,8 @@ class NextId(Model):
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
                         sequence: Optional[SequenceOptions] = None) -> bool:
-        """Set counter ``key`` to int ``value`` if it holds ``expected`` (None: no value); return whether it did. With
-        ``sequence``, the counter must record those options (or none), and records them."""
+        """Set counter ``key`` to int ``value`` if it holds ``expected`` (None: none), and ``sequence`` or no options;
+        return whether it did."""
         call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
         check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
         check_int(call, value, rule="the values must be ints")
@@ -173,7 +173,6 @@ class NextId(Model):
 
     @classmethod
     def _item(cls, key: str) -> Dict[str, Any]:
-        """Counter ``key``'s item as stored (``{}``: none), by a consistent read."""
         try:
             return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
@@ -183,13 +182,9 @@ class NextId(Model):
     def setval(cls, key: str, value: int, *, is_called: bool = True,
                sequence: Optional[SequenceOptions] = None) -> int:
         """PostgreSQL's ``setval``: counter ``key``'s next value is ``value + step`` (``value`` if not ``is_called``);
-        returns ``value``. This process's block of the counter is dropped.
-
-        :raises OutOfBoundsError: ``value`` is no int, outside the bounds of ``sequence`` (or the recorded options),
-            or off a region counter's subsequence
-        :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
-        :raises SequenceMismatchError: ``sequence`` differs from the recorded options (:meth:`alter` changes them)
-        """
+        returns ``value``. Raises :class:`OutOfBoundsError` for a ``value`` no int, out of the bounds (of ``sequence``
+        or the recorded options, else :class:`SequenceMismatchError`) or off a region counter's subsequence, and
+        :class:`ConfigurationError` for arguments of another type."""
         call = f"setval({key!r}, {value!r})"
         check_int(call, value)
         if not isinstance(is_called, bool):
@@ -206,8 +201,7 @@ class NextId(Model):
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
-        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value is ``value`` (default: the start); records
-        ``sequence``. :class:`OutOfBoundsError` for a value no int or out of bounds."""
+        """``ALTER SEQUENCE ... RESTART [WITH value]`` (default: the start) and record ``sequence``."""
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
         check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
@@ -218,9 +212,8 @@ class NextId(Model):
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
-        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value; returns the
-        options recorded before (or None). A value outside the new bounds raises :class:`OutOfBoundsError`:
-        :meth:`restart` instead, as after a new step (the counter may hold ``n - step`` of a ``setval``)."""
+        """``ALTER SEQUENCE``: record ``sequence`` on counter ``key``, keeping its value; returns the options recorded
+        before (or None). A value outside the new bounds raises :class:`OutOfBoundsError`: :meth:`restart` instead."""
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         item = cls._item(key)
         last = cls.kept_value(key, item, sequence)
@@ -245,8 +238,7 @@ class NextId(Model):
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
              item: Dict[str, Any]) -> None:
-        """Write value and options if the options are still as in ``item``; a ``start - step`` past 38 digits is
-        written as no value."""
+        """Write value and options if the options are still as in ``item`` (``start - step`` past 38 digits: none)."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
                 raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), over 38 "
@@ -522,8 +514,7 @@ _REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
 
 
 def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse another region's value for a region counter (``base@us-east-1``, a subsequence with a step past 1);
-    any other key holding ``@`` (``x@example.com``) is an ordinary counter."""
+    """Refuse another region's value for a region counter (``base@us-east-1``, not ``x@example.com``)."""
     base, at, region = key.rpartition("@")
     if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
@@ -593,8 +584,7 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         raise _Refused(returned_item(exc) or {}, exc) from None
 
 
-# Once's writer attributes (docs/architecture.md, "The counter"): one idle for WRITER_IDLE_MS is removed, up to
-# PRUNE_MAX at a time, seen by reading the whole item every PRUNE_EVERY calls.
+# Once's writer attributes (docs/architecture.md, "The counter"), pruned when idle, seen every PRUNE_EVERY calls.
 WRITER_PREFIX = "NextW_"
 WRITER_IDLE_MS = 3_600_000
 PRUNE_EVERY = 64
@@ -602,7 +592,6 @@ PRUNE_MAX = 20
 
 
 class _Writer:
-    """One thread's identity and sequence numbers when counting (:class:`Once`)."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
@@ -633,8 +622,7 @@ _AGAIN = Budget(attempts=1, seconds=None, backoff=None)
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
-    """One counting call, applied once however often resent: each request raises this thread's writer attribute to
-    a new sequence number if it holds a lower one, so a resend of an applied request is refused (:class:`_Resent`)."""
+    """One counting call, applied once however often resent: a resend finds its writer number set (:class:`_Resent`)."""
 
     errors = (_Refused,)
 
@@ -693,8 +681,7 @@ _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
 class Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance the counter, or wrap a cycle; with ``conflicts`` (a model's
-    budget), resend a ``ReplicatedWriteConflictException``."""
+    """:meth:`NextId.reserve`'s requests: advance, or wrap a cycle; resend a region conflict within ``conflicts``."""
 
     errors = (_Refused, CounterError)
 
@@ -710,10 +697,8 @@ class Reserve(_transport.Exchange[List[int]]):
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         self.conflicted = None if conflicts is None else conflicts.tries()
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
-        #: A cycling sequence's values before its end, taken by the wrap that takes ``count`` after it.
-        self.tail: List[int] = []
-        #: The counter holds no value (when no DynamoDB number holds start - step, the start is set apart).
-        self.fresh = False
+        self.tail: List[int] = []  # a cycle's values before its end, taken by the wrap
+        self.fresh = False  # the counter holds no value (when no DynamoDB number holds start - step)
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -756,7 +741,6 @@ class Reserve(_transport.Exchange[List[int]]):
             else:
                 if not left:
                     seq.following(key, last)  # raises behind the start bound, or at the end without a cycle
-                # the values left before the end, then on from the restart value (a cycle's wrap)
                 tail = seq.values(seq.start if last is None else last + seq.step, left)
                 count = min(self.count, seq.size) - left
                 top = seq.restart_value + seq.step * (count - 1)
@@ -788,8 +772,7 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.tail + self.seq.values(top - self.seq.step * (self.count - 1), self.count)
 
 
-#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (``ticket - 1`` too) is known by what it stands for.
+#: The (expected, value, ticket) a swap template is built with: far from each other and any counter value.
 _STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
 _TEMPLATE_LIMIT = 256
 
@@ -799,7 +782,6 @@ class _SwapTemplate:
 
     def __init__(self, kwargs: Dict[str, Any]) -> None:
         self.kwargs = kwargs
-        #: By expression value name: (which stand-in, the offset from it).
         self.slots: Dict[str, Tuple[int, int]] = {}
         for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
             whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None

@@ -42,7 +42,7 @@ def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]
 
 
 def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
-    """Refuse a ``model`` that is not a PynamoDB model class without history, or a key that does not fit it."""
+    """Refuse a ``model`` that is no model class without history, or a key that does not fit it."""
     if not (isinstance(model, type) and issubclass(model, Model)):
         raise ConfigurationError(f"increment_in_period({model!r}, ...): the first argument must be a PynamoDB "
                                  "model class (the model of the item that counts), not an instance or a name")
@@ -109,10 +109,9 @@ class _InPeriod(_transport.Exchange[int]):
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         count, stored, current, exists = self.count, self.stored, self.current, self.exists
-        hash_key, range_key = self.keys
         if self.step == 2:
             return GET_ITEM, self.connection.connection.get_operation_kwargs(
-                self.model.Meta.table_name, hash_key, range_key=range_key, consistent_read=True)
+                self.model.Meta.table_name, *self.keys, consistent_read=True)
         if self.step == 0:
             actions, condition = [count.set(count + self.by), *self.versioned], exists & (stored == current)
         else:
@@ -127,7 +126,6 @@ class _InPeriod(_transport.Exchange[int]):
         return self._update(kwargs)
 
     def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one update; DynamoDB's refusal of the numbers is the library's error."""
         try:
             return send_update(self.connection.connection, kwargs)
         except UpdateError as exc:
@@ -138,7 +136,7 @@ class _InPeriod(_transport.Exchange[int]):
                                     "the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
-        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
+        """Refused: send the next request; after the read, count again."""
         if self.step < 2:
             try:
                 return self.once.failed(refused)  # sent again at once, without the idle writers' attributes
@@ -161,8 +159,7 @@ class _InPeriod(_transport.Exchange[int]):
         return self.by if self.step == 1 else self.counted(data["Attributes"])
 
     def counted(self, item: Dict[str, Any]) -> int:
-        raw = item[self.count.attr_name]
-        count = integer(raw.get("N"))
+        count = integer((raw := item[self.count.attr_name]).get("N"))
         if count is None:
             raise CounterValueError(f"{self.name}: the event was counted, but {self.count.attr_name} holds {raw}, "
                                     "not an integer; set it to a whole number")

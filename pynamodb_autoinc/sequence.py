@@ -83,8 +83,7 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
 
 @dataclass(frozen=True)
 class SequenceOptions:
-    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``;
-    :meth:`of` fills in PostgreSQL's defaults."""
+    """A sequence: ``start``, ``step``, bounds ``minimum``, ``maximum`` (included), ``cycle``; see also :meth:`of`."""
 
     start: int = 1
     step: int = 1
@@ -120,7 +119,6 @@ class SequenceOptions:
         return (self.maximum - self.minimum) // abs(self.step) + 1
 
     def contains(self, value: int) -> bool:
-        """Whether ``value`` lies within the bounds."""
         return self.minimum <= value <= self.maximum
 
     def remaining(self, last: Optional[int]) -> int:
@@ -129,8 +127,7 @@ class SequenceOptions:
         return (self.end - following) // self.step + 1 if self.contains(following) else 0
 
     def following(self, key: str, last: Optional[int]) -> int:
-        """The value after ``last`` (the start when None), wrapping with ``cycle``; raises at the end bound without
-        a cycle (:class:`SequenceExhaustedError`), and behind the start bound (:class:`OutOfBoundsError`)."""
+        """The value after ``last`` (None: the start), wrapping with ``cycle``; raises past the bounds."""
         if last is None:
             return self.start
         value = last + self.step
@@ -143,8 +140,7 @@ class SequenceOptions:
         raise self.exhausted(key, last)
 
     def after(self, key: str, last: Optional[int], count: int) -> Optional[int]:
-        """The counter's value once ``count`` more values were handed out after ``last`` (None: a new counter),
-        wrapping with ``cycle``; None when the end bound comes first and the sequence does not cycle."""
+        """The value ``count`` values after ``last`` (None: a new counter); None past the end without a cycle."""
         value = last
         if count <= 0:
             return value
@@ -159,7 +155,7 @@ class SequenceOptions:
         return self.restart_value + (count % self.size) * self.step
 
     def values(self, first: int, count: int) -> List[int]:
-        """``count`` consecutive values from ``first`` (one request's values, or a block's)."""
+        """``count`` consecutive values from ``first``."""
         return [first + self.step * i for i in range(count)]
 
     def on_sequence(self, value: int) -> bool:
@@ -204,10 +200,9 @@ class SequenceOptions:
         """The error for a sequence whose next value would pass its end bound."""
         bound = "maximum (Meta.autoinc_max)" if self.step > 0 else "minimum (Meta.autoinc_min)"
         after = f"{last} + {self.step}" if last is not None else f"starting at {self.start}"
-        return SequenceExhaustedError(
-            f"sequence {key!r} has reached its limit: {after} would pass its {bound} {self.end}; nothing was "
-            "spent. Move the bound (then `pynamodb-autoinc alter`), set Meta.autoinc_cycle = True, or restart it",
-            last=last)
+        return SequenceExhaustedError(f"sequence {key!r} has reached its limit: {after} would pass its {bound} "
+                                      f"{self.end}; nothing was spent. Move the bound (then `pynamodb-autoinc alter`), "
+                                      "set Meta.autoinc_cycle = True, or restart it", last=last)
 
     def too_many(self, key: str, count: int) -> SequenceExhaustedError:
         """The error for one request numbering more items than one pass of the sequence holds."""
