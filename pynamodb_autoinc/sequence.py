@@ -119,6 +119,7 @@ class SequenceOptions:
         return (self.maximum - self.minimum) // abs(self.step) + 1
 
     def contains(self, value: int) -> bool:
+        """Whether ``value`` lies within the bounds."""
         return self.minimum <= value <= self.maximum
 
     def remaining(self, last: Optional[int]) -> int:
