@@ -125,9 +125,8 @@ class NextId(Model):
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
                 partial: bool = False) -> List[int]:
         """Take ``count`` consecutive values of counter ``key`` in one UpdateItem, all or nothing (``partial``: fewer
-        when fewer are left before the end). A cycling sequence wraps as PostgreSQL's ``CYCLE`` (``[49, 50, 1, 2]`` of
-        1..50; ``partial`` stops at the end). Without ``sequence``, the recorded options are read. Raises
-        :class:`OutOfBoundsError` (nothing sent) if ``count`` is not an int of 1 or more."""
+        when fewer are left); a cycle wraps as PostgreSQL's ``CYCLE`` (``[49, 50, 1, 2]`` of 1..50). Without
+        ``sequence``, the recorded options. :class:`OutOfBoundsError` (nothing sent) for a ``count`` no int above 0."""
         if not is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
@@ -331,8 +330,7 @@ class NextId(Model):
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
-        count = cls._value_in(key, item)
-        if count is None:
+        if (count := cls._value_in(key, item)) is None:
             raise cls._not_a_number(key, None)
         return count
 

@@ -70,9 +70,8 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
     :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
     :raises OutOfBoundsError: ``by`` has more than 38 digits
     :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
-    :raises ConfigurationError: the attributes are not a NumberAttribute and a UnicodeAttribute of ``model``
-        outside its key (nor its version); ``model`` is no model class, the key does not fit it, or ``now`` is no
-        datetime
+    :raises ConfigurationError: the attributes are no NumberAttribute and UnicodeAttribute of ``model`` outside
+        its key and version; ``model`` is no model class, the key does not fit it, or ``now`` is no datetime
     """
     _check_item(model, hash_key, range_key)
     check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",

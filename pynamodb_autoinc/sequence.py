@@ -97,9 +97,8 @@ class SequenceOptions:
     @classmethod
     def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
            maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
-        """A checked sequence with PostgreSQL's defaults: going up, 1..2**63-1 from the minimum; going down,
-        -2**63..-1 from the maximum. :class:`ConfigurationError` for a value no int, ``step`` 0, crossed bounds or
-        a start outside them."""
+        """A sequence with PostgreSQL's defaults (up: 1..2**63-1 from the minimum; down: -2**63..-1 from the maximum);
+        :class:`ConfigurationError` for a value no int, ``step`` 0, crossed bounds or a start outside them."""
         first, low, high = _check(_META_NAMES, start, step, minimum, maximum, cycle, defaults=True)
         return cls(first, step, low, high, cycle)
 
@@ -219,8 +218,7 @@ class SequenceOptions:
                                    f"{self.maximum}); choose a value within them, or move the bounds first")
 
     def check_member(self, key: str, value: int, *, last: bool) -> None:
-        """Raise :class:`OutOfBoundsError` if ``value`` (the last handed out with ``last``, else the next) is off
-        region counter ``key``'s subsequence."""
+        """Raise :class:`OutOfBoundsError` if ``value`` (``last``: the last handed out, else the next) is off it."""
         start, step = self.start, self.step
         if self.position(value + step if last else value) is not None:
             return
