@@ -145,9 +145,8 @@ class NextId(Model):
         check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
         check_int(call, value, rule="the values must be ints")
         check_sequence(call, sequence, optional=True)
-        actions, condition = cls._swap(expected, value, sequence)
         try:
-            cls._send_update("advance", key, cls._update_kwargs(key, actions, condition))
+            cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
         except _Refused as refused:
             if sequence is not None:
                 cls.check_options(key, refused.item, sequence)
