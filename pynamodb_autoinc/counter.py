@@ -760,8 +760,9 @@ class Reserve(_transport.Exchange[List[int]]):
             raise exc
         if not self.conflicted.lost():
             tries = self.conflicted
-            raise ContentionError(f"counter {self.key!r}: {REPLICATED_WRITE_CONFLICT} {tries.losses} times in a row "
-                                  f"in {tries.elapsed:.2f} s; nothing spent. Raise Meta.autoinc_timeout", exc) from exc
+            raise ContentionError(f"counter {self.key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
+                                  f"{tries.losses} times in a row in {tries.elapsed:.2f} s; nothing was spent. Retry "
+                                  "later, or raise Meta.autoinc_timeout (and autoinc_retries)", exc) from exc
         return None
 
     def applied(self, data: Dict[str, Any]) -> List[int]:
