@@ -1,5 +1,4 @@
-"""The ``NextId`` counter model and the requests that read, advance, set and count a counter item
-(docs/architecture.md, "The counter")."""
+"""The ``NextId`` counter model and its requests (docs/architecture.md, "The counter")."""
 
 from __future__ import annotations
 
@@ -54,9 +53,8 @@ CONNECTION_SETTINGS = ("region", "host", "aws_access_key_id", "aws_secret_access
 
 
 class NextId(Model):
-    """The shared counter table: one item per data-type key. Subclass it for another table name or endpoint and
-    name the subclass in a model's ``Meta.autoinc_counter``; connection settings its ``Meta`` does not set are
-    taken from the model using it."""
+    """The shared counter table, one item per key. Subclass it for another table or endpoint (a model's
+    ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model."""
 
     class Meta:
         table_name = "NextId"
@@ -70,14 +68,12 @@ class NextId(Model):
     options = UnicodeAttribute(null=True, attr_name="NextOptions")
     """The sequence options the counter runs under (:meth:`SequenceOptions.encode`), recorded by every advance."""
 
-    #: The connection settings this class's ``Meta`` sets itself.
     _autoinc_own_settings: frozenset = frozenset()
     #: What precedes a counter key in its item's hash key, and its range key (counters in a model's own table).
     _autoinc_prefix = ""
     _autoinc_range: ClassVar[Optional[str]] = None
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
-    #: This class's :meth:`nextval` requests, by key and sequence; each class has its own.
     _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -101,18 +97,14 @@ class NextId(Model):
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
-        """Advance counter ``key`` along ``sequence`` (default: the options it records); return the new value.
-
-        One request; a new counter starts at ``sequence.start``. At the end bound :class:`SequenceExhaustedError`
-        is raised with nothing spent, unless the sequence cycles (a second request wraps it). A counter recording
-        other options raises :class:`SequenceMismatchError`.
-        """
+        """Advance counter ``key`` along ``sequence`` (default: its recorded options); return the new value. At the
+        end bound :class:`SequenceExhaustedError` (nothing spent) unless it cycles; a counter recording other options
+        raises :class:`SequenceMismatchError`."""
         return cls._advance(key, sequence, None)
 
     @classmethod
     def _advance(cls, key: str, sequence: Optional[SequenceOptions], conflicts: Optional[Budget]) -> int:
-        """:meth:`nextval`, sending a conflict with another region again within ``conflicts`` (a model's budget);
-        the request, the same every time, is built once per class, key and sequence."""
+        """:meth:`nextval`, resending a conflict with another region within ``conflicts`` (a model's budget)."""
         if not isinstance(sequence, SequenceOptions) or not isinstance(key, str):
             return cls.reserve(key, 1, sequence)[0]  # which checks them
         templates = cls.__dict__.get("_advance_templates")
@@ -132,14 +124,9 @@ class NextId(Model):
     @classmethod
     def reserve(cls, key: str, count: int, sequence: Optional[SequenceOptions] = None, *,
                 partial: bool = False) -> List[int]:
-        """Take ``count`` consecutive values of counter ``key`` in one UpdateItem; they are the caller's alone.
-
-        All or nothing; with ``partial``, fewer when fewer are left before the end bound. A cycling sequence goes
-        on from its restart value as PostgreSQL's ``CYCLE`` does: past the end in one more request (``[49, 50, 1,
-        2]`` of 1..50), or with ``partial`` only up to it. Without ``sequence``, the recorded options (one read).
-
-        :raises OutOfBoundsError: ``count`` is not an int of 1 or more (nothing is sent)
-        """
+        """Take ``count`` consecutive values of counter ``key`` in one UpdateItem, all or nothing (``partial``: fewer
+        when fewer are left); a cycle wraps as PostgreSQL's ``CYCLE`` (``[49, 50, 1, 2]`` of 1..50). Without
+        ``sequence``, the recorded options. :class:`OutOfBoundsError` (nothing sent) for a ``count`` no int above 0."""
         if not is_int(count) or count < 1:
             raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
@@ -152,16 +139,14 @@ class NextId(Model):
     @classmethod
     def compare_and_set(cls, key: str, expected: Optional[int], value: int,
                         sequence: Optional[SequenceOptions] = None) -> bool:
-        """Set counter ``key`` to ``value`` if it holds ``expected`` (None: no value); return whether it did. With
-        ``sequence``, the counter must record those options (or none), and records them. Values must be ints
-        (:class:`OutOfBoundsError`)."""
+        """Set counter ``key`` to int ``value`` if it holds ``expected`` (None: none), and ``sequence`` or no options;
+        return whether it did."""
         call = f"compare_and_set({key!r}, {expected!r}, {value!r})"
         check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
         check_int(call, value, rule="the values must be ints")
         check_sequence(call, sequence, optional=True)
-        actions, condition = cls._swap(expected, value, sequence)
         try:
-            cls._send_update("advance", key, cls._update_kwargs(key, actions, condition))
+            cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
         except _Refused as refused:
             if sequence is not None:
                 cls.check_options(key, refused.item, sequence)
@@ -170,8 +155,7 @@ class NextId(Model):
 
     @classmethod
     def currval(cls, key: str) -> Optional[int]:
-        """The last value counter ``key`` handed out, as all processes left it (a consistent read), or None;
-        PostgreSQL's ``pg_sequences.last_value``, not its session-local ``currval``."""
+        """The last value counter ``key`` handed out (a consistent read), or None, as ``pg_sequences.last_value``."""
         return cls._value_in(key, cls._item(key))
 
     @classmethod
@@ -187,7 +171,6 @@ class NextId(Model):
 
     @classmethod
     def _item(cls, key: str) -> Dict[str, Any]:
-        """Counter ``key``'s item as stored (``{}``: none), by a consistent read."""
         try:
             return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
         except GetError as exc:
@@ -196,15 +179,10 @@ class NextId(Model):
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True,
                sequence: Optional[SequenceOptions] = None) -> int:
-        """Set counter ``key`` as PostgreSQL's ``setval``: the next value is ``value + step`` (``value`` with
-        ``is_called=False``); returns ``value``. It must lie within the bounds of ``sequence`` or of the recorded
-        options, which ``sequence`` must match (:meth:`alter` changes them), and for a region counter on its
-        region's subsequence. This process's reserved block of the counter is dropped.
-
-        :raises OutOfBoundsError: ``value`` is not an int, lies outside the bounds or off the subsequence
-        :raises ConfigurationError: ``is_called`` is not a bool, or ``sequence`` not a SequenceOptions
-        :raises SequenceMismatchError: ``sequence`` differs from the recorded options
-        """
+        """PostgreSQL's ``setval``: counter ``key``'s next value is ``value + step`` (``value`` if not ``is_called``);
+        returns ``value``. Raises :class:`OutOfBoundsError` for a ``value`` no int, out of the bounds (of ``sequence``
+        or the recorded options, else :class:`SequenceMismatchError`) or off a region counter's subsequence, and
+        :class:`ConfigurationError` for arguments of another type."""
         call = f"setval({key!r}, {value!r})"
         check_int(call, value)
         if not isinstance(is_called, bool):
@@ -221,9 +199,7 @@ class NextId(Model):
 
     @classmethod
     def restart(cls, key: str, sequence: SequenceOptions, value: Optional[int] = None) -> None:
-        """``ALTER SEQUENCE ... RESTART [WITH value]``: the next value handed out is ``value`` (default: the start);
-        records ``sequence`` and replaces whatever the counter held. Raises :class:`OutOfBoundsError` for a value
-        that is no int or outside the bounds, :class:`ConfigurationError` for a ``sequence`` of another type."""
+        """``ALTER SEQUENCE ... RESTART [WITH value]`` (default: the start) and record ``sequence``."""
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
         check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
@@ -234,10 +210,8 @@ class NextId(Model):
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
-        """``ALTER SEQUENCE``: record ``sequence`` as counter ``key``'s options, keeping its value; returns the
-        options recorded before (or None). A value outside the new bounds is refused (:class:`OutOfBoundsError`):
-        :meth:`restart` instead, as after a new step (with no ``is_called`` flag, a counter holds ``n - step``
-        after ``setval(n, is_called=False)`` or a restart, and a new step would go on from there)."""
+        """``ALTER SEQUENCE``: record ``sequence`` on counter ``key``, keeping its value; returns the options recorded
+        before (or None). A value outside the new bounds raises :class:`OutOfBoundsError`: :meth:`restart` instead."""
         check_sequence(f"alter({key!r}, ...)", sequence, optional=False)
         item = cls._item(key)
         last = cls.kept_value(key, item, sequence)
@@ -247,8 +221,7 @@ class NextId(Model):
 
     @classmethod
     def kept_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value :meth:`alter` keeps on counter ``key`` (``item`` as read) under ``sequence``; raises if it is no
-        integer (:class:`CounterValueError`) or outside the new bounds (:class:`OutOfBoundsError`)."""
+        """The value :meth:`alter` keeps on counter ``key`` (``item`` as read); raises if no int or out of bounds."""
         try:
             last = cls._value_in(key, item)
         except CounterValueError as exc:
@@ -263,8 +236,7 @@ class NextId(Model):
     @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
              item: Dict[str, Any]) -> None:
-        """Write the counter's value and options if its options are still as in ``item`` (as read); forget its
-        blocks. The start's ``start - step``, when no DynamoDB number holds it, is written as no value."""
+        """Write value and options if the options are still as in ``item`` (``start - step`` past 38 digits: none)."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
                 raise OutOfBoundsError(f"counter {key!r} would hold {value} (the value before the next), over 38 "
@@ -298,9 +270,8 @@ class NextId(Model):
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
-        """Move counter ``key`` forward (in the direction of ``step``) to ``value`` if it is behind or unset, never
-        back, so it is safe while others allocate; returns whether it moved (then this process's block of it is
-        dropped). ``value`` or ``step`` not an int, or ``step`` 0: :class:`OutOfBoundsError`, nothing sent."""
+        """Move counter ``key`` forward (``step``'s way) to ``value`` if behind or unset, never back, so safe while
+        others allocate; returns whether it moved. :class:`OutOfBoundsError` for no ints or ``step`` 0."""
         call = f"raise_to({key!r}, {value!r}, step={step!r})"
         check_int(call, value)
         check_int(call, step, rule="step must be an int, the sequence's step")
@@ -332,8 +303,7 @@ class NextId(Model):
     @classmethod
     def _once(cls, verb: str, key: str, actions: List[Any], condition: Any,
               return_values: Optional[str] = None) -> Dict[str, Any]:
-        """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer, or
-        the item as it is now when an earlier send was applied."""
+        """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer or item."""
         once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}",
                     functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, verb, key))
         once.aim(actions, condition, return_values)
@@ -359,8 +329,7 @@ class NextId(Model):
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
-        count = cls._value_in(key, item)
-        if count is None:
+        if (count := cls._value_in(key, item)) is None:
             raise cls._not_a_number(key, None)
         return count
 
@@ -391,8 +360,7 @@ class NextId(Model):
     @classmethod
     def _swap(cls, expected: Optional[int], value: int,
               sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
-        """The actions and condition moving the counter from ``expected`` (None: no value) to ``value``,
-        recording ``sequence`` if given."""
+        """The actions and condition moving the counter from ``expected`` to ``value``, recording ``sequence``."""
         attr = cls.next_id
         condition = attr.does_not_exist() if expected is None else attr == expected
         actions = [attr.set(value)]
@@ -419,12 +387,9 @@ class NextId(Model):
     @classmethod
     def increment(cls, name: str, *, period: Optional[str] = "month", by: int = 1,
                   now: Optional[datetime] = None) -> int:
-        """Count ``by`` events on counter ``name`` within the current ``period``; return the count so far.
-
-        One UpdateItem. Each period (``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year) counts in
-        its own item; ``period=None`` counts forever. Exact when botocore resends a request whose answer was lost
-        (docs/architecture.md, "The counter"). ``by`` must be an int (:class:`CounterValueError`).
-        """
+        """Count ``by`` (an int, else :class:`CounterValueError`) events on counter ``name`` within the current
+        ``period`` (``"year"``, ``"month"``, ``"day"`` in UTC; None: forever) in one UpdateItem; return the count
+        so far. Exact when botocore resends a request whose answer was lost."""
         check_int(f"{cls.__name__}.increment({name!r}, by={by!r})", by, rule="by must be an int",
                   error=CounterValueError)
         key = name if period is None else f"{name}#{periods.label(period, now)}"
@@ -468,8 +433,7 @@ class NextId(Model):
 
     @classmethod
     def _reached_as(cls) -> str:
-        """How code names this counter table: the class's name if the class as its user wrote it reaches the same
-        table on the same endpoint, else ``Model.autoinc_options().counter``."""
+        """How code names this table: the user's class if it reaches the same one, else the model's option."""
         own: Any = next(c for c in cls.__mro__ if not c.__dict__.get("_autoinc_bound"))
         default = os.environ.get("AWS_DEFAULT_REGION")  # where a Meta without a region is reached
         same = getattr(own.Meta, "host", None) == getattr(cls.Meta, "host", None) and \
@@ -492,8 +456,7 @@ class NextId(Model):
 
 
 def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
-    """``counter`` as reached with ``model``'s connection settings, where ``counter``'s own ``Meta`` sets none;
-    ``counter`` itself when nothing differs."""
+    """``counter`` reached with ``model``'s connection settings where its own ``Meta`` sets none."""
     overrides = {name: getattr(model.Meta, name) for name in CONNECTION_SETTINGS
                  if name not in counter._autoinc_own_settings and hasattr(model.Meta, name)
                  and getattr(model.Meta, name) != getattr(counter.Meta, name, None)}
@@ -501,8 +464,7 @@ def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
 
 
 def rebind(counter: Type[_C], settings: Dict[str, Any]) -> Type[_C]:
-    """A subclass of ``counter`` whose ``Meta`` sets these connection ``settings``; one class per distinct
-    settings, with a connection of its own."""
+    """The one subclass of ``counter`` (with a connection of its own) whose ``Meta`` sets ``settings``."""
     key = (counter, tuple(sorted((k, repr(v)) for k, v in settings.items())))
     if key not in _BOUND:
         meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **settings})
@@ -521,8 +483,7 @@ RESERVED_PREFIX = "__autoinc__#"
 
 
 def in_table_counter(model: Type[Model]) -> Type[NextId]:
-    """A counter model keeping counter ``key`` in ``model``'s own table, as the item of hash key ``"__autoinc__#" +
-    key`` (and range key, if any, ``"__autoinc__"`` or ``0``)."""
+    """A counter model keeping counter ``key`` in ``model``'s table, at hash key ``"__autoinc__#" + key``."""
     hash_attr, range_attr = model._hash_key_attribute(), model._range_key_attribute()
     ranges = (type(None), UnicodeAttribute, NumberAttribute)  # no range key, or one a reserved key fits in
     if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, ranges):
@@ -550,8 +511,7 @@ _REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
 
 
 def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse another region's value for a region counter (``base@us-east-1``, a subsequence with a step past 1);
-    any other key holding ``@`` (``x@example.com``) is an ordinary counter."""
+    """Refuse another region's value for a region counter (``base@us-east-1``, not ``x@example.com``)."""
     base, at, region = key.rpartition("@")
     if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
@@ -565,13 +525,11 @@ def _counter_key(key: Any) -> str:
 
 
 def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
-    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq`` (given, else the recorded options):
-    ``value``, or ``value - step`` with ``is_called=False``; ``set --dry-run`` shows it."""
+    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq``: ``value``, or ``value - step``."""
     if seq is None:
         if not is_called:
-            raise ConfigurationError(f"counter {key!r} records no sequence options, so setval(..., is_called=False) "
-                                     "cannot tell its step; pass sequence=Model.autoinc_options().sequence (on the "
-                                     "command line, --model package.module:Model)")
+            raise ConfigurationError(f"counter {key!r} records no sequence options, so is_called=False cannot tell its "
+                                     "step; pass sequence=Model.autoinc_options().sequence (or --model)")
         return value
     seq.check(key, value)
     check_region_value(key, seq, value, last=is_called)
@@ -580,8 +538,7 @@ def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOp
 
 def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
               error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
-    """Refuse, before anything is sent, what is no int (None too, unless ``optional``; a bool, a float: nothing
-    is truncated) with ``error``, and an int of more than the 38 digits DynamoDB holds with OutOfBoundsError."""
+    """Refuse with ``error`` what is no int (None too unless ``optional``), and an int past 38 digits."""
     if optional and value is None:
         return
     if not is_int(value):
@@ -594,9 +551,8 @@ def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the
 
 def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
     if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
-        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, "
-                                 f"not {type(sequence).__name__} {sequence!r}: a model's (Model.autoinc_options()"
-                                 ".sequence), or SequenceOptions.of(start, step, minimum, maximum, cycle)")
+        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
+                                 f"{sequence!r}: Model.autoinc_options().sequence, or SequenceOptions.of(start, ...)")
 
 
 class _Refused(Exception):
@@ -616,8 +572,7 @@ class _Resent(Exception):
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one UpdateItem that asks for the old item on a failed condition (ALL_OLD), which raises
-    :class:`_Refused` with it; any other failure raises PynamoDB's ``UpdateError``."""
+    """Send one UpdateItem; a failed condition raises :class:`_Refused` with the old item, others ``UpdateError``."""
     try:
         return _transport.send(connection, UPDATE_ITEM, kwargs)
     except UpdateError as exc:
@@ -626,9 +581,7 @@ def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any
         raise _Refused(returned_item(exc) or {}, exc) from None
 
 
-# The writers of Once (docs/architecture.md, "The counter"): a writer's attribute is WRITER_PREFIX + its id; one
-# older than WRITER_IDLE_MS is removed; a writer reads the whole item every PRUNE_EVERY calls and removes up to
-# PRUNE_MAX idle writers' attributes in one update.
+# Once's writer attributes (docs/architecture.md, "The counter"), pruned when idle, seen every PRUNE_EVERY calls.
 WRITER_PREFIX = "NextW_"
 WRITER_IDLE_MS = 3_600_000
 PRUNE_EVERY = 64
@@ -636,16 +589,14 @@ PRUNE_MAX = 20
 
 
 class _Writer:
-    """One thread's identity and sequence numbers when counting (:class:`Once`)."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
         self.last = self.calls = 0
-        #: Per counter item: the idle writers' attributes seen on it and the numbers they held.
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
 
     def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
-        """Remember up to PRUNE_MAX other writers' attributes on ``item`` not updated for WRITER_IDLE_MS."""
+        """Remember up to PRUNE_MAX other writers' attributes on ``item`` idle for WRITER_IDLE_MS."""
         idle = [(name, raw) for name, raw in item.items()
                 if name.startswith(WRITER_PREFIX) and name != self.attr
                 and (seen := integer(raw.get("N"))) is not None and seen < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
@@ -668,9 +619,7 @@ _AGAIN = Budget(attempts=1, seconds=None, backoff=None)
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
-    """One counting call on one item, applied once however often botocore resends its requests: each request
-    also sets this thread's writer attribute to a new sequence number, on the condition that it holds a lower
-    one, so a resend of an applied request is refused with the item: :class:`_Resent`."""
+    """One counting call, applied once however often resent: a resend finds its writer number set (:class:`_Resent`)."""
 
     errors = (_Refused,)
 
@@ -686,7 +635,6 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.tries = _AGAIN.tries()
 
     def aim(self, actions: List[Any], condition: Any, return_values: Optional[str]) -> None:
-        """The next request: ``build(actions, condition, return_values)``, marked."""
         self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -705,8 +653,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
 
     def failed(self, refused: _Refused) -> None:
         """A resend of this call, or a refusal: send once more without the idle writers' attributes, or raise."""
-        held = refused.item.get(self.writer.attr, {}).get("N")
-        held_seq = integer(held)
+        held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
             raise _Resent(refused.item) from None  # an earlier send of this very call was applied
         if self.idle and self.tries.lost():
@@ -714,8 +661,8 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             return
         if held_seq is not None and held_seq > self.seq or self.condition is None:
             raise CounterError(f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds "
-                               f"{held}, not below this writer's sequence number {self.seq}; is another process "
-                               "counting under the same writer id?", refused.cause) from refused.cause
+                               f"{held}, not below {self.seq}; does another process count as this writer?",
+                               refused.cause) from refused.cause
         raise refused
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
@@ -731,9 +678,7 @@ _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 
 
 class Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance the counter; at a cycling sequence's end, wrap it. With
-    ``conflicts`` (a model's budget), a request refused by a write from another region at the same time
-    (``ReplicatedWriteConflictException``, multi-region strong consistency) is sent again within it."""
+    """:meth:`NextId.reserve`'s requests: advance, or wrap a cycle; resend a region conflict within ``conflicts``."""
 
     errors = (_Refused, CounterError)
 
@@ -749,10 +694,8 @@ class Reserve(_transport.Exchange[List[int]]):
         self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
         self.conflicted = None if conflicts is None else conflicts.tries()
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
-        #: A cycling sequence's values before its end, taken by the wrap that takes ``count`` after it.
-        self.tail: List[int] = []
-        #: The counter holds no value (when no DynamoDB number holds start - step, the start is set apart).
-        self.fresh = False
+        self.tail: List[int] = []  # a cycle's values before its end, taken by the wrap
+        self.fresh = False  # the counter holds no value (when no DynamoDB number holds start - step)
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -776,8 +719,7 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.counter._send_update("advance", self.key, kwargs)
 
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer); send
-        again after a conflict with another region."""
+        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
         if not isinstance(refused, _Refused):
             return self._conflict(refused)
         counter, key, seq = self.counter, self.key, self.seq
@@ -796,7 +738,6 @@ class Reserve(_transport.Exchange[List[int]]):
             else:
                 if not left:
                     seq.following(key, last)  # raises behind the start bound, or at the end without a cycle
-                # the values left before the end, then on from the restart value (a cycle's wrap)
                 tail = seq.values(seq.start if last is None else last + seq.step, left)
                 count = min(self.count, seq.size) - left
                 top = seq.restart_value + seq.step * (count - 1)
@@ -829,10 +770,8 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.tail + self.seq.values(top - self.seq.step * (self.count - 1), self.count)
 
 
-#: The numbers a swap template is built with, for (expected, value, ticket): far apart, and far from any
-#: counter value, so that each number in the built request (``ticket - 1`` too) is known by what it stands for.
+#: The (expected, value, ticket) a swap template is built with: far from each other and any counter value.
 _STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-#: The most swap templates one counter class keeps.
 _TEMPLATE_LIMIT = 256
 
 
@@ -841,7 +780,6 @@ class _SwapTemplate:
 
     def __init__(self, kwargs: Dict[str, Any]) -> None:
         self.kwargs = kwargs
-        #: By expression value name: (which stand-in, the offset from it).
         self.slots: Dict[str, Tuple[int, int]] = {}
         for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
             whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None
@@ -850,8 +788,7 @@ class _SwapTemplate:
                     self.slots[name] = (which, whole - stand_in)
 
     def fill(self, numbers: Tuple[Optional[int], int, Optional[int]]) -> Dict[str, Any]:
-        """The request with this call's numbers; a new dict at every level a caller or a botocore hook might
-        change."""
+        """The request with ``numbers``, a new dict at every level a caller or botocore hook might change."""
         kwargs = dict(self.kwargs)
         values = dict(kwargs.get("ExpressionAttributeValues", {}))
         for name, (which, offset) in self.slots.items():

@@ -1,6 +1,5 @@
-"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"``, in UTC, labelled with the year
-(``"2026"``, ``"2026-11"``, ``"2026-11-22"``; labels sort in time order). The time comes from :data:`clock`, which
-tests can freeze."""
+"""Periods that restart a sequence or a count: ``"year"``, ``"month"``, ``"day"`` in UTC, labelled ``"2026"``,
+``"2026-11"``, ``"2026-11-22"`` (sorting in time order). The time comes from :data:`clock`, which tests can freeze."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "
 
 
 def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
-    """The attribute ``name`` of ``model`` that ``option`` names, if it is a ``kind`` outside the key and not the
-    version (a count there would break its optimistic locking); else a ConfigurationError naming those that do."""
+    """``model``'s attribute ``name`` if a ``kind`` outside the key and version, else a ConfigurationError."""
     def fits(attribute: Any) -> bool:
         return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
             and not attribute.is_hash_key and not attribute.is_range_key
@@ -44,7 +42,7 @@ def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]
 
 
 def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
-    """Refuse a ``model`` that is not a PynamoDB model class without history, or a key that does not fit it."""
+    """Refuse a ``model`` that is no model class without history, or a key that does not fit it."""
     if not (isinstance(model, type) and issubclass(model, Model)):
         raise ConfigurationError(f"increment_in_period({model!r}, ...): the first argument must be a PynamoDB "
                                  "model class (the model of the item that counts), not an instance or a name")
@@ -63,23 +61,17 @@ def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
 def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None, *, count_attribute: str,
                         period_attribute: str, period: str = "month", by: int = 1,
                         now: Optional[datetime] = None) -> int:
-    """Count ``by`` events on an existing item of ``model``, restarting the count each period; return the count
-    within the current period.
-
-    The item keeps its count in ``count_attribute`` (a NumberAttribute) and
-    its period's label in ``period_attribute`` (a UnicodeAttribute), e.g.
-    ``request_count`` and ``active_period`` on an API key. An update adds
-    within the stored period, or resets an older one (one of two racing
-    resets wins, the other adds). No event is lost or counted twice, also when
-    botocore resends a request (see :meth:`NextId.increment`).
+    """Count ``by`` events on an existing item of ``model``, restarting each period; return the count within the
+    current period. The item keeps its count in ``count_attribute`` (a NumberAttribute) and its period's label in
+    ``period_attribute`` (a UnicodeAttribute), e.g. ``request_count`` and ``active_period`` on an API key. No event
+    is lost or counted twice, also when botocore resends a request or two processes reset the period at once.
 
     :raises model.DoesNotExist: the item does not exist
     :raises CounterValueError: ``by`` is not an int; the count would pass 38 digits, or holds no number
     :raises OutOfBoundsError: ``by`` has more than 38 digits
     :raises HistoryWriteError: ``model`` takes HistoryMixin (the count would change the item without a version)
-    :raises ConfigurationError: the attributes are not a NumberAttribute and a UnicodeAttribute of ``model``
-        outside its key (nor its version); ``model`` is no model class, the key does not fit it, or ``now`` is no
-        datetime
+    :raises ConfigurationError: the attributes are no NumberAttribute and UnicodeAttribute of ``model`` outside
+        its key and version; ``model`` is no model class, the key does not fit it, or ``now`` is no datetime
     """
     _check_item(model, hash_key, range_key)
     check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",
@@ -95,9 +87,7 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
 
 
 class _InPeriod(_transport.Exchange[int]):
-    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read the item and
-    count again in the period another process reset it to. :class:`~pynamodb_autoinc.counter.Once` marks the
-    updates."""
+    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read and count again."""
 
     errors = (_Refused,)
 
@@ -111,18 +101,16 @@ class _InPeriod(_transport.Exchange[int]):
                              *keys, actions=actions, condition=condition, return_values=values,
                              return_values_on_condition_failure="ALL_OLD"), self._update)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
-        # a count raises a versioned item's version, so a save of an instance read before fails instead of
-        # writing the old count back
+        # a count raises the version, so a save of an instance read before fails instead of writing an old count
         version = model._version_attribute_name
         self.versioned = [model.get_attributes()[version].add(1)] if version else []
         self.step, self.tries = 0, _FOLLOWING.tries()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         count, stored, current, exists = self.count, self.stored, self.current, self.exists
-        hash_key, range_key = self.keys
         if self.step == 2:
             return GET_ITEM, self.connection.connection.get_operation_kwargs(
-                self.model.Meta.table_name, hash_key, range_key=range_key, consistent_read=True)
+                self.model.Meta.table_name, *self.keys, consistent_read=True)
         if self.step == 0:
             actions, condition = [count.set(count + self.by), *self.versioned], exists & (stored == current)
         else:
@@ -137,7 +125,6 @@ class _InPeriod(_transport.Exchange[int]):
         return self._update(kwargs)
 
     def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one update; DynamoDB's refusal of the numbers is the library's error."""
         try:
             return send_update(self.connection.connection, kwargs)
         except UpdateError as exc:
@@ -148,7 +135,7 @@ class _InPeriod(_transport.Exchange[int]):
                                     "the limit", exc) from exc
 
     def failed(self, refused: _Refused) -> None:
-        """Refused: send the next request; after the read, count again (within :data:`_FOLLOWING`)."""
+        """Refused: send the next request; after the read, count again."""
         if self.step < 2:
             try:
                 return self.once.failed(refused)  # sent again at once, without the idle writers' attributes
@@ -171,8 +158,7 @@ class _InPeriod(_transport.Exchange[int]):
         return self.by if self.step == 1 else self.counted(data["Attributes"])
 
     def counted(self, item: Dict[str, Any]) -> int:
-        raw = item[self.count.attr_name]
-        count = integer(raw.get("N"))
+        count = integer((raw := item[self.count.attr_name]).get("N"))
         if count is None:
             raise CounterValueError(f"{self.name}: the event was counted, but {self.count.attr_name} holds {raw}, "
                                     "not an integer; set it to a whole number")

@@ -1,5 +1,4 @@
-"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE`` has it; the one parser of stored
-numbers."""
+"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE``; the one parser of stored numbers."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ _LEFT_OUT = "a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 
 
 def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
            defaults: bool) -> Tuple[int, int, int]:
-    """``(start, minimum, maximum)`` of a sequence ``CREATE SEQUENCE`` takes, with ``defaults`` for None; else
-    a ConfigurationError naming the option (as ``names`` spells it) and the fix."""
+    """``(start, minimum, maximum)`` (``defaults`` for None), or a ConfigurationError naming the option and fix."""
     for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
         optional = defaults and name != "step"
         if not is_int(value) and not (optional and value is None):
@@ -77,17 +75,15 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
     first = start if start is not None else low if step > 0 else high
     if not low <= first <= high:
         side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
-        raise ConfigurationError(
-            f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}: the sequence could never "
-            f"hand it out; move the start into {low}..{high}, or set {names[name]} ("
-            + (_LEFT_OUT if defaults else "or use SequenceOptions.of, which fills in PostgreSQL's defaults") + ")")
+        fix = _LEFT_OUT if defaults else "or use SequenceOptions.of, with PostgreSQL's defaults"
+        raise ConfigurationError(f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}; move "
+                                 f"the start into {low}..{high}, or set {names[name]} ({fix})")
     return first, low, high
 
 
 @dataclass(frozen=True)
 class SequenceOptions:
-    """One sequence: ``start``, ``step``, the bounds ``minimum`` and ``maximum`` (both included), ``cycle``;
-    :meth:`of` fills in PostgreSQL's defaults."""
+    """A sequence: ``start``, ``step``, bounds ``minimum``, ``maximum`` (included), ``cycle``; see also :meth:`of`."""
 
     start: int = 1
     step: int = 1
@@ -101,17 +97,10 @@ class SequenceOptions:
     @classmethod
     def of(cls, start: Optional[int] = None, step: int = 1, minimum: Optional[int] = None,
            maximum: Optional[int] = None, cycle: bool = False) -> SequenceOptions:
-        """A checked sequence with PostgreSQL's defaults: going up, bounds 1..2**63-1 and the start at the
-        minimum; going down, -2**63..-1 and the start at the maximum.
-
-        :raises ConfigurationError: a value is not an int, ``step`` is 0, the bounds cross, or the start is outside
-        """
+        """A sequence with PostgreSQL's defaults (up: 1..2**63-1 from the minimum; down: -2**63..-1 from the maximum);
+        :class:`ConfigurationError` for a value no int, ``step`` 0, crossed bounds or a start outside them."""
         first, low, high = _check(_META_NAMES, start, step, minimum, maximum, cycle, defaults=True)
         return cls(first, step, low, high, cycle)
-
-    @property
-    def ascending(self) -> bool:
-        return self.step > 0
 
     @property
     def end(self) -> int:
@@ -138,8 +127,7 @@ class SequenceOptions:
         return (self.end - following) // self.step + 1 if self.contains(following) else 0
 
     def following(self, key: str, last: Optional[int]) -> int:
-        """The value after ``last`` (the start when None), wrapping with ``cycle``; raises at the end bound without
-        a cycle (:class:`SequenceExhaustedError`), and behind the start bound (:class:`OutOfBoundsError`)."""
+        """The value after ``last`` (None: the start), wrapping with ``cycle``; raises past the bounds."""
         if last is None:
             return self.start
         value = last + self.step
@@ -152,8 +140,7 @@ class SequenceOptions:
         raise self.exhausted(key, last)
 
     def after(self, key: str, last: Optional[int], count: int) -> Optional[int]:
-        """The counter's value once ``count`` more values were handed out after ``last`` (None: a new counter),
-        wrapping with ``cycle``; None when the end bound comes first and the sequence does not cycle."""
+        """The value ``count`` values after ``last`` (None: a new counter); None past the end without a cycle."""
         value = last
         if count <= 0:
             return value
@@ -168,7 +155,7 @@ class SequenceOptions:
         return self.restart_value + (count % self.size) * self.step
 
     def values(self, first: int, count: int) -> List[int]:
-        """``count`` consecutive values from ``first`` (one request's values, or a block's)."""
+        """``count`` consecutive values from ``first``."""
         return [first + self.step * i for i in range(count)]
 
     def on_sequence(self, value: int) -> bool:
@@ -192,8 +179,7 @@ class SequenceOptions:
         return self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
-        """Member ``index`` of ``count`` (a region): every ``count``-th value from ``start + index*step``, no cycle;
-        a ConfigurationError when that start lies outside the bounds."""
+        """Region ``index`` of ``count``: every ``count``-th value from ``start + index*step``, no cycle."""
         start = self.at(index)
         if not self.contains(start):
             raise ConfigurationError(f"region {index} of {count} would start at {start}, outside the bounds "
@@ -201,8 +187,7 @@ class SequenceOptions:
         return SequenceOptions(start, self.step * count, self.minimum, self.maximum, False)
 
     def check_counter(self, key: str, last: int) -> None:
-        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` is past the end bound, or behind the start
-        bound so that its next value is outside."""
+        """Raise :class:`OutOfBoundsError` if a counter holding ``last`` is past the end, or its next value outside."""
         past = last > self.maximum if self.step > 0 else last < self.minimum
         behind = last + self.step < self.minimum if self.step > 0 else last + self.step > self.maximum
         if past or behind:
@@ -215,10 +200,9 @@ class SequenceOptions:
         """The error for a sequence whose next value would pass its end bound."""
         bound = "maximum (Meta.autoinc_max)" if self.step > 0 else "minimum (Meta.autoinc_min)"
         after = f"{last} + {self.step}" if last is not None else f"starting at {self.start}"
-        return SequenceExhaustedError(
-            f"sequence {key!r} has reached its limit: {after} would pass its {bound} {self.end}; nothing was "
-            "spent. Move the bound (then `pynamodb-autoinc alter`), set Meta.autoinc_cycle = True, or restart it",
-            last=last)
+        return SequenceExhaustedError(f"sequence {key!r} has reached its limit: {after} would pass its {bound} "
+                                      f"{self.end}; nothing was spent. Move the bound (then `pynamodb-autoinc alter`), "
+                                      "set Meta.autoinc_cycle = True, or restart it", last=last)
 
     def too_many(self, key: str, count: int) -> SequenceExhaustedError:
         """The error for one request numbering more items than one pass of the sequence holds."""
@@ -234,8 +218,7 @@ class SequenceOptions:
                                    f"{self.maximum}); choose a value within them, or move the bounds first")
 
     def check_member(self, key: str, value: int, *, last: bool) -> None:
-        """Raise :class:`OutOfBoundsError` if ``value`` (the last value handed out with ``last``, else the next) is
-        off region counter ``key``'s subsequence, this sequence."""
+        """Raise :class:`OutOfBoundsError` if ``value`` (``last``: the last handed out, else the next) is off it."""
         start, step = self.start, self.step
         if self.position(value + step if last else value) is not None:
             return
