@@ -103,6 +103,10 @@ class SequenceOptions:
         return cls(first, step, low, high, cycle)
 
     @property
+    def ascending(self) -> bool:
+        return self.step > 0
+
+    @property
     def end(self) -> int:
         """The bound the sequence runs towards: ``maximum`` going up, ``minimum`` going down."""
         return self.maximum if self.step > 0 else self.minimum
