@@ -666,7 +666,6 @@ def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], 
                       requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
     """The swap, built by PynamoDB (``expected=None``: no value yet); ``queue``, ``ticket``, ``by_standing``: it
     waits its turn in the queue; ``sequence``: the counter must record those options (or none)."""
-
     actions, condition = counter._swap(expected, value, sequence)
     if queue or ticket is not None or by_standing:
         more, also = _contention.swap_terms(counter, ticket, standing, by_standing, requeue)

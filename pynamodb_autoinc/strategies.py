@@ -345,8 +345,7 @@ def _query_last(instance: Model, opts: Options) -> Optional[int]:
     range_key = model._range_key_attribute()
     # the end bound in the key condition (moto's BETWEEN mishandles 0); the start bound after
     sequence = opts.sequence
-    within = range_key <= sequence.maximum if opts.step > 0 else range_key >= sequence.minimum
-
+    within = range_key <= sequence.maximum if sequence.step > 0 else range_key >= sequence.minimum
     kwargs = {"TableName": model.Meta.table_name, "ConsistentRead": True, "Limit": 1, "ScanIndexForward": opts.step < 0,
               **_transport.expressions([range_key.attr_name],
                                        KeyConditionExpression=(model._hash_key_attribute() == hash_value) & within)}
