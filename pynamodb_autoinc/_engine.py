@@ -448,8 +448,6 @@ def _groups() -> _Groups:
 
 
 class _Member:
-    """A thread's write waiting in a group."""
-
     def __init__(self, write: Write) -> None:
         self.write = write
         self.claim = write.claims[0]  # a new one when a split group sends it alone
@@ -467,8 +465,7 @@ class _Group:
         self.lead = threading.Lock()  # held by the thread sending the group's request
         self.guard = threading.Lock()  # guards the queue
         self.queue: List[_Member] = []
-        # when (monotonic) its last write was applied: a save losing a race soon after may keep its queue place
-        self.ended: Optional[float] = None
+        self.ended: Optional[float] = None  # when its last write was applied (a race lost soon after keeps its place)
 
 
 def joined(write: Write) -> Dict[str, Any]:

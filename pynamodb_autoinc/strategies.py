@@ -180,11 +180,8 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
                 regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
     claim = Claim(instance, opts, kind, key, period)
     if kind == "counter":
-        if opts.block > 1:
-            claim.assign(_from_block(opts, key))
-        else:
-            # a global table's conflict between regions is a lost race, retried within the model's budget
-            claim.assign(opts.counter._advance(key, opts.sequence, opts.budget))
+        claim.assign(_from_block(opts, key) if opts.block > 1
+                     else opts.counter._advance(key, opts.sequence, opts.budget))
     else:
         chain = [c for c in pending if c.chain == claim.chain] if pending else []
         if chain:
