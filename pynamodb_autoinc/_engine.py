@@ -154,8 +154,7 @@ class Write:
         first_swap = first_put + len(self.puts) + len(self.updates)
         reasons += [None] * (first_swap + len(chains) - len(reasons))
         ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
-        if was_retried(exc) and self.sent[0] == PUT_ITEM and reasons[first_put] is not None \
-                and reasons[first_put].raw_item is not None:  # type: ignore[union-attr]
+        if was_retried(exc) and self.sent[0] == PUT_ITEM and getattr(reasons[first_put], "raw_item", None) is not None:
             return APPLIED  # a resent put of a value only this writer claimed: ours, applied before its answer was lost
         current: Dict[ChainId, Any] = {}
         lost, blocking, taken = False, [], []
@@ -320,13 +319,12 @@ class GroupWrite(Write):
         if not blocking or any(i >= len(self.puts) for i in blocking):
             raise self.failure(exc, reasons, blocking)
         (chain, head, _), = self.chains()
-        expected = head.expected
         first_put = len(self.checks) + len(self.deletes)
         self._drop([i - first_put for i in blocking],
                    lambda i, member: member.failure(exc, [reasons[first_put + i]], [0]))
         if not self.members:
             raise self.failures[next(iter(self.failures))]
-        return Resend({chain: current.get(chain, expected)})
+        return Resend({chain: current.get(chain, head.expected)})
 
     def _drop(self, indexes: List[int], error: Callable[[int, Write], AutoIncrementError]) -> None:
         """Take the members at ``indexes`` out, each with ``error(index, member)``; release their claims."""

@@ -249,9 +249,10 @@ def remembered(claim: Claim) -> Any:
     """The value this process last wrote to a swap claim's counter, or unknown."""
     if claim.kind != "swap":
         return _UNKNOWN
+    ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it (read outside the lock it takes)
     memory = _memory()
     with memory.lock:
-        return memory.seen.get(claim.chain[1:], _UNKNOWN)  # counter_id(), as the claim's chain holds it
+        return memory.seen.get(ident, _UNKNOWN)
 
 
 def _head(claim: Claim, last: Any) -> None:
