@@ -50,7 +50,8 @@ STRATEGIES = ("counter", "query")
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them::
+    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them.
+    Annotate with it::
 
         opts: ModelOptions = Order.autoinc_options()
         opts.sequence.max

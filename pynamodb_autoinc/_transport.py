@@ -1,6 +1,5 @@
-"""The one place the library puts a DynamoDB request on the wire (:func:`send`, through a PynamoDB
-``Connection``'s ``dispatch``: PynamoDB's signals and botocore's retries apply), and the one retry loop
-(:func:`drive`, which sends an :class:`Exchange` until an answer settles it)."""
+"""The one place a DynamoDB request goes on the wire (:func:`send`, through PynamoDB's ``dispatch``: its signals and
+botocore's retries apply), and the one retry loop (:func:`drive`)."""
 
 from __future__ import annotations
 

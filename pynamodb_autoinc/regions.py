@@ -1,6 +1,5 @@
-"""Global tables: the check on a model's first claim in a process (one DescribeTable per table), and the
-multi-region schemes (``Meta.autoinc_regions``, ``_home_region``, ``_single_region_writes``); see
-docs/global-tables.md. An MRSC table needs no scheme but refuses gapless mode (no TransactWriteItems there)."""
+"""Global tables: the check on a model's first claim in a process (one DescribeTable per table), and the multi-region
+schemes (``Meta.autoinc_regions``, ``_home_region``, ``_single_region_writes``); see docs/global-tables.md."""
 
 from __future__ import annotations
 
