@@ -1,6 +1,5 @@
-"""How long, and how often, a write may keep trying (:class:`Budget`), and the library's one :data:`clock`:
-every sleep and reading of the time goes through it (the simulation swaps in a virtual one; tests pin it with
-``clock.frozen(...)``)."""
+"""How long and how often a write may keep trying (:class:`Budget`), and the library's one :data:`clock`, which
+every sleep and reading of the time goes through (the simulation swaps in a virtual one)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from .exceptions import ConfigurationError
 
 
 class Clock:
-    """The time as the library reads it, and how it sleeps (the simulation swaps in a subclass)."""
+    """The time as the library reads it, and how it sleeps."""
 
     _frozen: ClassVar[Optional[datetime]] = None  # the time frozen() pins, whichever clock runs
 
@@ -43,10 +42,7 @@ clock: Clock = Clock()
 
 
 def utc(at: datetime) -> datetime:
-    """``at`` in UTC (a naive datetime is taken as UTC).
-
-    :raises ConfigurationError: ``at`` is not a datetime
-    """
+    """``at`` in UTC (a naive datetime is taken as UTC); raises ConfigurationError if it is not a datetime."""
     if not isinstance(at, datetime):
         raise ConfigurationError(f"now={at!r} is not a datetime; pass a datetime (naive: UTC), or None for the clock")
     return at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
@@ -59,8 +55,8 @@ def backoff_delay(base: float, attempt: int) -> float:
 
 @dataclass(frozen=True)
 class Budget:
-    """When a retrying loop stops: after ``attempts`` lost tries or ``seconds`` (None: no count, no limit), and
-    how long it waits between tries (``backoff`` None: at once, for tries that are not races)."""
+    """A retrying loop stops after ``attempts`` lost tries or ``seconds`` (None: no limit); ``backoff`` None:
+    no wait between tries."""
 
     attempts: Optional[int] = None
     seconds: Optional[float] = 10.0
@@ -72,7 +68,6 @@ class Budget:
             self.seconds is not None and clock.monotonic() - began >= self.seconds)
 
     def wait(self, losses: int) -> float:
-        """The pause before the try after ``losses`` lost ones."""
         return 0.0 if self.backoff is None else backoff_delay(self.backoff, losses)
 
     def tries(self) -> Tries:
@@ -80,8 +75,7 @@ class Budget:
 
 
 class Tries:
-    """One loop's lost tries against its :class:`Budget`: ``for _ in budget.tries():`` goes round again (after
-    the wait) each time the body does not leave the loop, until the budget is spent."""
+    """``for _ in budget.tries():`` goes round again (after the wait) until the body leaves or the budget is spent."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget

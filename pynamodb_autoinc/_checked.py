@@ -1,9 +1,5 @@
-"""Model classes are checked when they are created, not on their first save.
-
-The library's mixins take :class:`CheckedModel` as their metaclass. Once PynamoDB has built a concrete class (one
-with ``Meta.table_name``), each mixin in its MRO checks it with its ``_autoinc_check_class`` classmethod, nearest
-to ``Model`` first; a check raises :class:`~pynamodb_autoinc.exceptions.ConfigurationError` and sends nothing.
-"""
+"""Model classes are checked when they are created: each mixin's ``_autoinc_check_class`` (nearest to ``Model``
+first) checks a concrete class once PynamoDB has built it, and raises ConfigurationError, sending nothing."""
 
 from __future__ import annotations
 
@@ -49,7 +45,7 @@ def overrides_after(model: type, mixin: type, method: str) -> List[type]:
 
 
 def refuse_order(model: type, mixin: type, method: str, why: str) -> None:
-    """Raise when a class after ``mixin`` in ``model``'s bases overrides ``method`` (see :func:`overrides_after`)."""
+    """Raise when a class after ``mixin`` in ``model``'s bases overrides ``method``."""
     skipped = overrides_after(model, mixin, method)
     if skipped:
         names = ", ".join(k.__name__ for k in skipped)

@@ -1,7 +1,5 @@
-"""The write engine: every request that stores an item carrying a new ID (``save()``, ``save_all()``, a user's
-``TransactWrite``) is one :class:`Write`, sent by :func:`commit`; a lone gapless save goes through the threads'
-group commit (:func:`joined`). See docs/architecture.md, "How a write is committed".
-"""
+"""The write engine: every request storing items with new IDs is one :class:`Write`, sent by :func:`commit`; a lone
+gapless save goes through the threads' group commit (:func:`joined`). See docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -62,16 +60,14 @@ class Resend(Dict[ChainId, Any]):
 @dataclass(eq=False)
 class Entry:
     """One item of a write: the instance, its claim (None: no new ID), and its put's position."""
-
     instance: Model
     claim: Optional[Claim]
     index: int
 
 
 class Write:
-    """One request storing items (``puts``, PutItem arguments; ``entries``: the library's among them), perhaps in a
-    user's transaction (its ``checks``, ``deletes``, ``updates``). ``purpose`` (``"save"``, ``"bulk"``,
-    ``"transaction"``) decides the error a failure raises; ``retry``: lost races are sent again with new values."""
+    """One request storing ``puts`` (``entries``: the library's), perhaps in a user's transaction; ``purpose``
+    (save, bulk, transaction) picks the error a failure raises; ``retry``: lost races are resent with new values."""
 
     def __init__(self, connection: Connection, puts: List[Dict[str, Any]], entries: List[Entry], *, purpose: str,
                  checks: Sequence[Dict[str, Any]] = (), deletes: Sequence[Dict[str, Any]] = (),
@@ -109,7 +105,6 @@ class Write:
         return [(chain, group[0], group[-1]) for chain, group in found.items()]
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
-        """The request to send: (operation name, its arguments)."""
         for entry in self.entries:
             if entry.claim is not None:
                 attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
@@ -136,11 +131,10 @@ class Write:
         return self.sent
 
     def retake(self, current: Dict[ChainId, Any]) -> None:
-        """After a lost race, claim again from the counter values it showed (``current``, by chain)."""
         strategies.retake(self.claims, current)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one request of this write's; a failure raises botocore's error, which :meth:`verdict` reads."""
+        """A failure raises botocore's error, which :meth:`verdict` reads."""
         return _transport.send(self.connection, operation, kwargs, raw=True)
 
     def verdict(self, exc: Exception) -> Any:
@@ -160,8 +154,7 @@ class Write:
         first_swap = first_put + len(self.puts) + len(self.updates)
         reasons += [None] * (first_swap + len(chains) - len(reasons))
         ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
-        if was_retried(exc) and self.sent[0] == PUT_ITEM and reasons[first_put] is not None \
-                and reasons[first_put].raw_item is not None:  # type: ignore[union-attr]
+        if was_retried(exc) and self.sent[0] == PUT_ITEM and getattr(reasons[first_put], "raw_item", None) is not None:
             return APPLIED  # a resent put of a value only this writer claimed: ours, applied before its answer was lost
         current: Dict[ChainId, Any] = {}
         lost, blocking, taken = False, [], []
@@ -232,7 +225,7 @@ class Write:
             "before saving again, or the record may be stored twice", exc)
 
     def spent(self) -> str:
-        """What an error adds when the write was not applied and a counter value it claimed is spent."""
+        """What an error adds when a counter value the unapplied write claimed is spent."""
         return " (the value is spent)" if any(c.kind == "counter" for c in self.claims) else ""
 
     def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
@@ -296,9 +289,8 @@ class Split(AutoIncrementError):
 
 
 class GroupWrite(Write):
-    """The lone gapless saves of several threads, sent as one transaction with one counter swap. An item failing
-    for a reason of its own (or past the end bound) is taken out with its error in :attr:`failures`; a failure
-    naming no item raises :class:`Split`, and each is sent on its own."""
+    """Several threads' lone gapless saves in one transaction: an item failing on its own is taken out into
+    :attr:`failures`; a failure naming no item raises :class:`Split`."""
 
     def __init__(self, members: List[Write]) -> None:
         super().__init__(members[0].connection, [m.puts[0] for m in members],
@@ -308,7 +300,7 @@ class GroupWrite(Write):
         self.failures: Dict[int, AutoIncrementError] = {}  # by id() of the member write
 
     def retake(self, current: Dict[ChainId, Any]) -> None:
-        """Claim again from ``current``, one value after another; members past the end bound are taken out."""
+        """Members past the end bound are taken out."""
         n = 0
         try:
             strategies.retake(self.claims[:1], current)
@@ -327,13 +319,12 @@ class GroupWrite(Write):
         if not blocking or any(i >= len(self.puts) for i in blocking):
             raise self.failure(exc, reasons, blocking)
         (chain, head, _), = self.chains()
-        expected = head.expected
         first_put = len(self.checks) + len(self.deletes)
         self._drop([i - first_put for i in blocking],
                    lambda i, member: member.failure(exc, [reasons[first_put + i]], [0]))
         if not self.members:
             raise self.failures[next(iter(self.failures))]
-        return Resend({chain: current.get(chain, expected)})
+        return Resend({chain: current.get(chain, head.expected)})
 
     def _drop(self, indexes: List[int], error: Callable[[int, Write], AutoIncrementError]) -> None:
         """Take the members at ``indexes`` out, each with ``error(index, member)``; release their claims."""
@@ -362,8 +353,7 @@ class GroupWrite(Write):
 
 
 def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
-    """Write a new instance of ``Model.save()`` (PutItem arguments ``put``): a lone gapless save through the group
-    commit (:func:`joined`), any other through :func:`commit`."""
+    """Write a new instance of ``Model.save()``: a lone gapless one through :func:`joined`, any other :func:`commit`."""
     write = Write(connection, [put], [Entry(instance, claim, 0)], purpose="save")
     if claim.kind == "swap" and claim.opts.attribute == type(instance)._hash_keyname:
         return joined(write)
@@ -371,9 +361,8 @@ def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connect
 
 
 def commit(write: Write) -> Dict[str, Any]:
-    """Send ``write`` until it is applied, retrying lost races; commit its claims, or release them on failure.
-    Only a failure enters the retry loop (:func:`_transport.drive`), and only a lost race the queue (a contest
-    starts before the first request only when this process holds a standing ticket)."""
+    """Send ``write`` until applied, retrying lost races; commit its claims, or release them on failure. A contest
+    starts before the first request only when this process holds a standing ticket."""
     exchange = _Commit(write)
     try:
         queue = _state.state.parts.get("queue")
@@ -436,8 +425,7 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         return None
 
 
-# -- group commit: threads of one process saving gapless items on one counter send them together (see
-# docs/architecture.md, "How a write is committed")
+# -- group commit: threads of one process saving gapless items on one counter send them together
 
 #: The most items (and bytes of items) one group commit sends: well inside TransactWriteItems' 100 items and 4 MB.
 GROUP_LIMIT = 25
@@ -445,7 +433,7 @@ GROUP_BYTES = 2_000_000
 
 
 class _Groups:
-    """This process's groups, one per counter and connection (a part of :mod:`pynamodb_autoinc._state`)."""
+    """This process's groups, one per counter and connection."""
 
     def __init__(self) -> None:
         self.guard = threading.Lock()
@@ -458,8 +446,6 @@ def _groups() -> _Groups:
 
 
 class _Member:
-    """A thread's write waiting in a group."""
-
     def __init__(self, write: Write) -> None:
         self.write = write
         self.claim = write.claims[0]  # a new one when a split group sends it alone
@@ -477,13 +463,11 @@ class _Group:
         self.lead = threading.Lock()  # held by the thread sending the group's request
         self.guard = threading.Lock()  # guards the queue
         self.queue: List[_Member] = []
-        # when (monotonic) its last write was applied: a save losing a race soon after may keep its queue place
-        self.ended: Optional[float] = None
+        self.ended: Optional[float] = None  # when its last write was applied (a race lost soon after keeps its place)
 
 
 def joined(write: Write) -> Dict[str, Any]:
-    """Commit ``write`` together with the same counter's writes of other threads of this process. An interrupt
-    (any ``BaseException``) leaves every item as its write ended: see :func:`_leave` and :func:`_lead`."""
+    """Commit ``write`` together with other threads' writes on its counter; an interrupt leaves each as it ended."""
     member, state = _Member(write), _state.state
     group: Optional[_Group] = None
     try:
@@ -508,8 +492,7 @@ def joined(write: Write) -> Dict[str, Any]:
 
 
 def _leave(group: Optional[_Group], member: _Member) -> None:
-    """``member``'s thread was interrupted: take its write out of the queue and give its claim back, or, if a
-    leader took it, wait until that leader's request ended (its claim then says whether the item is stored)."""
+    """An interrupted member leaves the queue and gives its claim back, or waits for the leader that took it."""
     waiting = False
     if group is not None:
         with group.guard:
@@ -523,8 +506,8 @@ def _leave(group: Optional[_Group], member: _Member) -> None:
 
 
 def _lead(group: _Group, leader: _Member) -> None:
-    """Send the queue's writes (the leader's first) as one transaction; every member taken ends done, with its
-    response or its own error, whatever ends the request (an interrupted leader's members: ItemWriteError)."""
+    """Send the queue's writes (the leader's first) as one transaction; each member taken ends with its response
+    or its own error, whatever ends the request."""
     batch: List[_Member] = []
     sent: Optional[GroupWrite] = None
     try:
@@ -537,8 +520,7 @@ def _lead(group: _Group, leader: _Member) -> None:
                     batch.append(other)
                     group.queue.remove(other)
                     size += bytes_
-        if len(batch) > 1:
-            batch.sort(key=lambda m: m is not leader)  # the leader's own write first
+        batch.sort(key=lambda m: m is not leader)  # the leader's own write first
         if len(batch) == 1:
             batch[0].write.grouped, batch[0].write.previous_end = True, group.ended
             batch[0].response = commit(batch[0].write)
@@ -625,7 +607,7 @@ def was_retried(exc: BaseException) -> bool:
 
 
 def describe(instance: Model) -> str:
-    """How errors name an instance: its key and auto-increment attribute (``Member with pk='User#Alex', num=4``)."""
+    """How errors name an instance: ``Member with pk='User#Alex', num=4``."""
     model = type(instance)
     keys = [name for name in (model._hash_keyname, model._range_keyname) if name]
     attribute = options_for(model).attribute if hasattr(model, "autoinc_options") else keys[0]
@@ -659,8 +641,7 @@ def _failed_with(exc: Exception, instance: Optional[Model]) -> str:
 def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value: int, *, queue: bool = False,
                 ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
                 requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-    """The TransactWriteItems ``Update`` that moves counter ``key`` from ``expected`` to ``value``: what
-    :func:`build_swap_kwargs` builds, made faster from a template of the same shape built with stand-in numbers."""
+    """The ``Update`` moving counter ``key`` from ``expected`` to ``value``, filled in a cached template."""
     shape = (key, counter.Meta.table_name, expected is None, queue, ticket is None, standing, by_standing, requeue,
              sequence)
     templates = _TEMPLATES.setdefault(counter, {})  # by class: a subclass has its own table
@@ -678,9 +659,8 @@ def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value:
 def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value: int, *, queue: bool = False,
                       ticket: Optional[int] = None, standing: Optional[str] = None, by_standing: bool = False,
                       requeue: bool = False, sequence: Optional[SequenceOptions] = None) -> Dict[str, Any]:
-    """The swap :func:`swap_kwargs` makes, built by PynamoDB. ``expected=None``: the counter holds no value yet.
-    With ``queue``, a ``ticket`` or ``by_standing``, the swap also waits its turn in the counter's queue. With
-    ``sequence``, the counter must record those options (or none), and records them."""
+    """The swap, built by PynamoDB (``expected=None``: no value yet); ``queue``, ``ticket``, ``by_standing``: it
+    waits its turn in the queue; ``sequence``: the counter must record those options (or none)."""
     actions, condition = counter._swap(expected, value, sequence)
     if queue or ticket is not None or by_standing:
         more, also = _contention.swap_terms(counter, ticket, standing, by_standing, requeue)

@@ -50,8 +50,8 @@ STRATEGIES = ("counter", "query")
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them; built
-    from its ``Meta.autoinc_*`` options when the class is created. Annotate with it::
+    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them.
+    Annotate with it::
 
         opts: ModelOptions = Order.autoinc_options()
         opts.sequence.max
@@ -95,9 +95,9 @@ class ModelOptions:
     """``Meta.autoinc_single_region_writes``: the user routes every write to one region; nothing is checked."""
     region: Optional[str] = None
     """With ``regions``: the region these options number for (counter keys end ``@region``); None as declared."""
-    # what a save reads, computed once (and again by dataclasses.replace for a region's options):
+    # computed once (and again by dataclasses.replace for a region's options):
     fixed_key: Optional[str] = field(init=False, repr=False, compare=False)  # no scope, period or region: the key
-    budget: Budget = field(init=False, repr=False, compare=False)  # autoinc_retries, _timeout, _backoff
+    budget: Budget = field(init=False, repr=False, compare=False)
     step: int = field(init=False, repr=False, compare=False)
     start: int = field(init=False, repr=False, compare=False)
 
@@ -134,9 +134,8 @@ class ModelOptions:
         return key if self.region is None else f"{key}@{self.region}"
 
     def owns(self, key: str, *, any_region: bool = False) -> bool:
-        """Whether counter ``key`` is this model's: its key, one ``#`` part per scope attribute and one for the
-        period (a label), then ``@region`` with ``autoinc_regions`` (listed, or with ``any_region`` any). Another
-        model's ``orders#eu`` beside this ``orders`` is not."""
+        """Whether counter ``key`` is this model's (key, a ``#`` part per scope attribute and period, ``@region``
+        listed or with ``any_region`` any); another model's ``orders#eu`` beside this ``orders`` is not."""
         if self.regions:
             key, at, region = key.rpartition("@")
             if not at or not (any_region or region in self.regions):
@@ -164,17 +163,16 @@ def options_for(model: Type[Model]) -> Options:
     return cached
 
 
-#: Where a model class keeps its options, read from its own ``__dict__`` (not a WeakKeyDictionary, whose values
-#: would keep their class alive).
+#: Where a model class keeps its options (in its own ``__dict__``: a WeakKeyDictionary's value keeps its class alive).
 OPTIONS_CACHE = "_autoinc_options_cache"
 
 
 def check_options(model: Type[Model]) -> None:
-    """Validate ``model``'s options when its class is created (read again, and cached, on first use)."""
+    """Validate ``model``'s options when its class is created."""
     _read(model)
 
 
-#: Options that the query strategy (no counter item; always gapless) never reads, with why: set, they are refused.
+#: Options the query strategy never reads, with why: set, they are refused.
 _IGNORED_BY_QUERY: Dict[str, str] = {
     "autoinc_key": "it names a counter item, and the query strategy keeps none",
     "autoinc_counter": "it names the counter table, and the query strategy keeps no counter item",
@@ -193,8 +191,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
     unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
+    if unknown:  # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
         suffixes = {name[len("autoinc_"):]: name for name in DEFAULTS}
         close = [suffixes[m] for m in difflib.get_close_matches(unknown[0][len("autoinc_"):], suffixes, n=1)]
         hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(sorted(DEFAULTS))}"
@@ -263,9 +260,8 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     for part in scope:
         kind = attributes[part]
         if kind.attr_type in _UNORDERED or isinstance(kind, JSONAttribute):
-            raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}: a set, map, list or JSON "
-                               "value has no single text form, so its IDs could repeat; scope by a string, number or "
-                               "binary attribute")
+            raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}, which has no single text "
+                               "form, so IDs could repeat; scope by a string, number or binary attribute")
     if scope and (attribute.is_hash_key or attribute.is_range_key):
         other = model._range_keyname if attribute.is_hash_key else model._hash_keyname
         if other is None or set(scope) != {other}:
@@ -283,8 +279,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     fmt = opts["autoinc_format"]
     if fmt is not None:
         if not isinstance(attribute, UnicodeAttribute):
-            raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, but {name!r} is a "
-                               f"{type(attribute).__name__}")
+            raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, not a {type(attribute).__name__}")
         try:
             if not isinstance(fmt, str) or fmt.format(value=1, period="2026") == fmt.format(value=2, period="2026"):
                 raise ValueError("the value does not appear in it")
@@ -304,8 +299,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
 
     strategy = opts["autoinc_strategy"]
     if strategy not in STRATEGIES:
-        raise _fail(model, f"Meta.autoinc_strategy must be one of {', '.join(map(repr, STRATEGIES))}, "
-                           f"not {strategy!r}")
+        raise _fail(model, f"Meta.autoinc_strategy must be one of {', '.join(map(repr, STRATEGIES))}, not {strategy!r}")
     if sequence.cycle and not attribute.is_hash_key and not attribute.is_range_key:
         raise _fail(model, f"Meta.autoinc_cycle hands out values again, and only a key stays unique; {name!r} is "
                            "outside the key. Make it the hash or range key, or leave autoinc_cycle off")

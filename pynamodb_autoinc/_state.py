@@ -28,7 +28,6 @@ class ProcessState:
                 return self.parts[name]
 
     def reset(self) -> None:
-        """Forget every part: the next use makes it afresh."""
         self._lock = threading.Lock()  # a fork may have copied it held
         self.parts = {}
 

@@ -1,6 +1,5 @@
-"""The one place the library puts a DynamoDB request on the wire (:func:`send`, through a PynamoDB
-``Connection``'s ``dispatch``: PynamoDB's signals and botocore's retries apply), and the one retry loop
-(:func:`drive`, which sends an :class:`Exchange` until an answer settles it)."""
+"""The one place a DynamoDB request goes on the wire (:func:`send`, through PynamoDB's ``dispatch``: its signals and
+botocore's retries apply), and the one retry loop (:func:`drive`)."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ _T = TypeVar("_T", covariant=True)
 
 
 class Exchange(Protocol[_T]):
-    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means
-    (by default no failure is read and an answer is taken as it is)."""
+    """Requests sent until one answer settles them: what to send next, and what an answer or a failure means."""
 
     errors: ClassVar[Tuple[Type[BaseException], ...]] = ()  # the failures failed() reads; any other ends it
 
@@ -66,8 +64,7 @@ class Exchange(Protocol[_T]):
 
 
 def drive(exchange: Exchange[_T], failure: Optional[BaseException] = None) -> _T:
-    """Send ``exchange``'s requests until one is applied (``failed`` raises once its Budget is spent).
-    ``failure``: the caller sent the first request, which failed so; it is read first."""
+    """Send ``exchange``'s requests until one is applied; ``failure``: the first request's, sent by the caller."""
     if failure is not None:
         answer = exchange.failed(failure)
         if answer is not None:

@@ -1,6 +1,5 @@
-"""Global tables: the check on a model's first claim in a process (one DescribeTable per table), and the
-multi-region schemes (``Meta.autoinc_regions``, ``_home_region``, ``_single_region_writes``); see
-docs/global-tables.md. An MRSC table needs no scheme but refuses gapless mode (no TransactWriteItems there)."""
+"""Global tables: the check on a model's first claim in a process (one DescribeTable per table), and the multi-region
+schemes (``Meta.autoinc_regions``, ``_home_region``, ``_single_region_writes``); see docs/global-tables.md."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ class _Known:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.kinds: Dict[Tuple[Any, ...], TableKind] = {}
-        # model -> (its options, the options its claims use in this process, its tables are MRSC)
+        # model -> (its options, the options its claims use here, its tables are MRSC)
         self.checked: WeakKeyDictionary[type, Tuple[Any, Any, bool]] = WeakKeyDictionary()
         self.connections: Dict[Tuple[Any, ...], TableConnection] = {}
         self.ready: Set[Tuple[Any, ...]] = set()  # region counters (NextId._where) found on the current layout
@@ -44,7 +43,6 @@ def _tables() -> _Known:
 
 
 def describe_table(connection: Connection, table: str) -> Dict[str, Any]:
-    """One DescribeTable request: the table's description (its ``Table``)."""
     return cast(Dict[str, Any], _transport.send(connection, "DescribeTable", {"TableName": table}, raw=True)
                 .get("Table", {}))
 
@@ -123,8 +121,7 @@ def validate(model: Type[Model], opts: Dict[str, Any], strategy: str) -> Tuple[T
 
 
 def write_connection(model: Type[Model], opts: Any = None) -> Connection:
-    """The connection that stores ``model``'s new items (``opts``: its options, if at hand): the home region's in
-    gapless mode with a home region."""
+    """The connection storing ``model``'s new items: the home region's in gapless mode with a home region."""
     opts = model.autoinc_options() if opts is None else opts  # type: ignore[attr-defined]
     if opts.home_region is None or not opts.gapless:
         return model._get_connection().connection
@@ -141,8 +138,7 @@ def write_connection(model: Type[Model], opts: Any = None) -> Connection:
 
 
 def effective(opts: Any) -> Any:
-    """The options a claim of ``opts.model`` uses in this process, after the global-table check: with
-    ``Meta.autoinc_regions``, the region's own subsequence on its own counter item; otherwise ``opts``."""
+    """The options a claim of ``opts.model`` uses after the global-table check (with regions, its region's)."""
     verdict = _tables().checked.get(opts.model)
     if verdict is None or verdict[0] is not opts:
         region, mrsc = _check(opts)
@@ -155,13 +151,13 @@ def effective(opts: Any) -> Any:
 
 
 def strong(opts: Any) -> bool:
-    """Whether ``opts.model``'s tables are MRSC global tables, as this process found (after :func:`effective`)."""
+    """Whether ``opts.model``'s tables are MRSC global tables (known after :func:`effective`)."""
     verdict = _tables().checked.get(opts.model)
     return verdict is not None and verdict[2]
 
 
 def _check(opts: Any) -> Tuple[Optional[str], bool]:
-    """Describe the tables; refuse what cannot keep IDs unique; (the region this process writes from, MRSC)."""
+    """Refuse tables that cannot keep IDs unique; returns (the region this process writes from, MRSC)."""
     model, region = opts.model, None
     if opts.regions:  # the region it writes from: Meta.region, or else the region botocore resolves
         region = getattr(model.Meta, "region", None) or model._get_connection().connection.client.meta.region_name
@@ -169,10 +165,8 @@ def _check(opts: Any) -> Tuple[Optional[str], bool]:
             raise GlobalTableError(f"{model.__name__} numbers IDs per region (Meta.autoinc_regions), but its region "
                                    "is not known: set Meta.region (or AWS_DEFAULT_REGION)")
     if region is not None and region not in opts.regions:
-        raise GlobalTableError(
-            f"{model.__name__} writes from region {region!r}, which Meta.autoinc_regions {list(opts.regions)} does "
-            f"not list; append {region!r} to the list (never reorder it), then run `pynamodb-autoinc seed` for the "
-            "model")
+        raise GlobalTableError(f"{model.__name__} writes from region {region!r}, not in Meta.autoinc_regions "
+                               f"{list(opts.regions)}; append it (never reorder), then run `pynamodb-autoinc seed`")
     if opts.single_region_writes:
         return region, False
     kinds = [table_kind(model)]
@@ -182,10 +176,8 @@ def _check(opts: Any) -> Tuple[Optional[str], bool]:
     eventual = [k for k in kinds if k is not None and k[2] == "EVENTUAL"]
     if eventual and not (opts.regions or opts.home_region):
         replicas = ", ".join(sorted({r for k in eventual for r in k[1]})) or "other regions"
-        raise GlobalTableError(
-            f"{model.__name__}: table {' and '.join(repr(k[0]) for k in eventual)} is a global table in multi-region "
-            f"eventual consistency (replicas in {replicas}), so two regions would hand out the same ID. Choose a "
-            f"multi-region scheme: {SCHEMES}")
+        raise GlobalTableError(f"{model.__name__}: table {' and '.join(repr(k[0]) for k in eventual)} is an eventually "
+                               f"consistent global table ({replicas}): regions could hand out one ID. Use {SCHEMES}")
     mrsc = any(k is not None and k[2] == "STRONG" for k in kinds)
     if mrsc and opts.gapless and opts.strategy == "counter":
         raise GlobalTableError(
@@ -213,12 +205,8 @@ def sequence_of(opts: Any, key: str) -> SequenceOptions:
 
 
 def check_region_counter(opts: Any, key: str) -> None:
-    """Refuse the first claim on the counter ``key`` (``base@region``) of a claim's options (after
-    :func:`effective`) when Meta.autoinc_regions changed and `seed` was not run: the region's counter does not exist
-    while another region's records another layout (or none), or the single-region counter ``base`` holds a value.
-
-    :raises SequenceMismatchError: naming `pynamodb-autoinc seed`; nothing was spent
-    """
+    """Raise SequenceMismatchError on the first claim on ``key`` (``base@region``) when Meta.autoinc_regions changed
+    and `seed` did not run: that counter is missing while another region's or ``base`` holds a layout or value."""
     if opts.region is None:
         return
     counter = opts.counter
@@ -250,14 +238,12 @@ def check_region_counter(opts: Any, key: str) -> None:
 
 
 def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:
-    """Put every region's counter past every ID handed out anywhere (``furthest``: the stored IDs by counter key
-    before the region; the single-region counter; every region's counter), on the region's subsequence: raised
-    (never moved back), or restarted when it records another layout. A reordered list is refused before anything
-    moves. Returns one line per counter; with ``dry_run``, what would change, writing nothing."""
+    """Put every region's counter past every ID handed out (``furthest``: stored IDs by base key), raised or
+    restarted on its subsequence; a reordered list is refused first. Returns one line per counter (``dry_run``)."""
     layout = regions_of(opts)
     keys = set(furthest)
     for key in counter.keys():  # noqa: SIM118 - NextId.keys(), a scan of the counter table
-        if opts.owns(key, any_region=True):  # not another model's counter whose key starts with this one's
+        if opts.owns(key, any_region=True):  # not another model's key that starts with this one's
             keys.add(key.rpartition("@")[0])
     pick = max if opts.sequence.step > 0 else min
     report: List[str] = []
@@ -268,10 +254,9 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run:
             if recorded is not None and (recorded.start, recorded.minimum, recorded.maximum) != \
                     (sequence.start, sequence.minimum, sequence.maximum):
                 raise GlobalTableError(
-                    f"counter {base}@{region} records start {recorded.start}, bounds {recorded.minimum}.."
-                    f"{recorded.maximum}, but region {region!r} (place {opts.regions.index(region)}) starts at "
-                    f"{sequence.start}, bounds {sequence.minimum}..{sequence.maximum}: Meta.autoinc_regions was "
-                    "reordered (or autoinc_start, _min, _max changed); restore its order. Nothing was changed")
+                    f"counter {base}@{region} records {recorded.encode()}, but region {region!r} (place "
+                    f"{opts.regions.index(region)}) runs {sequence.encode()}: Meta.autoinc_regions was reordered (or "
+                    "autoinc_start, _min, _max changed); restore its order. Nothing was changed")
         bound = pick((v for v in (furthest.get(base), counter.currval(base), *(s[0] for s in states.values()))
                       if v is not None), default=None)
         for region, sequence in layout:

@@ -1,10 +1,5 @@
-"""Where an ID is born: a :class:`Claim` on the next value of a sequence, set on its instance at once.
-
-A claim ends committed (:func:`commit`, once its item is stored) or released (the attribute back to None); only
-:class:`~pynamodb_autoinc.WriteOutcomeUnknownError` leaves it on its instance. Its kind is ``"counter"`` (fast and
-block: the counter advanced by an UpdateItem), ``"swap"`` (gapless: the counter moves in the item's transaction) or
-``"query"`` (the partition's last range key). See docs/architecture.md, "Where an ID is born".
-"""
+"""Where an ID is born: a :class:`Claim` on the next value of a sequence, set on its instance at once; it ends
+committed or released (back to None). See docs/architecture.md, "Where an ID is born"."""
 
 from __future__ import annotations
 
@@ -36,10 +31,9 @@ ChainId = Tuple[Any, ...]
 @dataclass(eq=False)
 class Claim:
     """A value of a sequence taken for one new instance, until it is committed or released."""
-
     instance: Model
     opts: Options
-    kind: str  # "counter", "swap" or "query"
+    kind: str  # "counter" (fast, block), "swap" (gapless: moved in the item's transaction) or "query"
     key: str  # the counter key (the query strategy: the table and partition)
     period: Optional[str] = None
     value: int = 0
@@ -55,7 +49,6 @@ class Claim:
         return (self.kind, *counter_id(self.opts, self.key))
 
     def assign(self, value: int) -> None:
-        """Take ``value`` and set it on the instance."""
         self.value = value
         opts = self.opts
         setattr(self.instance, opts.attribute,
@@ -87,7 +80,7 @@ def commit(claims: Sequence[Claim]) -> None:
 
 @contextmanager
 def held(claims: Sequence[Claim]) -> Iterator[None]:
-    """Release ``claims`` that are not committed when the block is left by an exception (see :func:`abandoned`)."""
+    """Release ``claims`` not committed when the block is left by an exception (see :func:`abandoned`)."""
     try:
         yield
     except BaseException as exc:
@@ -96,15 +89,14 @@ def held(claims: Sequence[Claim]) -> Iterator[None]:
 
 
 def abandoned(claims: Sequence[Claim], exc: BaseException) -> None:
-    """The write of ``claims`` ended with ``exc``: release them, unless it is a :class:`WriteOutcomeUnknownError`
-    (the item may be stored under the claimed value, so the instance keeps it)."""
+    """Release ``claims``, unless ``exc`` is a WriteOutcomeUnknownError (the item may be stored under them)."""
     if not isinstance(exc, WriteOutcomeUnknownError):
         for claim in claims:
             claim.release()
 
 
 class _Memory:
-    """What this process remembers about counters (a part of :mod:`pynamodb_autoinc._state`)."""
+    """What this process remembers about counters."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -118,7 +110,6 @@ REMEMBERED = 1024
 
 
 def _bound(memory: Dict[Any, Any]) -> None:
-    """Forget the oldest entries of ``memory`` beyond :data:`REMEMBERED`."""
     while len(memory) > REMEMBERED:
         del memory[next(iter(memory))]
 
@@ -170,8 +161,8 @@ SET_BY_HAND.append(forget_counter)
 
 
 def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh: bool = False) -> Claim:
-    """Claim the next value for ``instance`` and set it; ``pending`` are the request's earlier claims; ``fresh``:
-    a swap claim reads the counter rather than the value this process remembers."""
+    """Claim the next value for ``instance``; ``pending``: the request's earlier claims; ``fresh``: read the
+    counter, not the value this process remembers."""
     known = _state.state.parts.get("tables")  # the check's verdict, as this process left it
     verdict = known.checked.get(opts.model) if known is not None else None
     opts = verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
@@ -189,11 +180,8 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
                 regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
     claim = Claim(instance, opts, kind, key, period)
     if kind == "counter":
-        if opts.block > 1:
-            claim.assign(_from_block(opts, key))
-        else:
-            # a global table's conflict between regions is a lost race, retried within the model's budget
-            claim.assign(opts.counter._advance(key, opts.sequence, opts.budget))
+        claim.assign(_from_block(opts, key) if opts.block > 1
+                     else opts.counter._advance(key, opts.sequence, opts.budget))
     else:
         chain = [c for c in pending if c.chain == claim.chain] if pending else []
         if chain:
@@ -208,8 +196,8 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
 
 
 def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
-    """Fast mode: claim values for ``instances`` with one counter request per counter key, for exactly the values
-    needed (no block), so a batch that does not fit before the bound spends nothing."""
+    """Fast mode: one counter request per key for exactly the values needed; a batch that does not fit spends
+    nothing."""
     opts = regions.effective(opts)
     period = opts.current_period()
     groups: Dict[str, List[Model]] = {}
@@ -261,7 +249,7 @@ def remembered(claim: Claim) -> Any:
     """The value this process last wrote to a swap claim's counter, or unknown."""
     if claim.kind != "swap":
         return _UNKNOWN
-    ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it
+    ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it (read outside the lock it takes)
     memory = _memory()
     with memory.lock:
         return memory.seen.get(ident, _UNKNOWN)
@@ -282,8 +270,7 @@ def _head(claim: Claim, last: Any) -> None:
 
 
 def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]:
-    """Reserve ``count`` values of counter ``key`` (one UpdateItem per pass of a cycling sequence); without
-    ``partial``, a sequence that does not cycle gives all or nothing; with it, fewer when fewer are left."""
+    """Reserve ``count`` values of ``key``: without ``partial`` all or nothing (unless cycling), with it fewer."""
     if count > opts.sequence.size and not partial:
         raise opts.sequence.too_many(key, count)  # a cycling sequence is asked for what is left, pass by pass
     values: List[int] = []
@@ -296,8 +283,7 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
 
 
 def _from_block(opts: Options, key: str) -> int:
-    """The next value of this process's block (one per counter and sequence options), reserving a new one (fewer
-    values near the end bound) when it is used up."""
+    """The next value of this process's block, reserving a new one when it is used up."""
     sequence, memory = (counter_id(opts, key), opts.sequence), _memory()
     with memory.lock:
         block = memory.blocks.get(sequence)
@@ -314,8 +300,8 @@ def _from_block(opts: Options, key: str) -> int:
 
 
 def track(instances: Sequence[Model], opts: Options) -> None:
-    """``Meta.autoinc_track_explicit``: raise each counter past the furthest explicit ID of ``instances`` on it
-    (IDs outside the bounds are left alone), and drop this process's block when it holds such an ID."""
+    """``Meta.autoinc_track_explicit``: raise each counter past the furthest explicit ID within its bounds, and
+    drop this process's block when it holds such an ID."""
     period, pick = opts.current_period(), max if opts.step > 0 else min
     furthest: Dict[str, int] = {}
     for instance in instances:
@@ -351,8 +337,7 @@ def partition_key(instance: Model, opts: Options) -> str:
 
 
 def _query_last(instance: Model, opts: Options) -> Optional[int]:
-    """The last value of the instance's partition: its largest range key (smallest, going down) within the
-    sequence's bounds."""
+    """The partition's last value: its largest range key (smallest, going down) within the bounds."""
     model = type(instance)
     hash_value = getattr(instance, str(model._hash_keyname))
     range_key = model._range_key_attribute()
