@@ -95,10 +95,10 @@ def blind() -> None:
 
 
 def first_loss() -> None:
-    """The first loss with nobody queued no longer tries again at once: it takes a ticket."""
+    """The first loss with nobody queued does not try again at once: it takes a ticket."""
     _rewrite(_contention().Contest, "lost",
-             "                return current  # a first loss",
-             "                return self._queue()  # a first loss")
+             "            return current  # a first loss",
+             "            return self._queue()  # a first loss")
 
 
 def jitter() -> None:

@@ -205,6 +205,9 @@ class Contest:
         if self.write.by_standing:  # its ticket's number is in the counter item (not there: passed over)
             mine = _number(item, self.write.standing or "")
             self.write.by_standing, self.write.ticket = False, None if mine is None else mine + 1
+        elif self.write.ticket is None and self.losses == 1 and item is not None and \
+                _number(item, "NextTicket") == _number(item, "NextServed"):
+            return current  # a first loss with nobody queued: the refusal showed the value, try it at once
         return self._queue() if self.write.ticket is None else self._wait(item, exc)
 
     def _queue(self) -> Dict[ChainId, Any]:
