@@ -114,8 +114,9 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         is_new = getattr(self, opts.attribute) is None
         if transaction is None:
             if is_new:
-                raise UnassignedIdError(f"{type(self).__name__} has no {opts.attribute} yet: save it with save(), "
-                                        "save_all(), or use pynamodb_autoinc.TransactWrite in place of PynamoDB's")
+                raise UnassignedIdError(f"{type(self).__name__} has no {opts.attribute} yet; it can only be saved with "
+                                        "save(), save_all() or the library's TransactWrite: use "
+                                        "pynamodb_autoinc.TransactWrite in place of PynamoDB's")
             return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
         hook = transaction._autoinc_hook = transaction._autoinc_hook or _Hook(transaction)
         if any(entry.instance is self for entry, _ in hook.entries):
