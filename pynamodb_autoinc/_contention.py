@@ -231,8 +231,8 @@ class Contest:
         assert self.chain is not None and self.write.ticket is not None
         head = self._head()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
-        if served is None or value is _UNKNOWN:  # the answer did not show the queue: a new ticket's does
-            return self._queue()
+        if served is None or value is _UNKNOWN:  # a refusal that did not show the queue: a new ticket's does
+            return self._queue() if exc is not None else {}  # a ticket's own answer: once, not a ticket per ticket
         ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             self.write.ticket = None
