@@ -29,6 +29,7 @@ from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
+    CounterValueError,
     ItemWriteError,
     SequenceExhaustedError,
 )
@@ -496,6 +497,33 @@ def test_a_standing_ticket_on_a_deleted_counter_does_not_loop(make_model, rival,
     user.save()
     assert user.id == 1
     assert opts.counter.currval(opts.key) == 1
+
+
+def test_a_ticket_answer_showing_no_counter_value_ends_the_save(make_model, rival, requests, monkeypatch):
+    """A queued save whose ticket's answer shows a counter holding no integer (put there by hand meanwhile) takes
+    no ticket after ticket: it raises CounterValueError naming the fix within a few requests, its ID at None."""
+    User = make_model("User", autoinc_gapless=True, autoinc_backoff=0, autoinc_timeout=None, autoinc_retries=50)
+    opts = User.autoinc_options()
+    User().save()
+    hash_key, range_key = opts.counter._item_key(opts.key)
+    tickets: List[int] = []
+    build = _contention.ticket_kwargs
+
+    def break_then_build(*args: Any, **kwargs: Any) -> Dict[str, Any]:
+        tickets.append(1)
+        opts.counter._get_connection().update_item(hash_key, range_key=range_key, actions=[Path(["NextId"]).set("x")])
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(_contention, "ticket_kwargs", break_then_build)
+    rival(User, times=2)  # two lost races: the second takes a ticket
+    requests.clear()
+    user = User()
+    with pytest.raises(CounterValueError, match="not an integer.*setval"):
+        user.save()
+    assert user.id is None
+    assert tickets == [1]
+    assert len(requests) <= 12
+    assert ids(User) == [1]
 
 
 def _in_threads(saves: List[Any], waiting: int) -> dict:
