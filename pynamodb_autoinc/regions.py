@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type, cast
+from typing import Any, Dict, List, Optional, Set, Tuple, Type, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.connection import Connection, TableConnection
@@ -75,49 +75,6 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     with _tables().lock:
         _tables().kinds[where] = kind
     return kind
-
-
-def validate(model: Type[Model], opts: Dict[str, Any], strategy: str) -> Tuple[Tuple[str, ...], Optional[str],
-                                                                             Optional[str], bool]:
-    """Check the multi-region ``Meta`` options; returns (regions, home region, home host, single-region writes)."""
-    name = model.__name__
-    regions, home = opts["autoinc_regions"], opts["autoinc_home_region"]
-    host, single = opts["autoinc_home_host"], opts["autoinc_single_region_writes"]
-    if not isinstance(single, bool):
-        raise ConfigurationError(f"{name}: Meta.autoinc_single_region_writes must be True or False, not {single!r}")
-    if regions is not None:
-        if isinstance(regions, str) or not isinstance(regions, Sequence) \
-                or not all(isinstance(r, str) and r for r in regions):
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions must be a sequence of region names, e.g. "
-                                     f"('us-east-1', 'eu-west-1'), not {regions!r}")
-        regions = tuple(regions)
-        if not regions:
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions is empty; list every region that writes, or None")
-        repeated = sorted({r for r in regions if regions.count(r) > 1})
-        if repeated:
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions lists {repeated[0]!r} more than once; list it once")
-    if home is not None and (not isinstance(home, str) or not home):
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_region must be a region name, not {home!r}")
-    if host is not None and (not isinstance(host, str) or not host):
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_host must be an endpoint URL or None, not {host!r}")
-    if host is not None and home is None:
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_host is the home region's endpoint; set "
-                                 "Meta.autoinc_home_region too")
-    chosen = [n for n, v in (("autoinc_regions", regions), ("autoinc_home_region", home),
-                             ("autoinc_single_region_writes", single)) if v]
-    if len(chosen) > 1:
-        raise ConfigurationError(f"{name}: Meta.{chosen[0]} and Meta.{chosen[1]} are two multi-region schemes; "
-                                 "choose one")
-    if chosen and chosen[0] != "autoinc_single_region_writes" and strategy == "query":
-        raise ConfigurationError(f"{name}: Meta.{chosen[0]} needs a counter, which the query strategy does not keep; "
-                                 "use autoinc_strategy = 'counter'")
-    if regions is not None:
-        for option, why in (("autoinc_cycle", "a wrap restarts at the bound, off the region's subsequence"),
-                            ("autoinc_track_explicit", "an explicit ID lies on any region's subsequence")):
-            if opts[option]:
-                raise ConfigurationError(f"{name}: Meta.{option} cannot be combined with Meta.autoinc_regions: "
-                                         f"{why}, so two regions could hand out one value")
-    return regions or (), home, host, single
 
 
 def write_connection(model: Type[Model], opts: Any = None) -> Connection:
