@@ -29,7 +29,7 @@ class _Known:
     """What this process learned: table kinds by endpoint and table, and each model's verdict."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # one connection per home endpoint (a single dict or set operation is atomic)
         self.kinds: Dict[Tuple[Any, ...], TableKind] = {}
         # model -> (its options, the options its claims use here, its tables are MRSC)
         self.checked: WeakKeyDictionary[type, Tuple[Any, Any, bool]] = WeakKeyDictionary()
@@ -51,8 +51,7 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     """The kind of ``model``'s table, described once per process (None: the table does not exist)."""
     meta = model.Meta
     where = (getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name)
-    with _tables().lock:
-        known = _tables().kinds.get(where)
+    known = _tables().kinds.get(where)
     if known is not None:
         return known
     try:
@@ -72,8 +71,7 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     strong = description.get("MultiRegionConsistency") == "STRONG"
     is_global = bool(replicas) or description.get("GlobalTableVersion") is not None
     kind = (meta.table_name, replicas, ("STRONG" if strong else "EVENTUAL") if is_global else None)
-    with _tables().lock:
-        _tables().kinds[where] = kind
+    _tables().kinds[where] = kind
     return kind
 
 
@@ -101,9 +99,7 @@ def effective(opts: Any) -> Any:
         region, mrsc = _check(opts)
         claimed = opts if region is None else dataclasses.replace(
             opts, region=region, sequence=opts.sequence.subsequence(opts.regions.index(region), len(opts.regions)))
-        verdict = (opts, claimed, mrsc)
-        with _tables().lock:
-            _tables().checked[opts.model] = verdict
+        verdict = _tables().checked[opts.model] = (opts, claimed, mrsc)
     return verdict[1]
 
 
@@ -168,15 +164,13 @@ def check_region_counter(opts: Any, key: str) -> None:
         return
     counter = opts.counter
     where = counter._where(key)
-    with _tables().lock:
-        if where in _tables().ready:
-            return
+    if where in _tables().ready:
+        return
     last, recorded = counter.read(key)
     if last is None and recorded is None:
-        base, size = key.rpartition("@")[0], len(opts.regions)
-        declared = opts.model.autoinc_options().sequence  # the sequence the regions share
-        others = [(region, *counter.read(f"{base}@{region}"), declared.subsequence(i, size))
-                  for i, region in enumerate(opts.regions) if region != opts.region]
+        base = key.rpartition("@")[0]  # each other region's counter, with the subsequence it runs as declared
+        others = [(region, *counter.read(f"{base}@{region}"), own)
+                  for region, own in regions_of(opts.model.autoinc_options()) if region != opts.region]
         stale = next(((r, rec) for r, other, rec, own in others if rec != own and (other, rec) != (None, None)), None)
         current = any(rec == own for _, _, rec, own in others)
         single = counter.currval(base) if not current and stale is None else None
@@ -190,8 +184,7 @@ def check_region_counter(opts: Any, key: str) -> None:
                 "Meta.autoinc_regions changed and `seed` has not run. Run `pynamodb-autoinc seed --model "
                 f"{model.__module__}:{model.__qualname__}`; nothing was spent",
                 recorded=stale[1].encode() if stale and stale[1] else None)
-    with _tables().lock:
-        _tables().ready.add(where)
+    _tables().ready.add(where)
 
 
 def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:
