@@ -448,8 +448,7 @@ def joined(write: Write) -> Dict[str, Any]:
     member, state = _Member(write), _state.state
     group: Optional[_Group] = None
     try:
-        # this process's groups, by counter and connection (a part of its state)
-        groups: Dict[Tuple[Any, ...], _Group] = state.parts.get("groups") or state.part("groups", dict)
+        groups: Dict[Tuple[Any, ...], _Group] = state.parts.get("groups") or state.part("groups", dict)  # by place
         place = (member.claim.chain, id(write.connection))
         group = groups.get(place) or groups.setdefault(place, _Group())
         with group.guard:
