@@ -77,23 +77,14 @@ class Write:
         self.checks, self.deletes, self.updates = checks, deletes, updates
         self.token, self.retry, self.extra = token, retry, dict(extra or {})
         self.claims: List[Claim] = [entry.claim for entry in entries if entry.claim is not None]
-        self.queue = False
-        """Swaps wait their turn in their counter's queue (see :mod:`pynamodb_autoinc._contention`)."""
-        self.ticket: Optional[int] = None
-        """The queue ticket the swap serves."""
-        self.standing: Optional[str] = None
-        """The counter attribute holding this process's standing ticket, for a lone save that may keep its
-        place in the queue."""
-        self.by_standing = False
-        """The swap serves the standing ticket, whose number is not known yet."""
-        self.requeue = False
-        """The swap takes a standing ticket for the process's next save."""
-        self.grouped = False
-        """Sent by its process's group commit: the only write of the process on its counter in flight."""
-        self.previous_end: Optional[float] = None
-        """With ``grouped``: when (:data:`_budget.clock`, monotonic) the last write of its group ended."""
-        self.counter_items: Dict[ChainId, Dict[str, Any]] = {}
-        """The counter items that refused swaps showed, by chain."""
+        self.queue = False  # swaps wait their turn in their counter's queue (see _contention)
+        self.ticket: Optional[int] = None  # the queue ticket the swap serves
+        self.standing: Optional[str] = None  # the counter attribute of this process's standing ticket (lone saves)
+        self.by_standing = False  # the swap serves the standing ticket, whose number is not known yet
+        self.requeue = False  # the swap takes a standing ticket for the process's next save
+        self.grouped = False  # sent by its process's group commit: its only write on the counter in flight
+        self.previous_end: Optional[float] = None  # with grouped: when (_budget.clock) its group's last write ended
+        self.counter_items: Dict[ChainId, Dict[str, Any]] = {}  # the counter items refused swaps showed, by chain
         self.sent: Tuple[str, Dict[str, Any]] = ("", {})  # the request last built (an unknown outcome resends it)
 
     def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
@@ -432,26 +423,12 @@ GROUP_LIMIT = 25
 GROUP_BYTES = 2_000_000
 
 
-class _Groups:
-    """This process's groups, one per counter and connection."""
-
-    def __init__(self) -> None:
-        self.guard = threading.Lock()
-        self.by_place: Dict[Tuple[Any, ...], _Group] = {}
-
-
-def _groups() -> _Groups:
-    state = _state.state
-    return state.parts.get("groups") or state.part("groups", _Groups)
-
-
 class _Member:
     def __init__(self, write: Write) -> None:
         self.write = write
         self.claim = write.claims[0]  # a new one when a split group sends it alone
         self.taken = False  # a leader took it from the queue: it ends as that leader sends it
-        self.done = False
-        self.finished = threading.Event()
+        self.finished = threading.Event()  # set when its write ended, whoever sent it
         self.response: Dict[str, Any] = {}
         self.error: Optional[BaseException] = None
 
@@ -471,17 +448,14 @@ def joined(write: Write) -> Dict[str, Any]:
     member, state = _Member(write), _state.state
     group: Optional[_Group] = None
     try:
-        groups = state.parts.get("groups") or state.part("groups", _Groups)  # _groups() without its call
+        groups: Dict[Tuple[Any, ...], _Group] = state.parts.get("groups") or state.part("groups", dict)  # by place
         place = (member.claim.chain, id(write.connection))
-        group = groups.by_place.get(place)
-        if group is None:
-            with groups.guard:
-                group = groups.by_place.setdefault(place, _Group())
+        group = groups.get(place) or groups.setdefault(place, _Group())
         with group.guard:
             group.queue.append(member)
-        while not member.done:
+        while not member.finished.is_set():
             with group.lead:
-                if not member.done:
+                if not member.finished.is_set():
                     _lead(group, member)
     except BaseException:
         _leave(group, member)
@@ -573,7 +547,6 @@ def _lead(group: _Group, leader: _Member) -> None:
                 if m in group.queue:
                     group.queue.remove(m)
         for m in batch:
-            m.done = True
             m.finished.set()
 
 

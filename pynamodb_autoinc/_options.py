@@ -6,13 +6,12 @@ import difflib
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
 from . import _calendar as periods
-from . import regions
 from ._budget import Budget
 from .counter import CONNECTION_SETTINGS, RESERVED_PREFIX, NextId, bind_counter, in_table_counter, rebind
 from .exceptions import ConfigurationError, UnassignedIdError
@@ -50,12 +49,8 @@ STRATEGIES = ("counter", "query")
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them.
-    Annotate with it::
-
-        opts: ModelOptions = Order.autoinc_options()
-        opts.sequence.max
-    """
+    """A model's validated auto-increment options (read-only), as ``Model.autoinc_options()`` returns them, e.g.
+    ``Order.autoinc_options().sequence.maximum``."""
 
     model: Type[Model]
     attribute: str
@@ -158,7 +153,7 @@ def options_for(model: Type[Model]) -> Options:
     """The validated options of ``model``, computed on first use and cached."""
     cached: Optional[Options] = model.__dict__.get(OPTIONS_CACHE)
     if cached is None:
-        cached = _read(model)
+        cached = check_options(model)
         setattr(model, OPTIONS_CACHE, cached)
     return cached
 
@@ -167,27 +162,13 @@ def options_for(model: Type[Model]) -> Options:
 OPTIONS_CACHE = "_autoinc_options_cache"
 
 
-def check_options(model: Type[Model]) -> None:
-    """Validate ``model``'s options when its class is created."""
-    _read(model)
-
-
-#: Options the query strategy never reads, with why: set, they are refused.
-_IGNORED_BY_QUERY: Dict[str, str] = {
-    "autoinc_key": "it names a counter item, and the query strategy keeps none",
-    "autoinc_counter": "it names the counter table, and the query strategy keeps no counter item",
-    "autoinc_gapless": "the query strategy is always gapless",
-}
-
-#: Attribute types whose values have no single text form for a counter key: sets, maps, lists.
-_UNORDERED = frozenset({"SS", "NS", "BS", "M", "L"})
-
 
 def _fail(model: Type[Model], problem: str) -> ConfigurationError:
     return ConfigurationError(f"{model.__name__}: {problem}")
 
 
-def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, in order
+def check_options(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, in order
+    """Read and validate ``model``'s options (when its class is created, and on first use)."""
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
     unknown = sorted(set(given) - set(DEFAULTS))
@@ -217,7 +198,8 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
     if not isinstance(key, str) or not key:
         raise _fail(model, f"Meta.autoinc_key must be a non-empty string, not {key!r}")
 
-    for flag in ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit"):
+    for flag in ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit",
+                 "autoinc_single_region_writes"):
         if not isinstance(opts[flag], bool):
             raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
     for number in ("autoinc_retries", "autoinc_block"):
@@ -259,7 +241,7 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
     for part in scope:
         kind = attributes[part]
-        if kind.attr_type in _UNORDERED or isinstance(kind, JSONAttribute):
+        if kind.attr_type in ("SS", "NS", "BS", "M", "L") or isinstance(kind, JSONAttribute):  # sets, maps, lists
             raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}, which has no single text "
                                "form, so IDs could repeat; scope by a string, number or binary attribute")
     if scope and (attribute.is_hash_key or attribute.is_range_key):
@@ -317,13 +299,43 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
             if opts[option]:
                 raise _fail(model, f"Meta.{option} does not apply to the query strategy (no counter; the partition "
                                    "is the scope)")
-        for option, why in _IGNORED_BY_QUERY.items():
+        for option, why in (("autoinc_key", "it names a counter item, and the query strategy keeps none"),
+                            ("autoinc_counter", "it names the counter table, and the query strategy keeps none"),
+                            ("autoinc_gapless", "the query strategy is always gapless")):  # it never reads them
             if given.get(option, DEFAULTS[option]) is not DEFAULTS[option]:
                 raise _fail(model, f"Meta.{option} = {given[option]!r} has no effect with the query strategy: "
                                    f"{why}; remove it, or use autoinc_strategy = 'counter'")
 
-    region_list, home, home_host, single = regions.validate(model, opts, strategy)
+    region_list, home, home_host = opts["autoinc_regions"], opts["autoinc_home_region"], opts["autoinc_home_host"]
+    if region_list is not None:
+        if isinstance(region_list, str) or not isinstance(region_list, Sequence) \
+                or not all(isinstance(r, str) and r for r in region_list):
+            raise _fail(model, "Meta.autoinc_regions must be a sequence of region names, e.g. ('us-east-1', "
+                               f"'eu-west-1'), not {region_list!r}")
+        region_list = tuple(region_list)
+        if not region_list:
+            raise _fail(model, "Meta.autoinc_regions is empty; list every region that writes, or None")
+        repeated = sorted({r for r in region_list if region_list.count(r) > 1})
+        if repeated:
+            raise _fail(model, f"Meta.autoinc_regions lists {repeated[0]!r} more than once; list it once")
+    if home is not None and (not isinstance(home, str) or not home):
+        raise _fail(model, f"Meta.autoinc_home_region must be a region name, not {home!r}")
+    if home_host is not None and (not isinstance(home_host, str) or not home_host):
+        raise _fail(model, f"Meta.autoinc_home_host must be an endpoint URL or None, not {home_host!r}")
+    if home_host is not None and home is None:
+        raise _fail(model, "Meta.autoinc_home_host is the home region's endpoint; set Meta.autoinc_home_region too")
+    chosen = [n for n in ("autoinc_regions", "autoinc_home_region", "autoinc_single_region_writes") if opts[n]]
+    if len(chosen) > 1:
+        raise _fail(model, f"Meta.{chosen[0]} and Meta.{chosen[1]} are two multi-region schemes; choose one")
+    if chosen and chosen[0] != "autoinc_single_region_writes" and strategy == "query":
+        raise _fail(model, f"Meta.{chosen[0]} needs a counter, which the query strategy does not keep; use "
+                           "autoinc_strategy = 'counter'")
     if region_list:
+        for option, why in (("autoinc_cycle", "a wrap restarts at the bound, off the region's subsequence"),
+                            ("autoinc_track_explicit", "an explicit ID lies on any region's subsequence")):
+            if opts[option]:
+                raise _fail(model, f"Meta.{option} cannot be combined with Meta.autoinc_regions: {why}, so two "
+                                   "regions could hand out one value")
         try:
             sequence.subsequence(len(region_list) - 1, len(region_list))
         except ConfigurationError as exc:
@@ -360,4 +372,5 @@ def _read(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, 
         gapless=opts["autoinc_gapless"] or strategy == "query", strategy=strategy, sequence=sequence,
         track_explicit=opts["autoinc_track_explicit"], scope=tuple(scope), period=period, fmt=fmt, block=block,
         retries=opts["autoinc_retries"], backoff=float(backoff), timeout=None if timeout is None else float(timeout),
-        regions=region_list, home_region=home, home_host=home_host, single_region_writes=single)
+        regions=region_list or (), home_region=home, home_host=home_host,
+        single_region_writes=opts["autoinc_single_region_writes"])

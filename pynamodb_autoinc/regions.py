@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Type, cast
+from typing import Any, Dict, List, Optional, Set, Tuple, Type, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.connection import Connection, TableConnection
@@ -29,7 +29,7 @@ class _Known:
     """What this process learned: table kinds by endpoint and table, and each model's verdict."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # one connection per home endpoint (a single dict or set operation is atomic)
         self.kinds: Dict[Tuple[Any, ...], TableKind] = {}
         # model -> (its options, the options its claims use here, its tables are MRSC)
         self.checked: WeakKeyDictionary[type, Tuple[Any, Any, bool]] = WeakKeyDictionary()
@@ -51,8 +51,7 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     """The kind of ``model``'s table, described once per process (None: the table does not exist)."""
     meta = model.Meta
     where = (getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name)
-    with _tables().lock:
-        known = _tables().kinds.get(where)
+    known = _tables().kinds.get(where)
     if known is not None:
         return known
     try:
@@ -72,52 +71,8 @@ def table_kind(model: Type[Model]) -> Optional[TableKind]:
     strong = description.get("MultiRegionConsistency") == "STRONG"
     is_global = bool(replicas) or description.get("GlobalTableVersion") is not None
     kind = (meta.table_name, replicas, ("STRONG" if strong else "EVENTUAL") if is_global else None)
-    with _tables().lock:
-        _tables().kinds[where] = kind
+    _tables().kinds[where] = kind
     return kind
-
-
-def validate(model: Type[Model], opts: Dict[str, Any], strategy: str) -> Tuple[Tuple[str, ...], Optional[str],
-                                                                             Optional[str], bool]:
-    """Check the multi-region ``Meta`` options; returns (regions, home region, home host, single-region writes)."""
-    name = model.__name__
-    regions, home = opts["autoinc_regions"], opts["autoinc_home_region"]
-    host, single = opts["autoinc_home_host"], opts["autoinc_single_region_writes"]
-    if not isinstance(single, bool):
-        raise ConfigurationError(f"{name}: Meta.autoinc_single_region_writes must be True or False, not {single!r}")
-    if regions is not None:
-        if isinstance(regions, str) or not isinstance(regions, Sequence) \
-                or not all(isinstance(r, str) and r for r in regions):
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions must be a sequence of region names, e.g. "
-                                     f"('us-east-1', 'eu-west-1'), not {regions!r}")
-        regions = tuple(regions)
-        if not regions:
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions is empty; list every region that writes, or None")
-        repeated = sorted({r for r in regions if regions.count(r) > 1})
-        if repeated:
-            raise ConfigurationError(f"{name}: Meta.autoinc_regions lists {repeated[0]!r} more than once; list it once")
-    if home is not None and (not isinstance(home, str) or not home):
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_region must be a region name, not {home!r}")
-    if host is not None and (not isinstance(host, str) or not host):
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_host must be an endpoint URL or None, not {host!r}")
-    if host is not None and home is None:
-        raise ConfigurationError(f"{name}: Meta.autoinc_home_host is the home region's endpoint; set "
-                                 "Meta.autoinc_home_region too")
-    chosen = [n for n, v in (("autoinc_regions", regions), ("autoinc_home_region", home),
-                             ("autoinc_single_region_writes", single)) if v]
-    if len(chosen) > 1:
-        raise ConfigurationError(f"{name}: Meta.{chosen[0]} and Meta.{chosen[1]} are two multi-region schemes; "
-                                 "choose one")
-    if chosen and chosen[0] != "autoinc_single_region_writes" and strategy == "query":
-        raise ConfigurationError(f"{name}: Meta.{chosen[0]} needs a counter, which the query strategy does not keep; "
-                                 "use autoinc_strategy = 'counter'")
-    if regions is not None:
-        for option, why in (("autoinc_cycle", "a wrap restarts at the bound, off the region's subsequence"),
-                            ("autoinc_track_explicit", "an explicit ID lies on any region's subsequence")):
-            if opts[option]:
-                raise ConfigurationError(f"{name}: Meta.{option} cannot be combined with Meta.autoinc_regions: "
-                                         f"{why}, so two regions could hand out one value")
-    return regions or (), home, host, single
 
 
 def write_connection(model: Type[Model], opts: Any = None) -> Connection:
@@ -144,9 +99,7 @@ def effective(opts: Any) -> Any:
         region, mrsc = _check(opts)
         claimed = opts if region is None else dataclasses.replace(
             opts, region=region, sequence=opts.sequence.subsequence(opts.regions.index(region), len(opts.regions)))
-        verdict = (opts, claimed, mrsc)
-        with _tables().lock:
-            _tables().checked[opts.model] = verdict
+        verdict = _tables().checked[opts.model] = (opts, claimed, mrsc)
     return verdict[1]
 
 
@@ -211,15 +164,13 @@ def check_region_counter(opts: Any, key: str) -> None:
         return
     counter = opts.counter
     where = counter._where(key)
-    with _tables().lock:
-        if where in _tables().ready:
-            return
+    if where in _tables().ready:
+        return
     last, recorded = counter.read(key)
     if last is None and recorded is None:
-        base, size = key.rpartition("@")[0], len(opts.regions)
-        declared = opts.model.autoinc_options().sequence  # the sequence the regions share
-        others = [(region, *counter.read(f"{base}@{region}"), declared.subsequence(i, size))
-                  for i, region in enumerate(opts.regions) if region != opts.region]
+        base = key.rpartition("@")[0]  # each other region's counter, with the subsequence it runs as declared
+        others = [(region, *counter.read(f"{base}@{region}"), own)
+                  for region, own in regions_of(opts.model.autoinc_options()) if region != opts.region]
         stale = next(((r, rec) for r, other, rec, own in others if rec != own and (other, rec) != (None, None)), None)
         current = any(rec == own for _, _, rec, own in others)
         single = counter.currval(base) if not current and stale is None else None
@@ -233,8 +184,7 @@ def check_region_counter(opts: Any, key: str) -> None:
                 "Meta.autoinc_regions changed and `seed` has not run. Run `pynamodb-autoinc seed --model "
                 f"{model.__module__}:{model.__qualname__}`; nothing was spent",
                 recorded=stale[1].encode() if stale and stale[1] else None)
-    with _tables().lock:
-        _tables().ready.add(where)
+    _tables().ready.add(where)
 
 
 def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:

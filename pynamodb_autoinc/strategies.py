@@ -61,7 +61,7 @@ class Claim:
         self.state = "released"
         setattr(self.instance, self.opts.attribute, None)
         if self.kind == "swap":
-            remember(self.opts, self.key, None)  # it may be stale: read it afresh next time
+            forget(self)
 
 
 def commit(claims: Sequence[Claim]) -> None:
@@ -75,7 +75,10 @@ def commit(claims: Sequence[Claim]) -> None:
         memory = _memory()
         with memory.lock:
             for chain, claim in last.items():
-                _seen(memory, chain[1:], claim.value)
+                memory.seen.pop(chain[1:], None)  # the newest last, so the oldest goes first
+                memory.seen[chain[1:]] = claim.value
+            if len(memory.seen) > REMEMBERED:
+                _bound(memory.seen)
 
 
 @contextmanager
@@ -133,20 +136,11 @@ def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
     return ident
 
 
-def remember(opts: Options, key: str, value: Optional[int]) -> None:
-    """Record the counter's value as last written by this process (None: forget it)."""
-    ident, memory = counter_id(opts, key), _memory()
+def forget(claim: Claim) -> None:
+    """Forget the value this process last wrote to a swap claim's counter: it may be stale, read it afresh."""
+    memory = _memory()
     with memory.lock:
-        _seen(memory, ident, value)
-
-
-def _seen(memory: _Memory, ident: Tuple[Any, ...], value: Optional[int]) -> None:
-    """:func:`remember`, with ``memory.lock`` held."""
-    memory.seen.pop(ident, None)  # the newest last, so the oldest goes first
-    if value is not None:
-        memory.seen[ident] = value
-        if len(memory.seen) > REMEMBERED:
-            _bound(memory.seen)
+        memory.seen.pop(claim.chain[1:], None)
 
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:
@@ -240,15 +234,13 @@ def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
                 claim.assign(claim.opts.sequence.following(claim.key, before.value))
             else:
                 if claim.kind == "swap":
-                    remember(claim.opts, claim.key, None)
+                    forget(claim)
                 _head(claim, current.get(claim.chain, _UNKNOWN))
             done.append(claim)
 
 
 def remembered(claim: Claim) -> Any:
     """The value this process last wrote to a swap claim's counter, or unknown."""
-    if claim.kind != "swap":
-        return _UNKNOWN
     ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it (read outside the lock it takes)
     memory = _memory()
     with memory.lock:

@@ -350,9 +350,9 @@ def test_group_leader_interrupted_while_sending_leaves_no_ids(make_model, exc):
 
 
 def _queued() -> int:
-    from pynamodb_autoinc import _engine
+    from pynamodb_autoinc import _state
 
-    return sum(len(g.queue) for g in _engine._groups().by_place.values())
+    return sum(len(g.queue) for g in _state.state.parts.get("groups", {}).values())
 
 
 def _wait_for(check: Any) -> None:

@@ -24,6 +24,7 @@ from pynamodb_autoinc import (
     _budget,
     _contention,
     _engine,
+    _state,
 )
 from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
@@ -266,8 +267,8 @@ class HoldFirstTransaction:
             return
         self.holding.set()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and sum(len(g.queue) for g in _engine._groups().by_place.values()) \
-                < self.waiting:
+        groups = _state.state.parts.get("groups", {})  # the engine's group commits, by counter and connection
+        while time.monotonic() < deadline and sum(len(g.queue) for g in list(groups.values())) < self.waiting:
             time.sleep(0.005)
 
 
