@@ -354,11 +354,9 @@ def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], sav
                 exc: Optional[AutoIncrementError] = None) -> BulkSaveError:
     """A ``save_all()`` error of class ``kind``; ``saved`` landed, the rest of ``items`` did not."""
     extra: Dict[str, Any] = {"last": exc.last} if isinstance(exc, SequenceExhaustedError) else {}
-    error = kind(message, exc.cause if exc is not None else None,
-                 cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
-    error.saved = list(saved)
-    error.unsaved = [item for item in items if not any(item is s for s in saved)]
-    return error
+    unsaved = [item for item in items if not any(item is s for s in saved)]
+    return kind(message, exc.cause if exc is not None else None, saved=list(saved), unsaved=unsaved,
+                cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
 
 
 def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model], saved: List[Model],
