@@ -27,8 +27,7 @@ class _AllocatingSignal(NamedSignal):
 signals = Namespace()
 """The :class:`blinker.Namespace` of pynamodb-autoinc's signals.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 before_save: NamedSignal = signals.setdefault("before_save", _AllocatingSignal("before_save"))
 """Sent before every write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance; what a receiver sets
@@ -40,29 +39,25 @@ Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"s
     def stamp(sender, instance, is_new, **kwargs):
         instance.created_by = current_user()
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 after_save: NamedSignal = signals.signal("after_save")
 """Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance has committed, with the
 keywords of :data:`before_save`. A receiver that raises is logged and ignored.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 race_lost: NamedSignal = signals.signal("race_lost")
 """Sent each time a write lost a race for its counter (or query partition) and will try another value, with
 ``instance`` (its first new instance), ``attempts`` and ``elapsed`` (seconds). A receiver that raises is logged.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 contention_failed: NamedSignal = signals.signal("contention_failed")
 """Sent when a write used up ``Meta.autoinc_timeout`` (or ``autoinc_retries``) losing races, just before
 :class:`~pynamodb_autoinc.exceptions.ContentionError`; keywords of :data:`race_lost`. A receiver that raises is logged.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 
 def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
