@@ -134,11 +134,9 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Write the instance in one ``UpdateItem`` that raises its counters and sets (or, when ``None``, removes)
         every other declared attribute; a new ``AutoIncrementMixin`` instance is put, its counters at ``start``."""
-        fields = counters(type(self))
         if isinstance(self, AutoIncrementMixin) and getattr(self, type(self).autoinc_options().attribute) is None:
-            before = {name: getattr(self, name) for name in fields}
-            for name, attr in fields.items():
-                setattr(self, name, attr.start)
+            before = {name: getattr(self, name) for name in counters(type(self))}
+            type(self)._autoinc_alone(self)  # the counters at their start, as save_all() puts a new item
             try:
                 return super().save(condition, add_version_condition=add_version_condition)
             except BaseException:

@@ -186,8 +186,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
         """Save many instances in TransactWriteItems of up to 100; new ones get their IDs with one counter request
-        per counter key. Two items with one key are refused unsent. The query strategy saves new instances one by
-        one, ``HistoryMixin`` every instance with its own ``save()``, after checking them all.
+        per counter key (the query strategy and ``HistoryMixin`` save one by one). Two with one key are refused unsent.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
         :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
