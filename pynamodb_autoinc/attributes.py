@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
@@ -17,43 +17,8 @@ from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from ._options import options_for
 from .exceptions import ConfigurationError, CounterValueError, error_code
-from .mixin import AutoIncrementMixin, _claim, send_after_save
+from .mixin import AutoIncrementMixin, _Base, _claim, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
-
-if TYPE_CHECKING:
-    _Base = Model
-else:
-    _Base = object
-
-
-class _Update(_transport.Exchange[Dict[str, Any]]):
-    """A :class:`CounterMixin` update: one try; the instance then holds the item."""
-
-    def __init__(self, instance: Model, kwargs: Dict[str, Any]) -> None:
-        self.instance, self.kwargs = instance, kwargs
-
-    def request(self) -> Tuple[str, Dict[str, Any]]:
-        return UPDATE_ITEM, self.kwargs
-
-    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        try:
-            return _transport.send(self.instance._get_connection().connection, operation, kwargs)
-        except UpdateError as exc:
-            names = ", ".join(repr(a.attr_name) for a in counters(type(self.instance)).values())
-            # DynamoDB: "... 38 significant digits ..." or "Number overflow"; DynamoDB Local: "... 38 digits"
-            said = str(exc.cause_response_message or "")
-            if not names or error_code(exc) != "ValidationException" or ("38" not in said and "overflow" not in said):
-                raise
-            raise CounterValueError(f"{_describe(self.instance)}: a counter ({names}) would pass the 38 digits a "
-                                    "DynamoDB number holds exactly; nothing was written. Set it lower", exc) from exc
-
-    def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
-        stored = self.instance._get_discriminator_class(data["Attributes"])
-        if stored and stored is not type(self.instance):
-            raise ValueError(f"Cannot update this item from the returned class: {stored.__name__}")
-        self.instance.deserialize(data["Attributes"])
-        return data
-
 
 if TYPE_CHECKING:
     class _IntegerAttribute(Attribute[int]):
@@ -143,7 +108,21 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if not actions:
             raise TypeError("the value of `actions` is expected to be a non-empty list")
         kwargs = self.get_update_kwargs_from_instance(actions, condition, add_version_condition=add_version_condition)
-        return _transport.drive(_Update(self, {**kwargs, "ReturnValues": ALL_NEW}))
+        try:
+            data = _transport.send(self._get_connection().connection, UPDATE_ITEM, {**kwargs, "ReturnValues": ALL_NEW})
+        except UpdateError as exc:
+            names = ", ".join(repr(a.attr_name) for a in counters(type(self)).values())
+            # DynamoDB: "... 38 significant digits ..." or "Number overflow"; DynamoDB Local: "... 38 digits"
+            said = str(exc.cause_response_message or "")
+            if not names or error_code(exc) != "ValidationException" or ("38" not in said and "overflow" not in said):
+                raise
+            raise CounterValueError(f"{_describe(self)}: a counter ({names}) would pass the 38 digits a DynamoDB "
+                                    "number holds exactly; nothing was written. Set it lower", exc) from exc
+        stored = self._get_discriminator_class(data["Attributes"])
+        if stored and stored is not type(self):
+            raise ValueError(f"Cannot update this item from the returned class: {stored.__name__}")
+        self.deserialize(data["Attributes"])
+        return data
 
     def get_update_kwargs_from_instance(self, actions: List[Action], condition: Optional[Condition] = None,
                                         return_values_on_condition_failure: Optional[str] = None, *,
@@ -155,11 +134,9 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def save(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Dict[str, Any]:
         """Write the instance in one ``UpdateItem`` that raises its counters and sets (or, when ``None``, removes)
         every other declared attribute; a new ``AutoIncrementMixin`` instance is put, its counters at ``start``."""
-        fields = counters(type(self))
         if isinstance(self, AutoIncrementMixin) and getattr(self, type(self).autoinc_options().attribute) is None:
-            before = {name: getattr(self, name) for name in fields}
-            for name, attr in fields.items():
-                setattr(self, name, attr.start)
+            before = {name: getattr(self, name) for name in counters(type(self))}
+            type(self)._autoinc_alone(self)  # the counters at their start, as save_all() puts a new item
             try:
                 return super().save(condition, add_version_condition=add_version_condition)
             except BaseException:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextvars
 import json
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, cast
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type, cast
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import CancellationReason
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
-from pynamodb.models import BatchWrite, Model
+from pynamodb.models import Model
 from pynamodb.pagination import ResultIterator
 
 from . import _engine, strategies
@@ -29,16 +29,9 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _claim, key_absent, put_kwargs, refuse_strong, save_all, send_after_save
+from .mixin import AutoIncrementMixin, _Base, _claim, key_absent, put_kwargs, refuse_strong, send_after_save
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
-
-_T = TypeVar("_T", bound="HistoryMixin")
-
-if TYPE_CHECKING:
-    _Base = Model
-else:
-    _Base = object
 
 #: How long a save resends a transaction cancelled by a concurrent one or throttled, or retries merges.
 RETRIES = Budget(attempts=None, seconds=30.0, backoff=0.005)
@@ -141,18 +134,12 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         :raises VersionConflictError: another writer saved first (and no ``merge``)
         :raises HistoryWriteError: the transaction failed otherwise (``condition``, a recreated key, ...)
         """
-        if not add_version_condition:
-            raise ConfigurationError(f"{type(self).__name__}.save(add_version_condition=False): a history save "
-                                     "always checks the version (pass merge= to resolve conflicts)")
-        return self._write(condition, deleted=False, merge=merge)
+        return self._write(condition, add_version_condition, deleted=False, merge=merge)
 
     def delete(self, condition: Optional[Condition] = None, *, add_version_condition: bool = True) -> Any:
         """Delete the item and record its tombstone (``deleted=True``) as the next version, in one transaction;
         :class:`~pynamodb_autoinc.exceptions.VersionConflictError` if another writer saved it since it was read."""
-        if not add_version_condition:
-            raise ConfigurationError(f"{type(self).__name__}.delete(add_version_condition=False): a history delete "
-                                     "always checks the version, so its tombstone follows the state it deletes")
-        return self._write(condition, deleted=True)
+        return self._write(condition, add_version_condition, deleted=True)
 
     def update(self, actions: List[Action], condition: Optional[Condition] = None, *,
                add_version_condition: bool = True) -> Any:
@@ -189,11 +176,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         self._only_from_history("TransactWrite.delete()")
         return super().get_delete_kwargs_from_instance(*args, **kwargs)
 
-    @classmethod
-    def save_all(cls, instances: Iterable[Model]) -> None:
-        """Save the instances one by one with :meth:`save`; a failure raises
-        :class:`~pynamodb_autoinc.exceptions.BulkSaveError`, whose ``saved`` and ``unsaved`` say which landed."""
-        save_all(cls, instances)
+    save_all = AutoIncrementMixin.__dict__["save_all"]  # the one save_all(); _autoinc_alone saves each item
 
     @classmethod
     def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
@@ -201,7 +184,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return item.save
 
     @classmethod
-    def batch_write(cls: Type[_T], auto_commit: bool = True) -> BatchWrite[_T]:
+    def batch_write(cls, auto_commit: bool = True) -> NoReturn:
         """Refused: a batch write cannot carry the version condition nor the history put."""
         raise HistoryWriteError(f"{cls.__name__}.batch_write() cannot record versions; save the instances one by "
                                 "one with save()")
@@ -244,8 +227,13 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         return (getattr(self, cls._hash_keyname or ""),
                 getattr(self, cls._range_keyname) if cls._range_keyname else None)
 
-    def _write(self, condition: Optional[Condition], *, deleted: bool, merge: Optional[Merge] = None) -> Dict[str, Any]:
+    def _write(self, condition: Optional[Condition], add_version_condition: bool, *, deleted: bool,
+               merge: Optional[Merge] = None) -> Dict[str, Any]:
         model, config = type(self), _config(type(self))
+        if not add_version_condition:
+            raise ConfigurationError(f"{model.__name__}.{'delete' if deleted else 'save'}(add_version_condition=False)"
+                                     ": a history write always checks the version, so that two writes cannot claim "
+                                     "one version (pass merge= to save() to resolve conflicts)")
         self._refuse_strong()
         opts = options_for(model) if issubclass(model, AutoIncrementMixin) and not deleted else None
         is_new = opts is not None and getattr(self, opts.attribute) is None

@@ -186,14 +186,53 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def save_all(cls, instances: Iterable[Model]) -> None:
         """Save many instances in TransactWriteItems of up to 100; new ones get their IDs with one counter request
-        per counter key (the query strategy saves them one by one). Two items with one key are refused unsent.
+        per counter key (the query strategy and ``HistoryMixin`` save one by one). Two with one key are refused unsent.
 
         :raises InvalidIdError: an explicit ID is not an integer (nothing sent)
         :raises UnassignedIdError: an item lacks a scope value its counter key needs (nothing sent)
         :raises BulkSaveError: a transaction failed, or two items share a key (:class:`BulkItemExistsError`);
             ``saved`` and ``unsaved`` say what landed (new unsaved ones keep no ID, unless the outcome is unknown)
         """
-        save_all(cls, instances)
+        items = list(instances)
+        for item in items:
+            if not isinstance(item, cls):
+                raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
+                                "instances with its own save_all()")
+        opts = options_for(cls) if issubclass(cls, AutoIncrementMixin) else None
+        new = {id(item) for item in items if opts is not None and getattr(item, opts.attribute) is None}
+        given: Set[int] = set()
+        keys: Dict[Any, Model] = {}
+        for item in items:
+            if id(item) in given:
+                raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same "
+                                  f"instance ({_engine.describe(item)}) was given twice; pass each one once", items)
+            given.add(id(item))
+            if opts is not None and id(item) not in new:
+                _check_explicit(item, opts)
+            _distinct(cls, item, keys, items, [], new)
+        alone = {id(item): write for item in items if (write := cls._autoinc_alone(item)) is not None}
+        batched = [item for item in items if id(item) not in alone]
+        transactions = _transactions(cls, opts, batched, items, new) if opts is not None and batched else None
+        saved: List[Model] = []
+        try:
+            if transactions is not None:
+                transactions(saved)
+            keys = {_key(item): item for item in saved}
+            for item in items:
+                if id(item) in alone:  # after the items of the transactions, whose new keys it must not take
+                    _distinct(cls, item, keys, items, saved, new, "it was not sent, nor the items after it")
+                    alone[id(item)]()
+                    saved.append(item)
+                    keys.setdefault(_key(item), item)
+        except Exception as exc:
+            if isinstance(exc, BulkSaveError) or not (saved or isinstance(exc, AutoIncrementError)):
+                raise  # nothing landed: the error a save would raise
+            error = exc if isinstance(exc, AutoIncrementError) else None
+            kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
+                    else BulkItemExistsError if isinstance(exc, ItemExistsError)
+                    else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
+            raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
+                              f"{exc if error else f'{type(exc).__name__}: {exc}'}", items, saved, error) from exc
 
     @classmethod
     def _autoinc_alone(cls, item: Model) -> Optional[Callable[[], Any]]:
@@ -205,58 +244,13 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
         return _BatchWrite(cls, auto_commit=auto_commit)
 
 
-def save_all(cls: Any, instances: Iterable[Model]) -> None:
-    """``save_all()`` of every model of the library: the transactions first, then the ``_autoinc_alone`` writes."""
-    items = list(instances)
-    for item in items:
-        if not isinstance(item, cls):
-            raise TypeError(f"save_all() of {cls.__name__} was given a {type(item).__name__}; save each model's "
-                            "instances with its own save_all()")
-    opts = options_for(cls) if issubclass(cls, AutoIncrementMixin) else None
-    new = {id(item) for item in items if opts is not None and getattr(item, opts.attribute) is None}
-    given: Set[int] = set()
-    keys: Dict[Any, Model] = {}
-    for item in items:
-        if id(item) in given:
-            raise _bulk_error(BulkSaveError, f"{cls.__name__}.save_all(): 0 of {len(items)} saved; the same instance "
-                              f"({_engine.describe(item)}) was given twice; pass each instance once", items)
-        given.add(id(item))
-        if opts is not None and id(item) not in new:
-            _check_explicit(item, opts)
-        _distinct(cls, item, keys, items, [], new)
-    alone = {id(item): write for item in items if (write := cls._autoinc_alone(item)) is not None}
-    batched = [item for item in items if id(item) not in alone]
-    transactions = _transactions(cls, options_for(cls), batched, items) if batched else None
-    saved: List[Model] = []
-    try:
-        if transactions is not None:
-            transactions(saved)
-        keys = {_key(item): item for item in saved}
-        for item in items:
-            if id(item) in alone:  # after the items of the transactions, whose new keys it must not take
-                _distinct(cls, item, keys, items, saved, new, "it was not sent, nor the items after it")
-                alone[id(item)]()
-                saved.append(item)
-                keys.setdefault(_key(item), item)
-    except Exception as exc:
-        if isinstance(exc, BulkSaveError) or not (saved or isinstance(exc, AutoIncrementError)):
-            raise  # nothing landed: the error a save would raise
-        error = exc if isinstance(exc, AutoIncrementError) else None
-        kind = (BulkSequenceExhaustedError if isinstance(exc, SequenceExhaustedError)
-                else BulkItemExistsError if isinstance(exc, ItemExistsError)
-                else BulkWriteOutcomeUnknownError if isinstance(exc, WriteOutcomeUnknownError) else BulkSaveError)
-        raise _bulk_error(kind, f"{cls.__name__}.save_all(): {len(saved)} of {len(items)} saved; "
-                          f"{exc if error else f'{type(exc).__name__}: {exc}'}", items, saved, error) from exc
-
-
-def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
-                  items: List[Model]) -> Callable[[List[Model]], None]:
-    """Check ``batch`` as each put would be checked; return the write that stores it and appends what landed."""
-    is_new = [getattr(item, opts.attribute) is None for item in batch]
-    if len(batch) > 1 and any(is_new):
+def _transactions(cls: Type[Model], opts: Options, batch: List[Model], items: List[Model],
+                  new: Set[int]) -> Callable[[List[Model]], None]:
+    """Check ``batch`` as each put would be; return the write that stores it and appends what landed to its list."""
+    if len(batch) > 1 and any(id(item) in new for item in batch):
         refuse_strong(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
-    for item, new in zip(batch, is_new):
-        before_save.send(type(item), instance=item, is_new=new, operation="bulk")
+    for item in batch:
+        before_save.send(type(item), instance=item, is_new=id(item) in new, operation="bulk")
     explicit = [item for item in batch if getattr(item, opts.attribute) is not None]
     fresh = [item for item in batch if getattr(item, opts.attribute) is None]
     new_ids = {id(item) for item in fresh}
@@ -266,20 +260,23 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
         for name, attribute in type(item).get_attributes().items():
             if name != opts.attribute and not attribute.null and getattr(item, name) is None:
                 raise AttributeNullError(name)
-    if opts.scope:  # a scope value missing is refused as save() refuses it, in every mode
-        period = opts.current_period()
-        for item in fresh:
-            opts.counter_key(item, period)
+    period = opts.current_period()
+    groups: Dict[str, List[Model]] = {}  # the new instances by counter when gapless, else all in one
+    for item in fresh:  # a scope value missing is refused as save() refuses it, in every mode
+        key = opts.counter_key(item, period) if opts.scope or opts.gapless else ""
+        groups.setdefault(key if opts.gapless else "", []).append(item)
     for item in fresh:
         _as_new(item)
     keys: Dict[Any, Model] = {}
     for item in batch:
         _distinct(cls, item, keys, items, [], new_ids)
-    if opts.track_explicit:
-        _track(explicit, opts)
-    # the query strategy has no counter to batch: each item's number is read from its partition in turn
-    chunks = ([(getattr(item, opts.attribute) is None, [item]) for item in batch] if opts.strategy == "query"
-              else _chunks(opts, fresh) + [(False, chunk) for chunk in _split(explicit, TRANSACTION_LIMIT)])
+    _track(explicit, opts)
+    if opts.strategy == "query":  # no counter to batch: each item's number is read from its partition in turn
+        chunks = [(getattr(item, opts.attribute) is None, [item]) for item in batch]
+    else:  # new instances first; gapless ones one counter per chunk, with room left for its swap
+        size = TRANSACTION_LIMIT - 1 if opts.gapless else TRANSACTION_LIMIT
+        parts = [(True, group, size) for group in groups.values()] + [(False, explicit, TRANSACTION_LIMIT)]
+        chunks = [(claiming, part[i:i + n]) for claiming, part, n in parts for i in range(0, len(part), n)]
 
     def write(saved: List[Model]) -> None:
         claims: List[Claim] = []
@@ -319,10 +316,10 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model],
                     setattr(item, opts.attribute, None)
             raise
         finally:
-            for item, new_item in zip(batch, is_new):
+            for item in batch:
                 if any(item is s for s in saved):
                     item.update_local_version_attribute()
-                    send_after_save(type(item), instance=item, is_new=new_item, operation="bulk")
+                    send_after_save(type(item), instance=item, is_new=id(item) in new, operation="bulk")
 
     return write
 
@@ -333,21 +330,6 @@ def refuse_strong(opts: Options, what: str, fix: str) -> None:
     if regions.strong(opts):
         raise GlobalTableError(f"{what} writes in TransactWriteItems, which global tables in multi-region strong "
                                f"consistency (MRSC) do not support; {fix}")
-
-
-def _chunks(opts: Options, new: List[Model]) -> List[Tuple[bool, List[Model]]]:
-    """New instances in transactions: gapless ones one counter per chunk, with room left for its swap."""
-    if not opts.gapless:
-        return [(True, chunk) for chunk in _split(new, TRANSACTION_LIMIT)]
-    groups: Dict[str, List[Model]] = {}
-    period = opts.current_period()
-    for item in new:
-        groups.setdefault(opts.counter_key(item, period), []).append(item)
-    return [(True, chunk) for group in groups.values() for chunk in _split(group, TRANSACTION_LIMIT - 1)]
-
-
-def _split(items: List[Model], size: int) -> List[List[Model]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _exhausted(opts: Options, chain: List[Claim], asked: int, exc: SequenceExhaustedError,
@@ -371,11 +353,9 @@ def _bulk_error(kind: Type[BulkSaveError], message: str, items: List[Model], sav
                 exc: Optional[AutoIncrementError] = None) -> BulkSaveError:
     """A ``save_all()`` error of class ``kind``; ``saved`` landed, the rest of ``items`` did not."""
     extra: Dict[str, Any] = {"last": exc.last} if isinstance(exc, SequenceExhaustedError) else {}
-    error = kind(message, exc.cause if exc is not None else None,
-                 cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
-    error.saved = list(saved)
-    error.unsaved = [item for item in items if not any(item is s for s in saved)]
-    return error
+    unsaved = [item for item in items if not any(item is s for s in saved)]
+    return kind(message, exc.cause if exc is not None else None, saved=list(saved), unsaved=unsaved,
+                cancellation_reasons=exc.cancellation_reasons if exc is not None else (), **extra)
 
 
 def _distinct(cls: Type[Model], item: Model, keys: Dict[Any, Model], items: List[Model], saved: List[Model],
@@ -455,29 +435,26 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
                                 "library's receiver did not run (is the signal muted, or assign_id disconnected?)")
     if not taken:
         _check_explicit(instance, opts)
-    if not taken and opts.track_explicit:
         _track([instance], opts)
     return taken
 
 
 def _track(instances: Sequence[Model], opts: Options) -> None:
     """``Meta.autoinc_track_explicit``: move the counter past the IDs set by hand (not those read or saved)."""
-    explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED, _NOTHING)]
-    if explicit:
+    explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED)]
+    if opts.track_explicit and explicit:
         strategies.track(explicit, opts)
 
 
 #: the ID the instance was read or last saved with
 _STORED = "_autoinc_stored_id"
-_NOTHING: Any = object()
 
 
 def _mark_stored(instance: Model) -> None:
     """``instance`` holds a stored item's ID: saving it again is an edit."""
-    if isinstance(instance, AutoIncrementMixin):
-        model = type(instance)
-        opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
-        instance.__dict__[_STORED] = getattr(instance, opts.attribute)
+    model = type(instance)
+    opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
+    instance.__dict__[_STORED] = getattr(instance, opts.attribute)
 
 
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
@@ -529,7 +506,6 @@ class _BatchWrite(BatchWrite[_T]):
 
 
 # PynamoDB gives a model no handle on its TransactWrite: the library's makes itself known while its save() runs
-
 _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = contextvars.ContextVar(
     "autoinc_saving", default=None)
 
@@ -557,34 +533,30 @@ class _Hook:
         """Send the transaction; its claims end committed, released, or (WriteOutcomeUnknownError) kept."""
         self.unsent.detach()
         with strategies.held(self.claims()):
-            return self._send(tx)
-
-    def _send(self, tx: TransactWrite) -> Any:
-        homed = [e.claim for e, _ in self.entries
-                 if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
-        connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
-        # an operation added after the first claim a lost race would change may hold the old ID: no resend
-        referred = self.claimed_in is not None and _operations(tx) > self.claimed_in
-        write = _TransactionWrite(
-            connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
-            checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
-            token=tx._client_request_token, retry=tx._client_request_token is None and not referred,
-            extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
-                                     ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v},
-        )
-        try:
-            response = _engine.commit(write)
-        except TransactionCanceledError as exc:
-            clash = _clash(write) if exc.cause_response_code == "ValidationException" else None
-            if clash is None:
-                raise
-            raise TransactionCanceledError(f"transaction cancelled: {clash}; nothing of it was written"
-                                           f"{write.spent()}", exc.cause) from exc
-        for model in tx._models_for_version_attribute_update:
-            model.update_local_version_attribute()
-        for entry, is_new in self.entries:
-            send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
-        return response
+            homed = [e.claim for e, _ in self.entries
+                     if e.claim is not None and e.claim.kind == "swap" and e.claim.opts.home_region is not None]
+            connection = regions.write_connection(type(homed[0].instance), homed[0].opts) if homed else tx._connection
+            # an operation added after the first claim a lost race would change may hold the old ID: no resend
+            referred = self.claimed_in is not None and _operations(tx) > self.claimed_in
+            write = _TransactionWrite(
+                connection, tx._put_items, [e for e, _ in self.entries], purpose="transaction",
+                checks=tx._condition_check_items, deletes=tx._delete_items, updates=tx._update_items,
+                token=tx._client_request_token, retry=tx._client_request_token is None and not referred,
+                extra={k: v for k, v in (("ReturnConsumedCapacity", tx._return_consumed_capacity),
+                                         ("ReturnItemCollectionMetrics", tx._return_item_collection_metrics)) if v})
+            try:
+                response = _engine.commit(write)
+            except TransactionCanceledError as exc:
+                clash = _clash(write) if exc.cause_response_code == "ValidationException" else None
+                if clash is None:
+                    raise
+                raise TransactionCanceledError(f"transaction cancelled: {clash}; nothing of it was written"
+                                               f"{write.spent()}", exc.cause) from exc
+            for model in tx._models_for_version_attribute_update:
+                model.update_local_version_attribute()
+            for entry, is_new in self.entries:
+                send_after_save(type(entry.instance), instance=entry.instance, is_new=is_new, operation="transaction")
+            return response
 
 
 class _TransactionWrite(Write):

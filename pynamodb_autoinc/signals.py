@@ -27,11 +27,9 @@ class _AllocatingSignal(NamedSignal):
 signals = Namespace()
 """The :class:`blinker.Namespace` of pynamodb-autoinc's signals.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
-before_save: NamedSignal = signals.setdefault(
-    "before_save", _AllocatingSignal("before_save", doc="Sent before an auto-increment model instance is written."))
+before_save: NamedSignal = signals.setdefault("before_save", _AllocatingSignal("before_save"))
 """Sent before every write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance; what a receiver sets
 on it is stored, and one that raises aborts the save. The library's receiver, which assigns a new ID, runs last.
 Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"save"``, ``"transaction"``,
@@ -41,31 +39,25 @@ Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"s
     def stamp(sender, instance, is_new, **kwargs):
         instance.created_by = current_user()
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
-after_save: NamedSignal = signals.signal("after_save", doc="Sent after an auto-increment model instance was written.")
+after_save: NamedSignal = signals.signal("after_save")
 """Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance has committed, with the
 keywords of :data:`before_save`. A receiver that raises is logged and ignored.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
-race_lost: NamedSignal = signals.signal(
-    "race_lost", doc="Sent when a write of an auto-increment model lost a race and is tried again.")
+race_lost: NamedSignal = signals.signal("race_lost")
 """Sent each time a write lost a race for its counter (or query partition) and will try another value, with
 ``instance`` (its first new instance), ``attempts`` and ``elapsed`` (seconds). A receiver that raises is logged.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
-contention_failed: NamedSignal = signals.signal(
-    "contention_failed", doc="Sent when a write of an auto-increment model gave up after losing races.")
+contention_failed: NamedSignal = signals.signal("contention_failed")
 """Sent when a write used up ``Meta.autoinc_timeout`` (or ``autoinc_retries``) losing races, just before
 :class:`~pynamodb_autoinc.exceptions.ContentionError`; keywords of :data:`race_lost`. A receiver that raises is logged.
 
-:meta hide-value:
-"""
+:meta hide-value:"""
 
 
 def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
@@ -79,9 +71,7 @@ def notify(signal: NamedSignal, sender: type, **kwargs: Any) -> None:
 def send_after_save(sender: type, **kwargs: Any) -> None:
     """Send :data:`after_save`, logging (never raising) a receiver's failure.
 
-    .. deprecated:: 0.3.0
-       The library sends :data:`after_save` itself. Goes in 0.4.0.
-    """
+    .. deprecated:: 0.3.0 The library sends :data:`after_save` itself. Goes in 0.4.0."""
     warnings.warn("pynamodb_autoinc.signals.send_after_save is deprecated and goes in 0.4.0; call "
                   "after_save.send(sender, ...) instead", DeprecationWarning, stacklevel=2)
     notify(after_save, sender, **kwargs)
