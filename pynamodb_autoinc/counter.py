@@ -180,8 +180,7 @@ class NextId(Model):
             raise cls._request_failed("read", key, exc) from exc
 
     @classmethod
-    def setval(cls, key: str, value: int, *, is_called: bool = True,
-               sequence: Optional[SequenceOptions] = None) -> int:
+    def setval(cls, key: str, value: int, *, is_called: bool = True, sequence: Optional[SequenceOptions] = None) -> int:
         """PostgreSQL's ``setval``: counter ``key``'s next value is ``value + step`` (``value`` if not ``is_called``);
         returns ``value``. Raises :class:`OutOfBoundsError` for a ``value`` no int, out of the bounds (of ``sequence``
         or the recorded options, else :class:`SequenceMismatchError`) or off a region counter's subsequence, and
@@ -235,8 +234,7 @@ class NextId(Model):
         return last
 
     @classmethod
-    def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
-             item: Dict[str, Any]) -> None:
+    def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions], item: Dict[str, Any]) -> None:
         """Write value and options if the options are still as in ``item`` (``start - step`` past 38 digits: none)."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
@@ -303,7 +301,7 @@ class NextId(Model):
               return_values: Optional[str] = None) -> Dict[str, Any]:
         """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer or item."""
         once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}",
-                    functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, verb, key))
+                    functools.partial(cls._update_kwargs, key), lambda _, kwargs: cls._send_update(verb, key, kwargs))
         once.aim(actions, condition, return_values)
         return _transport.drive(once)
 
@@ -349,8 +347,7 @@ class NextId(Model):
             recorded=recorded)
 
     @classmethod
-    def _swap(cls, expected: Optional[int], value: int,
-              sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
+    def _swap(cls, expected: Optional[int], value: int, sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
         """The actions and condition moving the counter from ``expected`` to ``value``, recording ``sequence``."""
         attr = cls.next_id
         condition = attr.does_not_exist() if expected is None else attr == expected
@@ -397,8 +394,7 @@ class NextId(Model):
         return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
 
     @classmethod
-    def current(cls, name: str, *, period: Optional[str] = "month",
-                now: Optional[datetime] = None) -> Optional[int]:
+    def current(cls, name: str, *, period: Optional[str] = "month", now: Optional[datetime] = None) -> Optional[int]:
         """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
@@ -459,15 +455,18 @@ def rebind(counter: Type[_C], settings: Dict[str, Any]) -> Type[_C]:
     key = (counter, tuple(sorted((k, repr(v)) for k, v in settings.items())))
     if key not in _BOUND:
         meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **settings})
-        _BOUND[key] = type(counter.__name__, (counter,), {
-            "Meta": meta, "__module__": counter.__module__, "__qualname__": counter.__qualname__,
-            "_autoinc_bound": True,
-            "_connection": None,  # not the connection ``counter`` may have cached with its own settings
-        })
+        _BOUND[key] = _bound(counter, counter.__name__, meta, __module__=counter.__module__,
+                             __qualname__=counter.__qualname__)
     return cast(Type[_C], _BOUND[key])
 
 
 _BOUND: Dict[Any, Any] = {}
+
+
+def _bound(base: Type[_C], name: str, meta: type, **attrs: Any) -> Type[_C]:
+    """A subclass of ``base`` reached through ``meta``, with a connection of its own (not one ``base`` cached)."""
+    return cast(Type[_C], type(name, (base,), {"Meta": meta, "_autoinc_bound": True, "_connection": None, **attrs}))
+
 
 #: The hash key prefix of the counter items kept in a model's own table.
 RESERVED_PREFIX = "__autoinc__#"
@@ -485,16 +484,10 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     if range_attr is not None:
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
         attrs["_autoinc_range"] = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized
-    settings = {s: getattr(model.Meta, s) for s in CONNECTION_SETTINGS if hasattr(model.Meta, s)}
-    return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
-        "Meta": type("Meta", (), {"table_name": model.Meta.table_name, **settings}),
-        "__module__": model.__module__,
-        "_autoinc_bound": True,
-        "_autoinc_model_spec": f"{model.__module__}:{model.__qualname__}",
-        "_connection": None,  # not a connection NextId cached for another endpoint
-        "_autoinc_prefix": RESERVED_PREFIX,
-        **attrs,
-    }))
+    settings = {s: getattr(model.Meta, s) for s in ("table_name", *CONNECTION_SETTINGS) if hasattr(model.Meta, s)}
+    return _bound(NextId, f"{model.__name__}Counter", type("Meta", (), settings), __module__=model.__module__,
+                  _autoinc_model_spec=f"{model.__module__}:{model.__qualname__}", _autoinc_prefix=RESERVED_PREFIX,
+                  **attrs)
 
 
 #: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
@@ -583,7 +576,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
     errors = (_Refused,)
 
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
-                 send: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
+                 send: Callable[[str, Dict[str, Any]], Dict[str, Any]]) -> None:
         self.writer = _this_writer()
         self.now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.seq = self.writer.last = max(self.writer.last + 1, self.now_ms)  # above every earlier one
@@ -596,7 +589,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        return self.transmit(kwargs)
+        return self.transmit(operation, kwargs)
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         mine = Path([self.writer.attr])

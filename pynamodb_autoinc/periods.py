@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
-from pynamodb.constants import UPDATE_ITEM
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
@@ -94,7 +92,7 @@ class _InPeriod(_transport.Exchange[int]):
         self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name,
                          lambda actions, condition, values: self.connection.get_operation_kwargs(
                              *keys, actions=actions, condition=condition, return_values=values,
-                             return_values_on_condition_failure="ALL_OLD"), functools.partial(self.send, UPDATE_ITEM))
+                             return_values_on_condition_failure="ALL_OLD"), self.send)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
         # a count raises the version, so a save of an instance read before fails instead of writing an old count
         version = model._version_attribute_name

@@ -210,10 +210,9 @@ class SequenceOptions:
 
     def too_many(self, key: str, count: int) -> SequenceExhaustedError:
         """The error for one request numbering more items than one pass of the sequence holds."""
-        return SequenceExhaustedError(
-            f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
-            f"({self.minimum}..{self.maximum}, step {self.step}), so one would repeat; nothing was spent. Save fewer "
-            "at once, or widen the bounds")
+        return SequenceExhaustedError(f"sequence {key!r} cannot number {count} items in one request: it holds "
+                                      f"{self.size} values ({self.minimum}..{self.maximum}, step {self.step}), so one "
+                                      "would repeat; nothing was spent. Save fewer at once, or widen the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""
