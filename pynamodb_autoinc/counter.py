@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, T
 from botocore.exceptions import NoRegionError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
-from pynamodb.constants import ALL_NEW, KEY, UPDATE_ITEM, UPDATED_NEW
+from pynamodb.constants import ALL_NEW, UPDATE_ITEM, UPDATED_NEW
 from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
@@ -367,10 +367,9 @@ class NextId(Model):
     @classmethod
     def _update_kwargs(cls, key: str, actions: List[Any], condition: Any,
                        return_values: Optional[str] = None) -> Dict[str, Any]:
-        hash_key, range_key = cls._item_key(key)
         return cast(Dict[str, Any], cls._get_connection().get_operation_kwargs(
-            hash_key, range_key=range_key, key=KEY, actions=actions, condition=condition,
-            return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
+            *cls._item_key(key), actions=actions, condition=condition, return_values=return_values,
+            return_values_on_condition_failure="ALL_OLD"))
 
     @classmethod
     def increment(cls, name: str, *, period: Optional[str] = "month", by: int = 1,
@@ -603,8 +602,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
     def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
-        """A resend of this call (the item as it is now is the answer), or a refusal: send once more without the
-        idle writers' attributes, or raise."""
+        """Resent: the item as it is now is the answer; refused: once more without idle writers' attributes, or raise"""
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
             return {"Attributes": refused.item}  # an earlier send of this very call was applied
@@ -676,8 +674,7 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.counter._send_update("advance", self.key, kwargs)
 
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
-        """A refusal: take fewer values, raise at the end bound, or wrap the counter (its new value as the answer); a
-        conflict with another region: send again within the budget; any other failure: raise it."""
+        """Take fewer values, raise at the end bound, or wrap the counter; resend a region conflict within budget."""
         counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
         if not isinstance(refused, _Refused):
             if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:

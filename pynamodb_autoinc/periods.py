@@ -72,11 +72,7 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
     _check_item(model, hash_key, range_key)
     check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",
               error=CounterValueError)
-    count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
-    stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
-    keys = model._serialize_keys(hash_key, range_key)
-    return _transport.drive(_InPeriod(model, f"{model.__name__} {hash_key!r}", keys, (count, stored, period_attribute),
-                                      label(period, now), by))
+    return _transport.drive(_InPeriod(model, hash_key, range_key, count_attribute, period_attribute, period, now, by))
 
 
 class _InPeriod(_transport.Exchange[int]):
@@ -84,14 +80,16 @@ class _InPeriod(_transport.Exchange[int]):
 
     errors = (_Refused,)
 
-    def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], attributes: Tuple[Any, Any, str],
-                 current: str, by: int) -> None:
-        self.model, self.name, self.keys, self.current, self.by = model, name, keys, current, by
-        self.count, self.stored, self.period_attribute = attributes
+    def __init__(self, model: Type[Model], hash_key: Any, range_key: Any, count_attribute: str, period_attribute: str,
+                 period: str, now: Optional[datetime], by: int) -> None:
+        self.count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
+        self.stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
+        self.name, self.keys = f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key)
+        self.model, self.period_attribute, self.current, self.by = model, period_attribute, label(period, now), by
         self.connection, meta = model._get_connection(), model.Meta
-        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name,
-                         lambda actions, condition, values: self.connection.get_operation_kwargs(
-                             *keys, actions=actions, condition=condition, return_values=values,
+        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *self.keys),
+                         self.name, lambda actions, condition, values: self.connection.get_operation_kwargs(
+                             *self.keys, actions=actions, condition=condition, return_values=values,
                              return_values_on_condition_failure="ALL_OLD"), self.send)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
         # a count raises the version, so a save of an instance read before fails instead of writing an old count

@@ -145,11 +145,9 @@ class SequenceOptions:
 
     def after(self, key: str, last: Optional[int], count: int) -> Optional[int]:
         """The value ``count`` values after ``last`` (None: a new counter); None past the end without a cycle."""
-        value = last
         if count <= 0:
-            return value
-        if value is None:
-            value, count = self.start, count - 1
+            return last
+        value, count = (self.start, count - 1) if last is None else (last, count)
         left = self.remaining(value)
         if count <= left:
             return value + count * self.step
@@ -178,9 +176,7 @@ class SequenceOptions:
 
     def first_beyond(self, bound: Optional[int]) -> int:
         """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
-        if bound is None:
-            return self.start
-        return self.at(max(0, (bound - self.start) // self.step + 1))
+        return self.start if bound is None else self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
         """Region ``index`` of ``count``: every ``count``-th value from ``start + index*step``, no cycle."""
