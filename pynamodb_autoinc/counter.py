@@ -602,7 +602,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
     def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
-        """Resent: the item as it is now is the answer; refused: once more without idle writers' attributes, or raise"""
+        """Resent: answer with the item as it is now; refused: once more without idle writers' attributes, or raise."""
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
             return {"Attributes": refused.item}  # an earlier send of this very call was applied
@@ -621,7 +621,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         idle = [(name, raw) for name, raw in item.items() if name.startswith(WRITER_PREFIX) and name != writer.attr
                 and (seen := integer(raw.get("N"))) is not None and seen < self.now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
         if idle:
-            if len(writer.idle) >= 8:  # a few counters at a time is plenty (one more each time: one out)
+            if len(writer.idle) >= 8:  # a few counters at a time is plenty (it grows by one at most)
                 writer.idle.pop(next(iter(writer.idle)))
             writer.idle[self.where] = idle
         return data
@@ -674,7 +674,7 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.counter._send_update("advance", self.key, kwargs)
 
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound, or wrap the counter; resend a region conflict within budget."""
+        """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
         counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
         if not isinstance(refused, _Refused):
             if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:
