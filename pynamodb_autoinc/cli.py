@@ -550,7 +550,7 @@ def _describe(args: argparse.Namespace) -> int:
             if (table, key) not in rows:
                 try:
                     with _counter_errors(counter):
-                        last, recorded = counter._value_in(key, raw), counter._options_in(key, raw)
+                        last, recorded = counter._value_in(key, raw), counter._recorded(raw, key)
                 except CommandError as exc:  # one broken counter: the others are still described
                     problems.append(str(exc))
                     continue

@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, T
 from botocore.exceptions import NoRegionError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
-from pynamodb.constants import ALL_NEW, KEY, UPDATE_ITEM, UPDATED_NEW
+from pynamodb.constants import ALL_NEW, UPDATE_ITEM, UPDATED_NEW
 from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
@@ -85,7 +85,10 @@ class NextId(Model):
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
-        return cls._autoinc_prefix + _counter_key(key), cls._autoinc_range
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: a model's "
+                                     "(Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of your own")
+        return cls._autoinc_prefix + key, cls._autoinc_range
 
     @classmethod
     def keys(cls) -> List[str]:
@@ -167,7 +170,7 @@ class NextId(Model):
     def read(cls, key: str) -> Tuple[Optional[int], Optional[SequenceOptions]]:
         """Counter ``key``'s last value and recorded options (a consistent read); None for what it lacks."""
         item = cls._item(key)
-        return cls._value_in(key, item), cls._options_in(key, item)
+        return cls._value_in(key, item), cls._recorded(item, key)
 
     @classmethod
     def _item(cls, key: str) -> Dict[str, Any]:
@@ -177,8 +180,7 @@ class NextId(Model):
             raise cls._request_failed("read", key, exc) from exc
 
     @classmethod
-    def setval(cls, key: str, value: int, *, is_called: bool = True,
-               sequence: Optional[SequenceOptions] = None) -> int:
+    def setval(cls, key: str, value: int, *, is_called: bool = True, sequence: Optional[SequenceOptions] = None) -> int:
         """PostgreSQL's ``setval``: counter ``key``'s next value is ``value + step`` (``value`` if not ``is_called``);
         returns ``value``. Raises :class:`OutOfBoundsError` for a ``value`` no int, out of the bounds (of ``sequence``
         or the recorded options, else :class:`SequenceMismatchError`) or off a region counter's subsequence, and
@@ -203,10 +205,8 @@ class NextId(Model):
         call = f"restart({key!r}, ..., {value!r})"
         check_sequence(call, sequence, optional=False)
         check_int(call, value, optional=True, rule="the value must be an int or None (the start)")
-        restart = sequence.start if value is None else value
-        sequence.check(key, restart)
-        check_region_value(key, sequence, restart, last=False)
-        cls._set(key, restart - sequence.step, sequence, cls._item(key))
+        start = sequence.start if value is None else value
+        cls._set(key, setval_value(key, start, False, sequence), sequence, cls._item(key))
 
     @classmethod
     def alter(cls, key: str, sequence: SequenceOptions) -> Optional[SequenceOptions]:
@@ -234,8 +234,7 @@ class NextId(Model):
         return last
 
     @classmethod
-    def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions],
-             item: Dict[str, Any]) -> None:
+    def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions], item: Dict[str, Any]) -> None:
         """Write value and options if the options are still as in ``item`` (``start - step`` past 38 digits: none)."""
         if value is not None and not storable(value):
             if sequence is None or value != sequence.start - sequence.step:
@@ -259,14 +258,10 @@ class NextId(Model):
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
         finally:
-            cls._forget(key)
+            for forget in SET_BY_HAND:
+                forget(cls._where(key))
         log.info("counter %r in table %r set to %s%s", key, cls.Meta.table_name, value,
                  "" if sequence is None else f", options {sequence.encode()}")
-
-    @classmethod
-    def _forget(cls, key: str) -> None:
-        for forget in SET_BY_HAND:
-            forget(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
@@ -286,7 +281,8 @@ class NextId(Model):
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
-        cls._forget(key)
+        for forget in SET_BY_HAND:
+            forget(cls._where(key))
         log.info("counter %r in table %r moved to %s", key, cls.Meta.table_name, value)
         return True
 
@@ -305,12 +301,9 @@ class NextId(Model):
               return_values: Optional[str] = None) -> Dict[str, Any]:
         """Send an update of counter ``key`` once however often it is resent (:class:`Once`); the answer or item."""
         once = Once(cls._where(key), f"counter {key!r} in table {cls.Meta.table_name!r}",
-                    functools.partial(cls._update_kwargs, key), functools.partial(cls._send_update, verb, key))
+                    functools.partial(cls._update_kwargs, key), lambda _, kwargs: cls._send_update(verb, key, kwargs))
         once.aim(actions, condition, return_values)
-        try:
-            return _transport.drive(once)
-        except _Resent as resent:
-            return {"Attributes": resent.item}
+        return _transport.drive(once)
 
     @classmethod
     def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
@@ -334,15 +327,11 @@ class NextId(Model):
         return count
 
     @classmethod
-    def _recorded(cls, item: Dict[str, Any]) -> Optional[SequenceOptions]:
-        """The sequence options a counter ``item`` records; None for none, or for what is no sequence options."""
+    def _recorded(cls, item: Dict[str, Any], key: Optional[str] = None) -> Optional[SequenceOptions]:
+        """The sequence options a counter ``item`` records, or None; text that is none raises if ``key`` is given."""
         text = item.get(cls.options.attr_name, {}).get("S")
-        return None if text is None else SequenceOptions.decode(text)
-
-    @classmethod
-    def _options_in(cls, key: str, item: Dict[str, Any]) -> Optional[SequenceOptions]:
-        text, found = item.get(cls.options.attr_name, {}).get("S"), cls._recorded(item)
-        if text is not None and found is None:
+        found = None if text is None else SequenceOptions.decode(text)
+        if key is not None and text is not None and found is None:
             raise CounterValueError(f"counter {key!r} records options {text!r}, which are no sequence options; "
                                     "record a model's with `pynamodb-autoinc alter --model package.module:Model`")
         return found
@@ -358,8 +347,7 @@ class NextId(Model):
             recorded=recorded)
 
     @classmethod
-    def _swap(cls, expected: Optional[int], value: int,
-              sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
+    def _swap(cls, expected: Optional[int], value: int, sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
         """The actions and condition moving the counter from ``expected`` to ``value``, recording ``sequence``."""
         attr = cls.next_id
         condition = attr.does_not_exist() if expected is None else attr == expected
@@ -379,10 +367,9 @@ class NextId(Model):
     @classmethod
     def _update_kwargs(cls, key: str, actions: List[Any], condition: Any,
                        return_values: Optional[str] = None) -> Dict[str, Any]:
-        hash_key, range_key = cls._item_key(key)
         return cast(Dict[str, Any], cls._get_connection().get_operation_kwargs(
-            hash_key, range_key=range_key, key=KEY, actions=actions, condition=condition,
-            return_values=return_values, return_values_on_condition_failure="ALL_OLD"))
+            *cls._item_key(key), actions=actions, condition=condition, return_values=return_values,
+            return_values_on_condition_failure="ALL_OLD"))
 
     @classmethod
     def increment(cls, name: str, *, period: Optional[str] = "month", by: int = 1,
@@ -406,8 +393,7 @@ class NextId(Model):
         return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
 
     @classmethod
-    def current(cls, name: str, *, period: Optional[str] = "month",
-                now: Optional[datetime] = None) -> Optional[int]:
+    def current(cls, name: str, *, period: Optional[str] = "month", now: Optional[datetime] = None) -> Optional[int]:
         """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
 
@@ -468,15 +454,18 @@ def rebind(counter: Type[_C], settings: Dict[str, Any]) -> Type[_C]:
     key = (counter, tuple(sorted((k, repr(v)) for k, v in settings.items())))
     if key not in _BOUND:
         meta = type("Meta", (counter.Meta,), {"table_name": counter.Meta.table_name, **settings})
-        _BOUND[key] = type(counter.__name__, (counter,), {
-            "Meta": meta, "__module__": counter.__module__, "__qualname__": counter.__qualname__,
-            "_autoinc_bound": True,
-            "_connection": None,  # not the connection ``counter`` may have cached with its own settings
-        })
+        _BOUND[key] = _bound(counter, counter.__name__, meta, __module__=counter.__module__,
+                             __qualname__=counter.__qualname__)
     return cast(Type[_C], _BOUND[key])
 
 
 _BOUND: Dict[Any, Any] = {}
+
+
+def _bound(base: Type[_C], name: str, meta: type, **attrs: Any) -> Type[_C]:
+    """A subclass of ``base`` reached through ``meta``, with a connection of its own (not one ``base`` cached)."""
+    return cast(Type[_C], type(name, (base,), {"Meta": meta, "_autoinc_bound": True, "_connection": None, **attrs}))
+
 
 #: The hash key prefix of the counter items kept in a model's own table.
 RESERVED_PREFIX = "__autoinc__#"
@@ -494,16 +483,10 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     if range_attr is not None:
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
         attrs["_autoinc_range"] = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized
-    settings = {s: getattr(model.Meta, s) for s in CONNECTION_SETTINGS if hasattr(model.Meta, s)}
-    return cast(Type[NextId], type(f"{model.__name__}Counter", (NextId,), {
-        "Meta": type("Meta", (), {"table_name": model.Meta.table_name, **settings}),
-        "__module__": model.__module__,
-        "_autoinc_bound": True,
-        "_autoinc_model_spec": f"{model.__module__}:{model.__qualname__}",
-        "_connection": None,  # not a connection NextId cached for another endpoint
-        "_autoinc_prefix": RESERVED_PREFIX,
-        **attrs,
-    }))
+    settings = {s: getattr(model.Meta, s) for s in ("table_name", *CONNECTION_SETTINGS) if hasattr(model.Meta, s)}
+    return _bound(NextId, f"{model.__name__}Counter", type("Meta", (), settings), __module__=model.__module__,
+                  _autoinc_model_spec=f"{model.__module__}:{model.__qualname__}", _autoinc_prefix=RESERVED_PREFIX,
+                  **attrs)
 
 
 #: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
@@ -515,13 +498,6 @@ def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last:
     base, at, region = key.rpartition("@")
     if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
         sequence.check_member(key, value, last=last)
-
-
-def _counter_key(key: Any) -> str:
-    if not isinstance(key, str) or not key:
-        raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: a model's "
-                                 "(Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of your own")
-    return key
 
 
 def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
@@ -563,14 +539,6 @@ class _Refused(Exception):
         self.item, self.cause = item, cause
 
 
-class _Resent(Exception):
-    """A :class:`Once` request had been applied before; ``item`` is as it is now."""
-
-    def __init__(self, item: Dict[str, Any]) -> None:
-        super().__init__()
-        self.item = item
-
-
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Send one UpdateItem; a failed condition raises :class:`_Refused` with the old item, others ``UpdateError``."""
     try:
@@ -588,43 +556,26 @@ PRUNE_EVERY = 64
 PRUNE_MAX = 20
 
 
-class _Writer:
+class _Writer(threading.local):
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
         self.last = self.calls = 0
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
 
-    def note_idle(self, where: Tuple[Any, ...], item: Dict[str, Any], now_ms: int) -> None:
-        """Remember up to PRUNE_MAX other writers' attributes on ``item`` idle for WRITER_IDLE_MS."""
-        idle = [(name, raw) for name, raw in item.items()
-                if name.startswith(WRITER_PREFIX) and name != self.attr
-                and (seen := integer(raw.get("N"))) is not None and seen < now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
-        if idle:
-            while len(self.idle) >= 8:  # a few counters at a time is plenty
-                self.idle.pop(next(iter(self.idle)))
-            self.idle[where] = idle
-
 
 def _this_writer() -> _Writer:
     """This thread's writer, made on its first count (a part of :mod:`._state`: a forked child's are new)."""
-    writers = _state.state.part("writers", threading.local)
-    if not hasattr(writers, "writer"):
-        writers.writer = _Writer()
-    return writers.writer
-
-
-#: :class:`Once` sends once more, at once, when its removal of idle writers' attributes was refused.
-_AGAIN = Budget(attempts=1, seconds=None, backoff=None)
+    return _state.state.part("writers", _Writer)
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
-    """One counting call, applied once however often resent: a resend finds its writer number set (:class:`_Resent`)."""
+    """One counting call, applied once however often resent: a resend finds its writer number set, and the item."""
 
     errors = (_Refused,)
 
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
-                 send: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
+                 send: Callable[[str, Dict[str, Any]], Dict[str, Any]]) -> None:
         self.writer = _this_writer()
         self.now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.seq = self.writer.last = max(self.writer.last + 1, self.now_ms)  # above every earlier one
@@ -632,13 +583,12 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
-        self.tries = _AGAIN.tries()
 
     def aim(self, actions: List[Any], condition: Any, return_values: Optional[str]) -> None:
         self.actions, self.condition, self.return_values = actions, condition, return_values
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        return self.transmit(kwargs)
+        return self.transmit(operation, kwargs)
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         mine = Path([self.writer.attr])
@@ -651,14 +601,14 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             full &= other.does_not_exist() | (other == seen)
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
-    def failed(self, refused: _Refused) -> None:
-        """A resend of this call, or a refusal: send once more without the idle writers' attributes, or raise."""
+    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+        """Resent: answer with the item as it is now; refused: once more without idle writers' attributes, or raise."""
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
-            raise _Resent(refused.item) from None  # an earlier send of this very call was applied
-        if self.idle and self.tries.lost():
-            self.idle = []  # an idle writer has counted again since it was seen: keep its attribute
-            return
+            return {"Attributes": refused.item}  # an earlier send of this very call was applied
+        if self.idle:  # an idle writer may have counted again since it was seen: once more, keeping its attribute
+            self.idle = []
+            return None
         if held_seq is not None and held_seq > self.seq or self.condition is None:
             raise CounterError(f"could not increment {self.what}: its writer attribute {self.writer.attr!r} holds "
                                f"{held}, not below {self.seq}; does another process count as this writer?",
@@ -666,9 +616,14 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         raise refused
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
-        if self.whole:
-            self.writer.note_idle(self.where, data.get("Attributes", {}), self.now_ms)
-            self.whole = False
+        """The answer; from a whole item, remember up to PRUNE_MAX other writers' attributes idle for WRITER_IDLE_MS."""
+        writer, item = self.writer, data.get("Attributes", {}) if self.whole else {}
+        idle = [(name, raw) for name, raw in item.items() if name.startswith(WRITER_PREFIX) and name != writer.attr
+                and (seen := integer(raw.get("N"))) is not None and seen < self.now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
+        if idle:
+            if len(writer.idle) >= 8:  # a few counters at a time is plenty (it grows by one at most)
+                writer.idle.pop(next(iter(writer.idle)))
+            writer.idle[self.where] = idle
         return data
 
 
@@ -719,10 +674,17 @@ class Reserve(_transport.Exchange[List[int]]):
         return self.counter._send_update("advance", self.key, kwargs)
 
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound, or wrap the counter (its new value as the answer)."""
+        """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
+        counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
         if not isinstance(refused, _Refused):
-            return self._conflict(refused)
-        counter, key, seq = self.counter, self.key, self.seq
+            if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:
+                raise refused
+            if not conflicts.lost():
+                raise ContentionError(f"counter {key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
+                                      f"{conflicts.losses} times in a row in {conflicts.elapsed:.2f} s; nothing was "
+                                      "spent. Retry later, or raise Meta.autoinc_timeout (and autoinc_retries)",
+                                      refused) from refused
+            return None
         counter.check_options(key, refused.item, seq)
         last = counter._value_in(key, refused.item)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
@@ -744,7 +706,7 @@ class Reserve(_transport.Exchange[List[int]]):
                 try:
                     swapped = counter.compare_and_set(key, last, top, seq)
                 except CounterError as exc:
-                    return self._conflict(exc)
+                    return self.failed(exc)
                 if swapped:
                     self.tail, self.count = tail, count
                     return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
@@ -752,17 +714,6 @@ class Reserve(_transport.Exchange[List[int]]):
         if not self.tries.lost():
             raise ContentionError(f"counter {key!r} in table {counter.Meta.table_name!r} moved under {_MOVES} "
                                   "requests in a row while wrapping; nothing was spent, try again") from None
-        return None
-
-    def _conflict(self, exc: Exception) -> Optional[Dict[str, Any]]:
-        """Send again after a conflict with another region, within the budget; raise any other failure."""
-        if self.conflicted is None or error_code(exc) != REPLICATED_WRITE_CONFLICT:
-            raise exc
-        if not self.conflicted.lost():
-            tries = self.conflicted
-            raise ContentionError(f"counter {self.key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
-                                  f"{tries.losses} times in a row in {tries.elapsed:.2f} s; nothing was spent. Retry "
-                                  "later, or raise Meta.autoinc_timeout (and autoinc_retries)", exc) from exc
         return None
 
     def applied(self, data: Dict[str, Any]) -> List[int]:

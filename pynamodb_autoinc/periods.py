@@ -7,14 +7,13 @@ from datetime import datetime
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
-from pynamodb.constants import GET_ITEM, ITEM
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
 from . import _transport
 from ._budget import Budget, Clock, clock
 from ._calendar import PERIODS, check_period, label
-from .counter import Once, _Refused, _Resent, check_int, send_update
+from .counter import Once, _Refused, check_int, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
 from .sequence import integer
@@ -28,17 +27,14 @@ __all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "
 
 def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
     """``model``'s attribute ``name`` if a ``kind`` outside the key and version, else a ConfigurationError."""
-    def fits(attribute: Any) -> bool:
-        return isinstance(attribute, kind) and not isinstance(attribute, VersionAttribute) \
-            and not attribute.is_hash_key and not attribute.is_range_key
-
-    attribute = model.get_attributes().get(name) if isinstance(name, str) else None
-    if not fits(attribute):
-        choices = ", ".join(sorted(n for n, a in model.get_attributes().items() if fits(a)))
+    fitting = {n: a for n, a in model.get_attributes().items() if isinstance(a, kind)
+               and not isinstance(a, VersionAttribute) and not a.is_hash_key and not a.is_range_key}
+    if not isinstance(name, str) or name not in fitting:
+        choices = ", ".join(sorted(fitting))
         raise ConfigurationError(
             f"increment_in_period({model.__name__}, ...): {option}={name!r} must name a {kind.__name__} of "
             f"{model.__name__} outside its key; {'choose from ' + choices if choices else 'declare one'}")
-    return attribute
+    return fitting[name]
 
 
 def _check_item(model: Any, hash_key: Any, range_key: Any) -> None:
@@ -76,14 +72,7 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
     _check_item(model, hash_key, range_key)
     check_int(f"increment_in_period({model.__name__}, {hash_key!r}, by={by!r})", by, rule="by must be an int",
               error=CounterValueError)
-    count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
-    stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
-    exchange = _InPeriod(model, f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key),
-                         (count, stored, period_attribute), label(period, now), by)
-    try:
-        return _transport.drive(exchange)
-    except _Resent as resent:
-        return exchange.counted(resent.item)  # applied by an earlier send of this call: the count as it is now
+    return _transport.drive(_InPeriod(model, hash_key, range_key, count_attribute, period_attribute, period, now, by))
 
 
 class _InPeriod(_transport.Exchange[int]):
@@ -91,27 +80,26 @@ class _InPeriod(_transport.Exchange[int]):
 
     errors = (_Refused,)
 
-    def __init__(self, model: Type[Model], name: str, keys: Tuple[Any, Any], attributes: Tuple[Any, Any, str],
-                 current: str, by: int) -> None:
-        self.model, self.name, self.keys, self.current, self.by = model, name, keys, current, by
-        self.count, self.stored, self.period_attribute = attributes
+    def __init__(self, model: Type[Model], hash_key: Any, range_key: Any, count_attribute: str, period_attribute: str,
+                 period: str, now: Optional[datetime], by: int) -> None:
+        self.count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
+        self.stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
+        self.name, self.keys = f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key)
+        self.model, self.period_attribute, self.current, self.by = model, period_attribute, label(period, now), by
         self.connection, meta = model._get_connection(), model.Meta
-        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *keys), name,
-                         lambda actions, condition, values: self.connection.get_operation_kwargs(
-                             *keys, actions=actions, condition=condition, return_values=values,
-                             return_values_on_condition_failure="ALL_OLD"), self._update)
+        self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *self.keys),
+                         self.name, lambda actions, condition, values: self.connection.get_operation_kwargs(
+                             *self.keys, actions=actions, condition=condition, return_values=values,
+                             return_values_on_condition_failure="ALL_OLD"), self.send)
         self.exists = model.get_attributes()[str(model._hash_keyname)].exists()  # the item is there to count on
         # a count raises the version, so a save of an instance read before fails instead of writing an old count
         version = model._version_attribute_name
         self.versioned = [model.get_attributes()[version].add(1)] if version else []
-        self.step, self.tries = 0, _FOLLOWING.tries()
+        self.reset, self.tries = False, _FOLLOWING.tries()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         count, stored, current, exists = self.count, self.stored, self.current, self.exists
-        if self.step == 2:
-            return GET_ITEM, self.connection.connection.get_operation_kwargs(
-                self.model.Meta.table_name, *self.keys, consistent_read=True)
-        if self.step == 0:
+        if not self.reset:
             actions, condition = [count.set(count + self.by), *self.versioned], exists & (stored == current)
         else:
             actions = [count.set(self.by), stored.set(current), *self.versioned]
@@ -120,11 +108,6 @@ class _InPeriod(_transport.Exchange[int]):
         return self.once.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        if operation == GET_ITEM:  # neither update held: the item as it is (nothing: missing)
-            raise _Refused(_transport.send(self.connection.connection, GET_ITEM, kwargs).get(ITEM) or {}, None)
-        return self._update(kwargs)
-
-    def _update(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         try:
             return send_update(self.connection.connection, kwargs)
         except UpdateError as exc:
@@ -134,30 +117,31 @@ class _InPeriod(_transport.Exchange[int]):
                                     f"({exc.cause_response_message}); nothing was counted. Set it to a number within "
                                     "the limit", exc) from exc
 
-    def failed(self, refused: _Refused) -> None:
-        """Refused: send the next request; after the read, count again."""
-        if self.step < 2:
-            try:
-                return self.once.failed(refused)  # sent again at once, without the idle writers' attributes
-            except _Refused:
-                self.step += 1  # its condition did not hold
+    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+        """Refused: reset the period, or read the item and count again. Resent: the item as it is now."""
+        try:
+            return self.once.failed(refused)  # None: sent again at once, without the idle writers' attributes
+        except _Refused:
+            if not self.reset:  # the item holds another period, or none
+                self.reset = True
                 return None
-        if not refused.item:
+        item = _transport.get(self.connection.connection, self.model.Meta.table_name, *self.keys)  # neither held
+        if not item:
             raise self.model.DoesNotExist(f"{self.name} does not exist; create it before counting") from None
-        seen = refused.item.get(self.stored.attr_name, {}).get("S")
+        seen = item.get(self.stored.attr_name, {}).get("S")
         if seen is None or seen > self.current:
             raise CounterError(f"{self.name}: {self.period_attribute} holds {seen!r}, which is not an older period "
                                f"than {self.current!r} (is this clock behind the one that wrote it?)") from None
-        self.step = 0  # another process reset it to the current period: count there
+        self.reset = False  # another process reset it to the current period: count there
         if not self.tries.lost():
             raise CounterError(f"{self.name}: its period moved under {MOVES} requests in a row; the event was not "
                                "counted, try again") from None
+        return None
 
     def applied(self, data: Dict[str, Any]) -> int:
-        self.once.applied(data)
-        return self.by if self.step == 1 else self.counted(data["Attributes"])
-
-    def counted(self, item: Dict[str, Any]) -> int:
+        item = self.once.applied(data)["Attributes"]  # a resend's: the whole item as it is now
+        if self.reset and self.count.attr_name not in item:  # UPDATED_NEW may leave out a count a reset kept
+            return self.by
         count = integer((raw := item[self.count.attr_name]).get("N"))
         if count is None:
             raise CounterValueError(f"{self.name}: the event was counted, but {self.count.attr_name} holds {raw}, "

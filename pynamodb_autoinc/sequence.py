@@ -145,11 +145,9 @@ class SequenceOptions:
 
     def after(self, key: str, last: Optional[int], count: int) -> Optional[int]:
         """The value ``count`` values after ``last`` (None: a new counter); None past the end without a cycle."""
-        value = last
         if count <= 0:
-            return value
-        if value is None:
-            value, count = self.start, count - 1
+            return last
+        value, count = (self.start, count - 1) if last is None else (last, count)
         left = self.remaining(value)
         if count <= left:
             return value + count * self.step
@@ -178,9 +176,7 @@ class SequenceOptions:
 
     def first_beyond(self, bound: Optional[int]) -> int:
         """The first value of the sequence past ``bound`` in its direction (the start when None or not reached)."""
-        if bound is None:
-            return self.start
-        return self.at(max(0, (bound - self.start) // self.step + 1))
+        return self.start if bound is None else self.at(max(0, (bound - self.start) // self.step + 1))
 
     def subsequence(self, index: int, count: int) -> SequenceOptions:
         """Region ``index`` of ``count``: every ``count``-th value from ``start + index*step``, no cycle."""
@@ -210,10 +206,9 @@ class SequenceOptions:
 
     def too_many(self, key: str, count: int) -> SequenceExhaustedError:
         """The error for one request numbering more items than one pass of the sequence holds."""
-        return SequenceExhaustedError(
-            f"sequence {key!r} cannot number {count} items in one request: it holds {self.size} values "
-            f"({self.minimum}..{self.maximum}, step {self.step}), so one would repeat; nothing was spent. Save fewer "
-            "at once, or widen the bounds")
+        return SequenceExhaustedError(f"sequence {key!r} cannot number {count} items in one request: it holds "
+                                      f"{self.size} values ({self.minimum}..{self.maximum}, step {self.step}), so one "
+                                      "would repeat; nothing was spent. Save fewer at once, or widen the bounds")
 
     def check(self, key: str, value: int) -> None:
         """Raise :class:`OutOfBoundsError` if ``value`` lies outside the bounds."""

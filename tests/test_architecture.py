@@ -45,7 +45,6 @@ LOOPS_ALLOWED = {
     ("_engine", "joined"): "a thread waits its turn to lead its process's group commit; each round is one commit",
     ("strategies", "_reserve"): "a cycling sequence's passes round its wrap, each taking at least one value",
     ("strategies", "_bound"): "forgets a dict's oldest entries; sends nothing",
-    ("counter", "note_idle"): "forgets a dict's oldest entries; sends nothing",
     ("cli", "_fix_for"): "walks an exception's causes; sends nothing",
     ("exceptions", "causes"): "walks an exception's causes; sends nothing",
     ("exceptions", "__init__"): "walks an exception's causes; sends nothing",
