@@ -21,10 +21,10 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import _transport, iam, regions
+from . import _transport, exceptions, iam, regions
 from ._options import Options, options_for
 from ._version import __version__
-from .counter import NextId, bind_counter, check_region_value, setval_value
+from .counter import NextId, bind_counter, setval_value
 from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, error_code, error_responses
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions, integer, number
@@ -39,8 +39,8 @@ EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 
           "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
           "counter recording other options than its model)")
 
-#: The event emitters each running command registered :func:`_check_answer` on (the innermost command's last).
-_WATCHING: List[List[Any]] = []
+#: The event emitters the running command registered :func:`_check_answer` on.
+_WATCHED: List[Any] = []
 _T = TypeVar("_T", bound=Model)
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,6 @@ class NotDynamoDBError(CommandError):
 
     def __init__(self, status: int, content_type: str) -> None:
         super().__init__(f"HTTP {status}, {content_type or 'no Content-Type'}")
-        self.status, self.content_type = status, content_type
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -100,31 +99,27 @@ def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 def _running(verbose: int) -> Iterator[None]:
     """While the command runs: with -v the library's log at INFO (-vv: DEBUG) goes to stderr, and an answer that
     is not DynamoDB's JSON raises :class:`NotDynamoDBError` (on the clients :func:`_watched` registers it on)."""
-    watched: List[Any] = []
     logger = logging.getLogger("pynamodb_autoinc")
     handler, level = logging.StreamHandler(sys.stderr), logger.level
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     if verbose:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
-    _WATCHING.append(watched)
     try:
         yield
     finally:
-        _WATCHING.remove(watched)
-        for events in watched:
-            events.unregister("before-parse.dynamodb", _check_answer)
+        while _WATCHED:
+            _WATCHED.pop().unregister("before-parse.dynamodb", _check_answer)
         logger.removeHandler(handler)
         logger.setLevel(level)
 
 
 def _watched(table: Type[_T]) -> Type[_T]:
-    """``table`` (a model or counter class), its client's answers checked while the command runs."""
-    if _WATCHING:
-        events = table._get_connection().connection.client.meta.events
-        if all(seen is not events for seen in _WATCHING[-1]):
-            events.register("before-parse.dynamodb", _check_answer)
-            _WATCHING[-1].append(events)
+    """``table`` (a model or counter class), its client's answers checked until the command ends."""
+    events = table._get_connection().connection.client.meta.events
+    if all(seen is not events for seen in _WATCHED):
+        events.register("before-parse.dynamodb", _check_answer)
+        _WATCHED.append(events)
     return table
 
 
@@ -153,12 +148,7 @@ def _html_answer(exc: BaseException) -> Optional[NotDynamoDBError]:
 
 def _fix_for(exc: BaseException) -> str:
     """What to do about a failed request, from the errors behind it: ``"; check ..."``, or ``""``."""
-    seen: List[BaseException] = []
-    cause: Optional[BaseException] = exc
-    while cause is not None and cause not in seen:
-        seen.append(cause)
-        cause = getattr(cause, "cause", None) or cause.__cause__ or cause.__context__
-    names = {c.__name__ for e in seen for c in type(e).__mro__}
+    names = {c.__name__ for e in exceptions.causes(exc) for c in type(e).__mro__}
     code = error_code(exc)
     if "NoRegionError" in names:
         return "; name the AWS region with --region (or AWS_DEFAULT_REGION), or the endpoint with --host"
@@ -321,13 +311,11 @@ def _missing(table: Type[Model], model: Optional[Type[Model]] = None) -> Command
 
 @contextlib.contextmanager
 def _counter_errors(counter: Type[NextId], model: Optional[Type[Model]] = None) -> Iterator[None]:
-    """Report a missing counter table, or a counter holding no integer, with the command that fixes it."""
+    """Report a missing counter table with the command that creates it (a CounterValueError names its own fix)."""
     try:
         yield
     except CounterTableMissingError as exc:
         raise _missing(counter, model) from exc
-    except CounterValueError as exc:
-        raise CommandError(str(exc)) from exc  # it names the command that fixes it
 
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
@@ -453,15 +441,8 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Opti
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     counter = _counter(args, model)
-    sequence = None
-    if model is not None:
-        sequence, _ = _checked(args, model, key, args.value, args.is_called)
-    elif "@" in key:
-        # a region counter named without its model: the options it records give the region's subsequence
-        with _counter_errors(counter):
-            recorded = counter.stored_options(key)
-        if recorded is not None:
-            check_region_value(key, recorded, args.value, last=args.is_called)
+    # without a model, setval checks a region counter's value against the subsequence it records
+    sequence = None if model is None else _checked(args, model, key, args.value, args.is_called)[0]
     if args.dry_run:
         return _dry_run(counter, key, model, "set", sequence,
                         lambda item, seq: setval_value(key, args.value, args.is_called, seq))
@@ -549,9 +530,8 @@ def _describe(args: argparse.Namespace) -> int:
                 continue
             if (table, key) not in rows:
                 try:
-                    with _counter_errors(counter):
-                        last, recorded = counter._value_in(key, raw), counter._options_in(key, raw)
-                except CommandError as exc:  # one broken counter: the others are still described
+                    last, recorded = counter._value_in(key, raw), counter._options_in(key, raw)
+                except CounterValueError as exc:  # one broken counter: the others are still described
                     problems.append(str(exc))
                     continue
                 rows[table, key] = {"key": key, "table": table, **columns(recorded, last), "models": [],
@@ -642,15 +622,14 @@ def _check(args: argparse.Namespace) -> int:
     # with Meta.autoinc_regions each region numbers its own subsequence: a key's IDs are audited per region, as
     # key@region against the region's subsequence; IDs on none stay under key (all of them off the sequence)
     layout = regions.regions_of(opts) if opts.regions else []
-    groups: Dict[Tuple[str, int], List[int]] = {}
+    groups: Dict[str, Tuple[SequenceOptions, List[int]]] = {}
     for key, values in _ids_by_counter(model, args.segments).items():
         for value in values:
             position = opts.sequence.position(value) if layout else None
-            groups.setdefault((key, -1 if position is None else position % len(layout)), []).append(value)
-    audited = [(key, opts.sequence, values) if i < 0 else (f"{key}@{layout[i][0]}", layout[i][1], values)
-               for (key, i), values in groups.items()]
+            region, sequence = ("", opts.sequence) if position is None else layout[position % len(layout)]
+            groups.setdefault(f"{key}@{region}" if region else key, (sequence, []))[1].append(value)
     report = [{"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
-              for key, sequence, values in sorted(audited, key=lambda group: group[0])]
+              for key, (sequence, values) in sorted(groups.items())]
     if args.json:
         print(json.dumps(report))
     else:
@@ -713,7 +692,7 @@ def _policy(args: argparse.Namespace) -> int:
 def _scan_failed(table: Type[Model], exc: PynamoDBException) -> CommandError:
     if error_code(exc) == "ResourceNotFoundException":
         return _missing(table, None if issubclass(table, NextId) else table)
-    return _html_answer(exc) or CommandError(
+    return CommandError(  # main() reports an HTML answer behind ``exc`` as NotDynamoDBError
         f"could not scan table {table.Meta.table_name!r}{_where(table)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
 
 
