@@ -1,6 +1,5 @@
 """``pynamodb-autoinc [--host URL] [--region R] [--table T] COMMAND [--model package.module:Model] ...``: look at and
-fix counters without writing code (the documentation's command-line page describes every command). Exit codes: 0
-done, 1 an error (on stderr), 2 bad usage, 3 a problem found in the data."""
+fix counters without writing code. Exit codes: 0 done, 1 an error (on stderr), 2 bad usage, 3 a problem in the data."""
 
 from __future__ import annotations
 
@@ -97,8 +96,7 @@ def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 @contextlib.contextmanager
 def _running(verbose: int) -> Iterator[None]:
-    """While the command runs: with -v the library's log at INFO (-vv: DEBUG) goes to stderr, and an answer that
-    is not DynamoDB's JSON raises :class:`NotDynamoDBError` (on the clients :func:`_watched` registers it on)."""
+    """While the command runs: -v (-vv: DEBUG) shows the library's log on stderr; :func:`_watched` checks answers."""
     logger = logging.getLogger("pynamodb_autoinc")
     handler, level = logging.StreamHandler(sys.stderr), logger.level
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -354,9 +352,9 @@ def _create_table(args: argparse.Namespace) -> int:
     if counter.exists():
         print(f"table {counter.Meta.table_name!r} exists")
         return 0
-    provisioned = {"read_capacity_units": args.read_capacity, "write_capacity_units": args.write_capacity}
-    capacity = provisioned if args.billing_mode == "PROVISIONED" else {}
-    counter.create_table(billing_mode=args.billing_mode, wait=True, **capacity)
+    # PynamoDB sends the capacity with PROVISIONED only
+    counter.create_table(billing_mode=args.billing_mode, wait=True, read_capacity_units=args.read_capacity,
+                         write_capacity_units=args.write_capacity)
     print(f"created table {counter.Meta.table_name!r} ({args.billing_mode})")
     return 0
 
@@ -410,8 +408,7 @@ def _get(args: argparse.Namespace) -> int:
 
 def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Optional[int],
              is_called: bool) -> Tuple[SequenceOptions, int]:
-    """The sequence of counter ``key`` (its region's) and the value to set or restart it at (default: its start),
-    refused outside the bounds, off the region's subsequence, or (unless --force) when its next IDs are stored."""
+    """``key``'s sequence and value (default: its start), refused off the sequence or (no --force) behind stored IDs."""
     opts = options_for(model)
     sequence = regions.sequence_of(opts, key)
     value = sequence.start if value is None else value
@@ -485,8 +482,7 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
              sequence: Optional[SequenceOptions],
              new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
              replace: bool = False) -> int:
-    """--dry-run: print counter ``key`` now and as the command would leave it (``new_value(item, options)``); without
-    ``replace`` (set), ``sequence`` must agree with the recorded options."""
+    """Print ``key`` now and as ``new_value(item, options)`` leaves it; options must match unless ``replace``."""
     with _counter_errors(counter, model):
         item = counter._item(key)
         recorded = counter._recorded(item)
@@ -506,9 +502,7 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
 
 
 def _describe(args: argparse.Namespace) -> int:
-    models = [(_autoinc_model(args, spec), spec) for spec in args.model]
-    counters: List[Tuple[Type[NextId], Optional[Options], str]] = [
-        (_counter(args, model), options_for(model), spec) for model, spec in models]
+    owners: List[Optional[Options]] = [options_for(_autoinc_model(args, spec)) for spec in args.model]
     rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
     problems: List[str] = []
 
@@ -519,13 +513,13 @@ def _describe(args: argparse.Namespace) -> int:
         return {"start": sequence.start, "step": sequence.step, "min": sequence.minimum, "max": sequence.maximum,
                 "cycle": sequence.cycle, "last_value": last, "left": sequence.remaining(last)}
 
-    for counter, owner, spec in counters or [(_counter(args), None, "")]:
+    for owner, spec in zip(owners or [None], args.model or [""]):  # no model: every counter of --table
+        counter = _counter(args, None if owner is None else owner.model)
         prefix, table = counter._autoinc_prefix, counter.Meta.table_name
         for raw in _scan_raw(counter):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
-            # exactly the model's keys: not another model's whose key starts with this one's (orders#eu beside
-            # orders), nor the single-region counter a table had before it moved to region-homed sequences
+            # only the model's keys: not another model's starting with this one's (orders#eu), nor a pre-region counter
             if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
                 continue
             if (table, key) not in rows:
@@ -619,8 +613,7 @@ def _check(args: argparse.Namespace) -> int:
     opts = options_for(model)
     _plain_ids(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
     counter = _watched(opts.counter) if opts.sequence.cycle else None
-    # with Meta.autoinc_regions each region numbers its own subsequence: a key's IDs are audited per region, as
-    # key@region against the region's subsequence; IDs on none stay under key (all of them off the sequence)
+    # with Meta.autoinc_regions, IDs are audited as key@region on that region's subsequence (IDs on none: under key)
     layout = regions.regions_of(opts) if opts.regions else []
     groups: Dict[str, Tuple[SequenceOptions, List[int]]] = {}
     for key, values in _ids_by_counter(model, args.segments).items():
