@@ -82,14 +82,13 @@ def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     """``--model``, or the deprecated positional model of seed, check and policy (with a note on stderr)."""
     if not hasattr(args, "old_model"):
         return
-    old = args.old_model
-    if old is not None:
-        if args.model is not None and args.model != old:
-            parser.error(f"{args.command}: the model is named twice ({old!r} and --model {args.model!r}); "
+    if args.old_model is not None:
+        if args.model not in (None, args.old_model):
+            parser.error(f"{args.command}: the model is named twice ({args.old_model!r} and --model {args.model!r}); "
                          "name it once, with --model")
         print(f"DeprecationWarning: `{args.command} MODEL` is deprecated and will be removed in the next release; "
-              f"name the model with `{args.command} --model {old}`", file=sys.stderr)
-        args.model = old
+              f"name the model with `{args.command} --model {args.old_model}`", file=sys.stderr)
+        args.model = args.old_model
     if args.model is None:
         parser.error(f"{args.command}: name the model with --model package.module:Model")
 
@@ -106,8 +105,9 @@ def _running(verbose: int) -> Iterator[None]:
     try:
         yield
     finally:
-        while _WATCHED:
-            _WATCHED.pop().unregister("before-parse.dynamodb", _check_answer)
+        for events in _WATCHED:
+            events.unregister("before-parse.dynamodb", _check_answer)
+        _WATCHED.clear()
         logger.removeHandler(handler)
         logger.setLevel(level)
 
@@ -630,8 +630,7 @@ def _check(args: argparse.Namespace) -> int:
         for r in report:
             holes = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in r["hole_ranges"])
             off = ", ".join(map(str, r["first_off_sequence"]))
-            rows.append((r["key"], str(r["items"]), str(r["min"]), str(r["max"]),
-                         ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
+            rows.append((r["key"], r["items"], r["min"], r["max"], ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
                          f"{r['holes']} (first: {holes})" if r["holes"] else "0",
                          f"{r['off_sequence']} ({off})" if r["off_sequence"] else "0"))
         _table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), rows)
@@ -753,7 +752,7 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     return groups
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     for row in (header, *rows):
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
