@@ -406,12 +406,11 @@ def _get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Optional[int],
-             is_called: bool) -> Tuple[SequenceOptions, int]:
-    """``key``'s sequence and value (default: its start), refused off the sequence or (no --force) behind stored IDs."""
+def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: bool) -> Tuple[SequenceOptions, int]:
+    """``key``'s sequence and ``args.value`` (None: its start), refused off the sequence or (no --force) behind IDs."""
     opts = options_for(model)
     sequence = regions.sequence_of(opts, key)
-    value = sequence.start if value is None else value
+    value = sequence.start if args.value is None else args.value
     sequence.check(key, value)
     if opts.regions:
         sequence.check_member(key, value, last=is_called)
@@ -439,7 +438,7 @@ def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     counter = _counter(args, model)
     # without a model, setval checks a region counter's value against the subsequence it records
-    sequence = None if model is None else _checked(args, model, key, args.value, args.is_called)[0]
+    sequence = None if model is None else _checked(args, model, key, args.is_called)[0]
     if args.dry_run:
         return _dry_run(counter, key, model, "set", sequence,
                         lambda item, seq: setval_value(key, args.value, args.is_called, seq))
@@ -452,7 +451,7 @@ def _set(args: argparse.Namespace) -> int:
 def _restart(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     assert model is not None
-    sequence, value = _checked(args, model, key, args.value, is_called=False)
+    sequence, value = _checked(args, model, key, is_called=False)
     counter = _counter(args, model)
     if args.dry_run:
         return _dry_run(counter, key, model, "restarted", sequence, lambda item, seq: value - sequence.step,
@@ -636,8 +635,7 @@ def _check(args: argparse.Namespace) -> int:
         _table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), rows)
         if not report:
             print(f"{model.__name__} stores no IDs")
-    bad = any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report)
-    return EXIT_PROBLEMS if bad else 0
+    return EXIT_PROBLEMS if any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report) else 0
 
 
 def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = None) -> Dict[str, Any]:
