@@ -439,10 +439,10 @@ def _set(args: argparse.Namespace) -> int:
     counter = _counter(args, model)
     # without a model, setval checks a region counter's value against the subsequence it records
     sequence = None if model is None else _checked(args, model, key, args.is_called)[0]
-    if args.dry_run:
-        return _dry_run(counter, key, model, "set", sequence,
-                        lambda item, seq: setval_value(key, args.value, args.is_called, seq))
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "set", sequence,
+                            lambda item, seq: setval_value(key, args.value, args.is_called, seq))
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
@@ -453,10 +453,9 @@ def _restart(args: argparse.Namespace) -> int:
     assert model is not None
     sequence, value = _checked(args, model, key, is_called=False)
     counter = _counter(args, model)
-    if args.dry_run:
-        return _dry_run(counter, key, model, "restarted", sequence, lambda item, seq: value - sequence.step,
-                        replace=True)
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "restarted", sequence, lambda item, seq: value - sequence.step, replace=True)
         counter.restart(key, sequence, value)
     print(f"{key}: restarted; the next value is {value}")
     return 0
@@ -467,28 +466,26 @@ def _alter(args: argparse.Namespace) -> int:
     assert model is not None
     sequence = regions.sequence_of(options_for(model), key)
     counter = _counter(args, model)
-    if args.dry_run:
-        return _dry_run(counter, key, model, "altered", sequence,
-                        lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "altered", sequence,
+                            lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
         before = counter.alter(key, sequence)
     was = "" if before is None or before == sequence else f" (was: {before.encode()})"
     print(f"{key}: {'already runs' if before == sequence else 'now runs'} under {sequence.encode()}{was}")
     return 0
 
 
-def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb: str,
-             sequence: Optional[SequenceOptions],
+def _dry_run(counter: Type[NextId], key: str, verb: str, sequence: Optional[SequenceOptions],
              new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
              replace: bool = False) -> int:
     """Print ``key`` now and as ``new_value(item, options)`` leaves it; options must match unless ``replace``."""
-    with _counter_errors(counter, model):
-        item = counter._item(key)
-        recorded = counter._recorded(item)
-        if not replace and sequence is not None and recorded is not None and recorded != sequence:
-            raise counter._mismatch(key, sequence, recorded.encode())
-        options = sequence or recorded
-        value = new_value(item, options)
+    item = counter._item(key)
+    recorded = counter._recorded(item)
+    if not replace and sequence is not None and recorded is not None and recorded != sequence:
+        raise counter._mismatch(key, sequence, recorded.encode())
+    options = sequence or recorded
+    value = new_value(item, options)
     before = item.get(counter.options.attr_name)
     after = before if options is None else {"S": options.encode()}
     was, now = ["none recorded" if s is None else s["S"] if "S" in s else json.dumps(s) for s in (before, after)]
