@@ -32,8 +32,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The errors that 0.2 exported here: they live in :mod:`pynamodb_autoinc.exceptions` (a warning, for one
-    release)."""
+    """The errors 0.2 exported here, from :mod:`pynamodb_autoinc.exceptions` with a warning (for one release)."""
     if name in exceptions.__all__:
         warnings.warn(f"pynamodb_autoinc.{name} has moved: import it from pynamodb_autoinc.exceptions (the "
                       "top-level name goes away in 0.4)", DeprecationWarning, stacklevel=2)

@@ -1,6 +1,5 @@
 """``pynamodb-autoinc [--host URL] [--region R] [--table T] COMMAND [--model package.module:Model] ...``: look at and
-fix counters without writing code (the documentation's command-line page describes every command). Exit codes: 0
-done, 1 an error (on stderr), 2 bad usage, 3 a problem found in the data."""
+fix counters without writing code. Exit codes: 0 done, 1 an error (on stderr), 2 bad usage, 3 a problem in the data."""
 
 from __future__ import annotations
 
@@ -21,10 +20,10 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import _transport, iam, regions
+from . import _transport, exceptions, iam, regions
 from ._options import Options, options_for
 from ._version import __version__
-from .counter import NextId, bind_counter, check_region_value, setval_value
+from .counter import NextId, bind_counter, setval_value
 from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, error_code, error_responses
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions, integer, number
@@ -39,8 +38,8 @@ EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 
           "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
           "counter recording other options than its model)")
 
-#: The event emitters each running command registered :func:`_check_answer` on (the innermost command's last).
-_WATCHING: List[List[Any]] = []
+#: The event emitters the running command registered :func:`_check_answer` on.
+_WATCHED: List[Any] = []
 _T = TypeVar("_T", bound=Model)
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,6 @@ class NotDynamoDBError(CommandError):
 
     def __init__(self, status: int, content_type: str) -> None:
         super().__init__(f"HTTP {status}, {content_type or 'no Content-Type'}")
-        self.status, self.content_type = status, content_type
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -84,47 +82,42 @@ def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     """``--model``, or the deprecated positional model of seed, check and policy (with a note on stderr)."""
     if not hasattr(args, "old_model"):
         return
-    old = args.old_model
-    if old is not None:
-        if args.model is not None and args.model != old:
-            parser.error(f"{args.command}: the model is named twice ({old!r} and --model {args.model!r}); "
+    if args.old_model is not None:
+        if args.model not in (None, args.old_model):
+            parser.error(f"{args.command}: the model is named twice ({args.old_model!r} and --model {args.model!r}); "
                          "name it once, with --model")
         print(f"DeprecationWarning: `{args.command} MODEL` is deprecated and will be removed in the next release; "
-              f"name the model with `{args.command} --model {old}`", file=sys.stderr)
-        args.model = old
+              f"name the model with `{args.command} --model {args.old_model}`", file=sys.stderr)
+        args.model = args.old_model
     if args.model is None:
         parser.error(f"{args.command}: name the model with --model package.module:Model")
 
 
 @contextlib.contextmanager
 def _running(verbose: int) -> Iterator[None]:
-    """While the command runs: with -v the library's log at INFO (-vv: DEBUG) goes to stderr, and an answer that
-    is not DynamoDB's JSON raises :class:`NotDynamoDBError` (on the clients :func:`_watched` registers it on)."""
-    watched: List[Any] = []
+    """While the command runs: -v (-vv: DEBUG) shows the library's log on stderr; :func:`_watched` checks answers."""
     logger = logging.getLogger("pynamodb_autoinc")
     handler, level = logging.StreamHandler(sys.stderr), logger.level
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     if verbose:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
-    _WATCHING.append(watched)
     try:
         yield
     finally:
-        _WATCHING.remove(watched)
-        for events in watched:
+        for events in _WATCHED:
             events.unregister("before-parse.dynamodb", _check_answer)
+        _WATCHED.clear()
         logger.removeHandler(handler)
         logger.setLevel(level)
 
 
 def _watched(table: Type[_T]) -> Type[_T]:
-    """``table`` (a model or counter class), its client's answers checked while the command runs."""
-    if _WATCHING:
-        events = table._get_connection().connection.client.meta.events
-        if all(seen is not events for seen in _WATCHING[-1]):
-            events.register("before-parse.dynamodb", _check_answer)
-            _WATCHING[-1].append(events)
+    """``table`` (a model or counter class), its client's answers checked until the command ends."""
+    events = table._get_connection().connection.client.meta.events
+    if all(seen is not events for seen in _WATCHED):
+        events.register("before-parse.dynamodb", _check_answer)
+        _WATCHED.append(events)
     return table
 
 
@@ -153,12 +146,7 @@ def _html_answer(exc: BaseException) -> Optional[NotDynamoDBError]:
 
 def _fix_for(exc: BaseException) -> str:
     """What to do about a failed request, from the errors behind it: ``"; check ..."``, or ``""``."""
-    seen: List[BaseException] = []
-    cause: Optional[BaseException] = exc
-    while cause is not None and cause not in seen:
-        seen.append(cause)
-        cause = getattr(cause, "cause", None) or cause.__cause__ or cause.__context__
-    names = {c.__name__ for e in seen for c in type(e).__mro__}
+    names = {c.__name__ for e in exceptions.causes(exc) for c in type(e).__mro__}
     code = error_code(exc)
     if "NoRegionError" in names:
         return "; name the AWS region with --region (or AWS_DEFAULT_REGION), or the endpoint with --host"
@@ -321,13 +309,11 @@ def _missing(table: Type[Model], model: Optional[Type[Model]] = None) -> Command
 
 @contextlib.contextmanager
 def _counter_errors(counter: Type[NextId], model: Optional[Type[Model]] = None) -> Iterator[None]:
-    """Report a missing counter table, or a counter holding no integer, with the command that fixes it."""
+    """Report a missing counter table with the command that creates it (a CounterValueError names its own fix)."""
     try:
         yield
     except CounterTableMissingError as exc:
         raise _missing(counter, model) from exc
-    except CounterValueError as exc:
-        raise CommandError(str(exc)) from exc  # it names the command that fixes it
 
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
@@ -366,9 +352,9 @@ def _create_table(args: argparse.Namespace) -> int:
     if counter.exists():
         print(f"table {counter.Meta.table_name!r} exists")
         return 0
-    provisioned = {"read_capacity_units": args.read_capacity, "write_capacity_units": args.write_capacity}
-    capacity = provisioned if args.billing_mode == "PROVISIONED" else {}
-    counter.create_table(billing_mode=args.billing_mode, wait=True, **capacity)
+    # PynamoDB sends the capacity with PROVISIONED only
+    counter.create_table(billing_mode=args.billing_mode, wait=True, read_capacity_units=args.read_capacity,
+                         write_capacity_units=args.write_capacity)
     print(f"created table {counter.Meta.table_name!r} ({args.billing_mode})")
     return 0
 
@@ -420,13 +406,11 @@ def _get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Optional[int],
-             is_called: bool) -> Tuple[SequenceOptions, int]:
-    """The sequence of counter ``key`` (its region's) and the value to set or restart it at (default: its start),
-    refused outside the bounds, off the region's subsequence, or (unless --force) when its next IDs are stored."""
+def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: bool) -> Tuple[SequenceOptions, int]:
+    """``key``'s sequence and ``args.value`` (None: its start), refused off the sequence or (no --force) behind IDs."""
     opts = options_for(model)
     sequence = regions.sequence_of(opts, key)
-    value = sequence.start if value is None else value
+    value = sequence.start if args.value is None else args.value
     sequence.check(key, value)
     if opts.regions:
         sequence.check_member(key, value, last=is_called)
@@ -453,19 +437,12 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, value: Opti
 def _set(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     counter = _counter(args, model)
-    sequence = None
-    if model is not None:
-        sequence, _ = _checked(args, model, key, args.value, args.is_called)
-    elif "@" in key:
-        # a region counter named without its model: the options it records give the region's subsequence
-        with _counter_errors(counter):
-            recorded = counter.stored_options(key)
-        if recorded is not None:
-            check_region_value(key, recorded, args.value, last=args.is_called)
-    if args.dry_run:
-        return _dry_run(counter, key, model, "set", sequence,
-                        lambda item, seq: setval_value(key, args.value, args.is_called, seq))
+    # without a model, setval checks a region counter's value against the subsequence it records
+    sequence = None if model is None else _checked(args, model, key, args.is_called)[0]
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "set", sequence,
+                            lambda item, seq: setval_value(key, args.value, args.is_called, seq))
         counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
@@ -474,12 +451,11 @@ def _set(args: argparse.Namespace) -> int:
 def _restart(args: argparse.Namespace) -> int:
     model, key = _model_and_key(args)
     assert model is not None
-    sequence, value = _checked(args, model, key, args.value, is_called=False)
+    sequence, value = _checked(args, model, key, is_called=False)
     counter = _counter(args, model)
-    if args.dry_run:
-        return _dry_run(counter, key, model, "restarted", sequence, lambda item, seq: value - sequence.step,
-                        replace=True)
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "restarted", sequence, lambda item, seq: value - sequence.step, replace=True)
         counter.restart(key, sequence, value)
     print(f"{key}: restarted; the next value is {value}")
     return 0
@@ -490,29 +466,26 @@ def _alter(args: argparse.Namespace) -> int:
     assert model is not None
     sequence = regions.sequence_of(options_for(model), key)
     counter = _counter(args, model)
-    if args.dry_run:
-        return _dry_run(counter, key, model, "altered", sequence,
-                        lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
     with _counter_errors(counter, model):
+        if args.dry_run:
+            return _dry_run(counter, key, "altered", sequence,
+                            lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
         before = counter.alter(key, sequence)
     was = "" if before is None or before == sequence else f" (was: {before.encode()})"
     print(f"{key}: {'already runs' if before == sequence else 'now runs'} under {sequence.encode()}{was}")
     return 0
 
 
-def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb: str,
-             sequence: Optional[SequenceOptions],
+def _dry_run(counter: Type[NextId], key: str, verb: str, sequence: Optional[SequenceOptions],
              new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
              replace: bool = False) -> int:
-    """--dry-run: print counter ``key`` now and as the command would leave it (``new_value(item, options)``); without
-    ``replace`` (set), ``sequence`` must agree with the recorded options."""
-    with _counter_errors(counter, model):
-        item = counter._item(key)
-        recorded = counter._recorded(item)
-        if not replace and sequence is not None and recorded is not None and recorded != sequence:
-            raise counter._mismatch(key, sequence, recorded.encode())
-        options = sequence or recorded
-        value = new_value(item, options)
+    """Print ``key`` now and as ``new_value(item, options)`` leaves it; options must match unless ``replace``."""
+    item = counter._item(key)
+    recorded = counter._recorded(item)
+    if not replace and sequence is not None and recorded is not None and recorded != sequence:
+        raise counter._mismatch(key, sequence, recorded.encode())
+    options = sequence or recorded
+    value = new_value(item, options)
     before = item.get(counter.options.attr_name)
     after = before if options is None else {"S": options.encode()}
     was, now = ["none recorded" if s is None else s["S"] if "S" in s else json.dumps(s) for s in (before, after)]
@@ -525,9 +498,7 @@ def _dry_run(counter: Type[NextId], key: str, model: Optional[Type[Model]], verb
 
 
 def _describe(args: argparse.Namespace) -> int:
-    models = [(_autoinc_model(args, spec), spec) for spec in args.model]
-    counters: List[Tuple[Type[NextId], Optional[Options], str]] = [
-        (_counter(args, model), options_for(model), spec) for model, spec in models]
+    owners: List[Optional[Options]] = [options_for(_autoinc_model(args, spec)) for spec in args.model]
     rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
     problems: List[str] = []
 
@@ -538,20 +509,19 @@ def _describe(args: argparse.Namespace) -> int:
         return {"start": sequence.start, "step": sequence.step, "min": sequence.minimum, "max": sequence.maximum,
                 "cycle": sequence.cycle, "last_value": last, "left": sequence.remaining(last)}
 
-    for counter, owner, spec in counters or [(_counter(args), None, "")]:
+    for owner, spec in zip(owners or [None], args.model or [""]):  # no model: every counter of --table
+        counter = _counter(args, None if owner is None else owner.model)
         prefix, table = counter._autoinc_prefix, counter.Meta.table_name
         for raw in _scan_raw(counter):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
-            # exactly the model's keys: not another model's whose key starts with this one's (orders#eu beside
-            # orders), nor the single-region counter a table had before it moved to region-homed sequences
+            # only the model's keys: not another model's starting with this one's (orders#eu), nor a pre-region counter
             if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
                 continue
             if (table, key) not in rows:
                 try:
-                    with _counter_errors(counter):
-                        last, recorded = counter._value_in(key, raw), counter._recorded(raw, key)
-                except CommandError as exc:  # one broken counter: the others are still described
+                    last, recorded = counter._value_in(key, raw), counter._recorded(raw, key)
+                except CounterValueError as exc:  # one broken counter: the others are still described
                     problems.append(str(exc))
                     continue
                 rows[table, key] = {"key": key, "table": table, **columns(recorded, last), "models": [],
@@ -639,18 +609,16 @@ def _check(args: argparse.Namespace) -> int:
     opts = options_for(model)
     _plain_ids(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
     counter = _watched(opts.counter) if opts.sequence.cycle else None
-    # with Meta.autoinc_regions each region numbers its own subsequence: a key's IDs are audited per region, as
-    # key@region against the region's subsequence; IDs on none stay under key (all of them off the sequence)
+    # with Meta.autoinc_regions, IDs are audited as key@region on that region's subsequence (IDs on none: under key)
     layout = regions.regions_of(opts) if opts.regions else []
-    groups: Dict[Tuple[str, int], List[int]] = {}
+    groups: Dict[str, Tuple[SequenceOptions, List[int]]] = {}
     for key, values in _ids_by_counter(model, args.segments).items():
         for value in values:
             position = opts.sequence.position(value) if layout else None
-            groups.setdefault((key, -1 if position is None else position % len(layout)), []).append(value)
-    audited = [(key, opts.sequence, values) if i < 0 else (f"{key}@{layout[i][0]}", layout[i][1], values)
-               for (key, i), values in groups.items()]
+            region, sequence = ("", opts.sequence) if position is None else layout[position % len(layout)]
+            groups.setdefault(f"{key}@{region}" if region else key, (sequence, []))[1].append(value)
     report = [{"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
-              for key, sequence, values in sorted(audited, key=lambda group: group[0])]
+              for key, (sequence, values) in sorted(groups.items())]
     if args.json:
         print(json.dumps(report))
     else:
@@ -658,15 +626,13 @@ def _check(args: argparse.Namespace) -> int:
         for r in report:
             holes = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in r["hole_ranges"])
             off = ", ".join(map(str, r["first_off_sequence"]))
-            rows.append((r["key"], str(r["items"]), str(r["min"]), str(r["max"]),
-                         ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
+            rows.append((r["key"], r["items"], r["min"], r["max"], ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
                          f"{r['holes']} (first: {holes})" if r["holes"] else "0",
                          f"{r['off_sequence']} ({off})" if r["off_sequence"] else "0"))
         _table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), rows)
         if not report:
             print(f"{model.__name__} stores no IDs")
-    bad = any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report)
-    return EXIT_PROBLEMS if bad else 0
+    return EXIT_PROBLEMS if any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report) else 0
 
 
 def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = None) -> Dict[str, Any]:
@@ -713,7 +679,7 @@ def _policy(args: argparse.Namespace) -> int:
 def _scan_failed(table: Type[Model], exc: PynamoDBException) -> CommandError:
     if error_code(exc) == "ResourceNotFoundException":
         return _missing(table, None if issubclass(table, NextId) else table)
-    return _html_answer(exc) or CommandError(
+    return CommandError(  # main() reports an HTML answer behind ``exc`` as NotDynamoDBError
         f"could not scan table {table.Meta.table_name!r}{_where(table)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
 
 
@@ -781,7 +747,7 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
     return groups
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     for row in (header, *rows):
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())

@@ -1,6 +1,5 @@
 """The least-privilege IAM policy a model's saves need: ``policy(User)``, or ``pynamodb-autoinc policy --model
-app.models:User``. ``tests/test_iam.py`` records every request the library sends in each mode and checks it against
-:func:`required_actions`; inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem."""
+app.models:User`` (inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Helpers for testing your own models on moto or DynamoDB Local: :func:`dynamodb`, :func:`create_counter_table` and
-:func:`reset_counters`. With pytest, the package's fixtures ``autoinc_counter_table`` and ``autoinc_fresh_counters``
-do the same."""
+"""Helpers for testing your own models on moto or DynamoDB Local; with pytest, the package's fixtures
+``autoinc_counter_table`` and ``autoinc_fresh_counters`` do the same."""
 
 from __future__ import annotations
 
@@ -34,16 +33,14 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
     added = [name for name in settings if name not in os.environ]
     os.environ.update({name: settings[name] for name in added})
     try:
-        if host:
-            yield
-            return
-        try:
-            from moto import mock_aws
-        except ImportError as exc:
-            raise ConfigurationError("testing.dynamodb() without a host runs on moto, which is not installed: `pip "
-                                     "install 'pynamodb-autoinc[demo]'`, or give a host, such as "
-                                     "dynamodb('http://127.0.0.1:8000') for DynamoDB Local") from exc
-        with mock_aws():
+        if not host:
+            try:
+                from moto import mock_aws
+            except ImportError as exc:
+                raise ConfigurationError("testing.dynamodb() without a host runs on moto, which is not installed: "
+                                         "`pip install 'pynamodb-autoinc[demo]'`, or give a host, such as "
+                                         "dynamodb('http://127.0.0.1:8000') for DynamoDB Local") from exc
+        with contextlib.nullcontext() if host else mock_aws():
             yield
     finally:
         for name in added:
