@@ -85,8 +85,7 @@ class _Process:
     def __init__(self) -> None:
         self.round_trip = 0.01  # of a transaction (seconds)
         self.pace = 0.0  # the average request of a queued save (seconds)
-        # by place (counter, connection; each has a lone save of its own in flight): the counter attribute
-        # holding its standing ticket, and the standing ticket held there
+        # by place (counter, connection: each has its own lone save): its standing ticket's attribute, and the ticket
         self.standing_names: Dict[Tuple[ChainId, int], str] = {}
         self.standing: Dict[Tuple[ChainId, int], _Standing] = {}
 
@@ -148,10 +147,8 @@ class Contest:
         # Only a write on one counter that the library may send again with new values queues.
         self.chain: Optional[ChainId] = next(iter(swaps)) if len(swaps) == 1 and write.retry else None
         write.queue = self.chain is not None
-        self.behind = 0
-        """How many other writers were queued when the counter was last seen."""
-        # A lone save (sent by its process's group commit, one at a time per counter and connection)
-        # may hold the process's standing ticket, and take one.
+        self.behind = 0  # how many other writers were queued when the counter was last seen
+        # a lone save (its group commit sends one at a time per place) may hold a standing ticket, and take one
         self.place: Optional[Tuple[ChainId, int]] = None
         self.hot = False
         if self.chain is not None and write.grouped:
@@ -334,8 +331,7 @@ class Contest:
 
 
 def _conflict(exc: Exception) -> bool:
-    """Whether a refused write was refused for the moment (a concurrent write, throttling: these show no
-    item), not by a condition."""
+    """Whether a write was refused for the moment (a concurrent write, throttling: no item), not by a condition."""
     reasons = [r for r in reasons_of(exc) if r is not None]
     return not reasons or any(r.code in TRANSIENT_REASONS for r in reasons)
 
@@ -351,8 +347,7 @@ def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
 
 
 def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
-    """The counter value a counter item shows: None (no value yet), an int, or unknown (no item, or no
-    integer)."""
+    """The value a counter item shows: None (no value yet), an int, or unknown (no item, or no integer)."""
     if item is None:
         return _UNKNOWN
     raw = item.get(counter.next_id.attr_name)
