@@ -29,7 +29,7 @@ signals = Namespace()
 
 :meta hide-value:"""
 
-before_save: NamedSignal = signals.setdefault("before_save", _AllocatingSignal("before_save"))
+before_save: NamedSignal = signals.setdefault("before_save", _AllocatingSignal("before_save", doc="Sent before saves."))
 """Sent before every write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance; what a receiver sets
 on it is stored, and one that raises aborts the save. The library's receiver, which assigns a new ID, runs last.
 Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"save"``, ``"transaction"``,
@@ -41,19 +41,19 @@ Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"s
 
 :meta hide-value:"""
 
-after_save: NamedSignal = signals.signal("after_save")
+after_save: NamedSignal = signals.signal("after_save", doc="Sent after a write committed.")
 """Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance has committed, with the
 keywords of :data:`before_save`. A receiver that raises is logged and ignored.
 
 :meta hide-value:"""
 
-race_lost: NamedSignal = signals.signal("race_lost")
+race_lost: NamedSignal = signals.signal("race_lost", doc="Sent when a write lost a race and tries again.")
 """Sent each time a write lost a race for its counter (or query partition) and will try another value, with
 ``instance`` (its first new instance), ``attempts`` and ``elapsed`` (seconds). A receiver that raises is logged.
 
 :meta hide-value:"""
 
-contention_failed: NamedSignal = signals.signal("contention_failed")
+contention_failed: NamedSignal = signals.signal("contention_failed", doc="Sent when a write gave up losing races.")
 """Sent when a write used up ``Meta.autoinc_timeout`` (or ``autoinc_retries``) losing races, just before
 :class:`~pynamodb_autoinc.exceptions.ContentionError`; keywords of :data:`race_lost`. A receiver that raises is logged.
 
