@@ -138,9 +138,9 @@ def counter_id(opts: Options, key: str) -> Tuple[Any, ...]:
 
 def forget(claim: Claim) -> None:
     """Forget the value this process last wrote to a swap claim's counter: it may be stale, read it afresh."""
-    memory = _memory()
+    ident, memory = claim.chain[1:], _memory()  # the chain first: computing it may take the lock
     with memory.lock:
-        memory.seen.pop(claim.chain[1:], None)
+        memory.seen.pop(ident, None)
 
 
 def forget_counter(ident: Tuple[Any, ...]) -> None:

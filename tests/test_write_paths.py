@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from typing import Any, List
 
 import pytest
@@ -103,6 +104,33 @@ def test_gapless_transaction_with_own_token_lost_race_is_explained(make_model):
     assert new.id is None
     assert [u.id for u in User.scan()] == [1]
     assert counter_of(User) == 1
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_gapless_transaction_with_own_token_failing_to_serialize_gives_the_id_back(make_model):
+    """A new instance of a transaction with its own client_request_token (its claim reads no remembered value)
+    that fails to serialize raises at once and gives its ID back: releasing a claim on a counter this process
+    has not looked up yet does not block."""
+    from pynamodb.exceptions import AttributeNullError
+
+    User = make_model("User", autoinc_gapless=True, name=UnicodeAttribute())
+    tx = TransactWrite(connection=User._get_connection().connection, client_request_token="order-18")
+    new = User()
+    raised: List[BaseException] = []
+
+    def save() -> None:
+        try:
+            tx.save(new)  # name is required and unset
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=save, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "tx.save() blocked"
+    assert [type(exc) for exc in raised] == [AttributeNullError]
+    assert new.id is None
+    assert list(User.scan()) == []
 
 
 def test_transaction_sends_signals(make_model):
