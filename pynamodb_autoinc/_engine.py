@@ -353,11 +353,11 @@ def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connect
 
 def commit(write: Write) -> Dict[str, Any]:
     """Send ``write`` until applied, retrying lost races; commit its claims, or release them on failure. A contest
-    starts before the first request only when this process holds a standing ticket."""
+    starts before the first request only for a lone save (grouped) while this process holds a standing ticket."""
     exchange = _Commit(write)
     try:
         queue = _state.state.parts.get("queue")
-        if queue is not None and queue.standing:
+        if write.grouped and queue is not None and queue.standing:
             exchange.contest = _contention.Contest(write)
             queued = exchange.contest.start()
             if queued is not None:

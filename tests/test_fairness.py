@@ -192,6 +192,31 @@ def test_a_writer_saving_in_a_loop_keeps_its_place(make_model, rival, requests, 
     assert len(standing_names(User)) == 1
 
 
+def test_a_standing_ticket_starts_no_contest_for_other_writes(make_model, rival, virtual_clock, monkeypatch):
+    """While this process holds a standing ticket, the saves of other models (a fast save, a gapless save_all()
+    transaction on another counter) send their requests without a queue contest, as any uncontested write does."""
+    User = make_model("User", autoinc_gapless=True)
+    Order = make_model("Order", autoinc_gapless=False)
+    Invoice = make_model("Invoice", autoinc_gapless=True)
+    User().save()
+    save_with_a_writer_behind(User, rival)
+    assert len(standing_names(User)) == 1
+    contests: List[Any] = []
+    real = _contention.Contest
+
+    def spy(write: Any, **kwargs: Any) -> Any:
+        contests.append(write)
+        return real(write, **kwargs)
+
+    monkeypatch.setattr(_contention, "Contest", spy)
+    Order().save()
+    Invoice.save_all([Invoice(), Invoice()])
+    assert contests == []
+    assert [o.id for o in Order.scan()] == [1]
+    assert sorted(i.id for i in Invoice.scan()) == [1, 2]
+    assert len(standing_names(User)) == 1  # still held for the process's next lone save
+
+
 def test_a_writer_after_a_pause_takes_no_standing_ticket(make_model, rival, virtual_clock):
     """A save begun more than HOT seconds after the process's previous one leaves no standing ticket."""
     User = make_model("User", autoinc_gapless=True)
