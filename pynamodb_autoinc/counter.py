@@ -152,7 +152,7 @@ class NextId(Model):
             cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
         except _Refused as refused:
             if sequence is not None:
-                cls.check_options(key, refused.item, sequence)
+                cls._refused_value(key, refused.item, sequence)  # raises on other options or no integer
             return False
         return True
 
@@ -304,6 +304,12 @@ class NextId(Model):
                     functools.partial(cls._update_kwargs, key), lambda _, kwargs: cls._send_update(verb, key, kwargs))
         once.aim(actions, condition, return_values)
         return _transport.drive(once)
+
+    @classmethod
+    def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
+        """The value of a counter item that refused an update; raises if it records other options or no integer."""
+        cls.check_options(key, item, sequence)
+        return cls._value_in(key, item)
 
     @classmethod
     def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
@@ -685,8 +691,7 @@ class Reserve(_transport.Exchange[List[int]]):
                                       "spent. Retry later, or raise Meta.autoinc_timeout (and autoinc_retries)",
                                       refused) from refused
             return None
-        counter.check_options(key, refused.item, seq)
-        last = counter._value_in(key, refused.item)
+        last = counter._refused_value(key, refused.item, seq)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
             self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
             if self.tries.lost():

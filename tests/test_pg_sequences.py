@@ -15,6 +15,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
+from pynamodb.expressions.operand import Path
 
 from pynamodb_autoinc import (
     NextId,
@@ -858,6 +859,16 @@ def test_compare_and_set_and_reserve_refuse_non_ints(counter, value):
     with pytest.raises(OutOfBoundsError, match="int"):
         counter.reserve("s", value)
     assert counter.currval("s") is None
+
+
+def test_compare_and_set_under_a_sequence_on_a_counter_holding_no_integer_names_the_fix(counter):
+    """compare_and_set with sequence options on a counter holding no integer (put by hand) raises
+    CounterValueError naming setval, as nextval does, instead of answering that the value differed."""
+    counter.nextval("s", UP)
+    hash_key, range_key = counter._item_key("s")
+    counter._get_connection().update_item(hash_key, range_key=range_key, actions=[Path(["NextId"]).set("oops")])
+    with pytest.raises(CounterValueError, match="not an integer.*setval"):
+        counter.compare_and_set("s", 24, 28, UP)
 
 
 def test_model_descending_with_maxvalue_starts_there(make_model):
