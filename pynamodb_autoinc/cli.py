@@ -721,7 +721,9 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
         for segment in range(first, segments, workers):
             for item in model.scan(segment=segment, total_segments=segments, attributes_to_get=wanted,
                                    consistent_read=True):
-                value, key = integer(getattr(item, opts.attribute)), key_of(item)
+                value, key = integer(raw := getattr(item, opts.attribute)), key_of(item)
+                if value is not None and opts.to_python(value) != raw:
+                    value = None  # text such as "007" or "1e3": another key than the ID the library writes
                 with lock:
                     scanned += 1
                     if live and scanned % 1000 == 0:

@@ -28,6 +28,17 @@ class User(AutoIncrementMixin, Model):
     name = UnicodeAttribute(null=True)
 
 
+class Code(AutoIncrementMixin, Model):
+    """IDs held as text ("1", "2", ...)."""
+
+    class Meta:
+        table_name = f"{PREFIX}-codes"
+        host = HOST
+        region = "us-east-1"
+
+    id = UnicodeAttribute(hash_key=True)
+
+
 class Invoice(AutoIncrementMixin, Model):
     class Meta:
         table_name = f"{PREFIX}-invoices"

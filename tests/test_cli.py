@@ -358,6 +358,22 @@ def test_check_reports_holes_and_duplicates(cli):
     assert "(first: 3, 5..6)" in done.stdout
 
 
+def test_check_and_seed_leave_out_text_ids_that_are_no_ids_the_library_writes(cli):
+    """A model holding its IDs as text counts "3", but not "007" nor "1e3" (other keys than "7" and "1000", set by
+    hand): check leaves them out and says so, and seed moves the counter to 3, not to 1000."""
+    models = cli.models()
+    cli("create-table", table=False)
+    models.Code.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    for code in ("1", "2", "3", "007", "1e3"):
+        models.Code(id=code).save()
+    done = cli("check", "--model", "tests.cli_models:Code", "--json", table=False)
+    assert "note: 2 items of Code hold no integer id; left out" in done.stderr
+    assert [(row["items"], row["max"], row["holes"]) for row in json.loads(done.stdout)] == [(3, 3, 0)]
+    done = cli("seed", "--model", "tests.cli_models:Code", table=False)
+    assert done.returncode == 0, done.stderr
+    assert models.Code.autoinc_options().counter.currval(models.Code.autoinc_options().key) == 3
+
+
 def test_check_scoped_model_is_clean(cli):
     """check groups a scoped model by counter key; a clean table exits 0."""
     models = cli.models()
