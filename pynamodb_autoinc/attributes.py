@@ -73,6 +73,12 @@ def counters(model: Type[Model]) -> Dict[str, CounterAttribute]:
     return {name: attr for name, attr in model.get_attributes().items() if isinstance(attr, CounterAttribute)}
 
 
+def _at_start(item: Any, fields: Dict[str, CounterAttribute]) -> None:
+    """Set each counter attribute in ``fields`` (name to attribute) of a new ``item`` to its start."""
+    for name, attr in fields.items():
+        setattr(item, name, attr.start)
+
+
 class CounterMixin(_Base, metaclass=CheckedModel):
     """Makes a model's :class:`CounterAttribute` values rise on every ``save()`` and ``update()``, with no read;
     put it first in the bases (also before ``AutoIncrementMixin``)::
@@ -135,8 +141,9 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         """Write the instance in one ``UpdateItem`` that raises its counters and sets (or, when ``None``, removes)
         every other declared attribute; a new ``AutoIncrementMixin`` instance is put, its counters at ``start``."""
         if isinstance(self, AutoIncrementMixin) and getattr(self, type(self).autoinc_options().attribute) is None:
-            before = {name: getattr(self, name) for name in counters(type(self))}
-            type(self)._autoinc_alone(self)  # the counters at their start, as save_all() puts a new item
+            fields = counters(type(self))
+            before = {name: getattr(self, name) for name in fields}
+            _at_start(self, fields)  # as save_all() puts a new item
             try:
                 return super().save(condition, add_version_condition=add_version_condition)
             except BaseException:
@@ -169,8 +176,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
     def _autoinc_alone(cls, item: Any) -> Optional[Callable[[], Any]]:
         """A new item is put with the others, counters at ``start``; one with its ID is updated after them."""
         if getattr(item, options_for(cls).attribute) is None:
-            for name, attr in counters(type(item)).items():
-                setattr(item, name, attr.start)
+            _at_start(item, counters(type(item)))
             return None
         item._before_update()
         return item._update_fields

@@ -178,6 +178,18 @@ def test_with_auto_increment(make_model):
     assert (got.name, got.edits) == ("y", 2)
 
 
+def test_save_of_a_new_auto_item_leaves_the_save_all_hook_alone(make_model, monkeypatch):
+    """save() of a new CounterMixin auto-ID item puts its counters at start itself: _autoinc_alone, the hook
+    save_all() calls for each item (which another mixin may extend), is not called."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute(start=1))
+    hooked = []
+    monkeypatch.setattr(Order, "_autoinc_alone", classmethod(lambda cls, item: hooked.append(item)))
+    order = Order()
+    order.save()
+    assert (order.id, order.edits) == (1, 1)
+    assert hooked == []
+
+
 @pytest.mark.modes("fast")
 def test_signals_on_update_path(make_model):
     """save() of an existing auto-increment item, sent as an UpdateItem, still sends before_save and after_save."""
