@@ -441,8 +441,10 @@ def _claim(instance: Model, opts: Options, is_new: bool, operation: str, pending
 
 def _track(instances: Sequence[Model], opts: Options) -> None:
     """``Meta.autoinc_track_explicit``: move the counter past the IDs set by hand (not those read or saved)."""
+    if not opts.track_explicit:
+        return
     explicit = [i for i in instances if getattr(i, opts.attribute) != i.__dict__.get(_STORED)]
-    if opts.track_explicit and explicit:
+    if explicit:
         strategies.track(explicit, opts)
 
 
