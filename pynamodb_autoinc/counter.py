@@ -485,10 +485,11 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     """A counter model keeping counter ``key`` in ``model``'s table, at hash key ``"__autoinc__#" + key``."""
     hash_attr, range_attr = model._hash_key_attribute(), model._range_key_attribute()
     ranges = (type(None), UnicodeAttribute, NumberAttribute)  # no range key, or one a reserved key fits in
-    if not isinstance(hash_attr, UnicodeAttribute) or not isinstance(range_attr, ranges):
-        raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a string hash key and a "
-                                 f"string or number range key (if any), not a {type(hash_attr).__name__} and a "
-                                 f"{type(range_attr).__name__}; use the NextId table instead")
+    for needed, name, attr, fits in (("string hash key", model._hash_keyname, hash_attr, (UnicodeAttribute,)),
+                                     ("string or number range key", model._range_keyname, range_attr, ranges)):
+        if not isinstance(attr, fits):
+            raise ConfigurationError(f"{model.__name__}: Meta.autoinc_counter_in_table needs a {needed}, but {name!r} "
+                                     f"is a {type(attr).__name__}; use the NextId table instead")
     attrs: Dict[str, Any] = {"next_key": UnicodeAttribute(hash_key=True, attr_name=hash_attr.attr_name)}
     if range_attr is not None:
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
