@@ -353,7 +353,7 @@ def test_format_without_period(make_model):
     pytest.param({"autoinc_strategy": "random"}, "Meta.autoinc_strategy must be one of 'counter', 'query'",
                  marks=pytest.mark.modes()),
     ({"autoinc_max": 2.5}, "Meta.autoinc_max must be an int or None"),
-    ({"autoinc_counter_in_table": True}, "needs a string hash key"),
+    ({"autoinc_counter_in_table": True}, "needs a string hash key, but 'id' is a NumberAttribute"),
 ])
 def test_sequence_misconfiguration(make_model, options, message):
     """Unusable sequence options are named when the model class is created."""
