@@ -512,7 +512,7 @@ def _describe(args: argparse.Namespace) -> int:
     for owner, spec in zip(owners or [None], args.model or [""]):  # no model: every counter of --table
         counter = _counter(args, None if owner is None else owner.model)
         prefix, table = counter._autoinc_prefix, counter.Meta.table_name
-        for raw in _scan_raw(counter):
+        for raw in _scan_raw(counter, None if owner is None else owner.model):
             hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
             key = hash_key[len(prefix):]
             # only the model's keys: not another model's starting with this one's (orders#eu), nor a pre-region counter
@@ -676,18 +676,19 @@ def _policy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scan_failed(table: Type[Model], exc: PynamoDBException) -> CommandError:
+def _scan_failed(table: Type[Model], exc: PynamoDBException, model: Optional[Type[Model]] = None) -> CommandError:
     if error_code(exc) == "ResourceNotFoundException":
-        return _missing(table, None if issubclass(table, NextId) else table)
+        return _missing(table, model)
     return CommandError(  # main() reports an HTML answer behind ``exc`` as NotDynamoDBError
         f"could not scan table {table.Meta.table_name!r}{_where(table)}: {str(exc).rstrip('.')}{_fix_for(exc)}")
 
 
-def _scan_raw(counter: Type[NextId]) -> List[Dict[str, Any]]:
+def _scan_raw(counter: Type[NextId], model: Optional[Type[Model]] = None) -> List[Dict[str, Any]]:
+    """Every counter item of ``counter``'s table (``model``: the one whose counters it keeps, or None)."""
     try:
         return _transport.scan(counter._get_connection().connection, counter.Meta.table_name)
     except PynamoDBException as exc:
-        raise _scan_failed(counter, exc) from exc
+        raise _scan_failed(counter, exc, model) from exc
 
 
 def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
@@ -738,7 +739,7 @@ def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
         try:
             list(pool.map(scan, range(workers)))
         except PynamoDBException as exc:
-            raise _scan_failed(model, exc) from exc
+            raise _scan_failed(model, exc, model) from exc
     if live:
         print(f"\rscanned {scanned:,} items", file=sys.stderr)
     if skipped:

@@ -1057,6 +1057,19 @@ def test_a_command_replaces_nothing_of_pynamodb_and_leaves_no_handler(make_model
 
 
 @pytest.mark.modes("fast")
+def test_describe_of_an_in_table_counter_whose_table_is_missing_names_the_models_table(make_model, monkeypatch,
+                                                                                    capsys, backend, aws_credentials):
+    """describe --model of a model keeping its counters in its own table (autoinc_counter_in_table), that table
+    missing, names the model's table and does not offer create-table, which would make a counter table there."""
+    Ledger = make_model("Ledger", create=False, pk=UnicodeAttribute(hash_key=True),
+                        num=NumberAttribute(null=True), autoinc_attribute="num", autoinc_counter_in_table=True)
+    code, _, err = run(capsys, *reach(backend), "describe", "--model", importable(monkeypatch, "Ledger", Ledger))
+    assert code != 0
+    assert f"Ledger's table {Ledger.Meta.table_name!r}" in err
+    assert "create-table" not in err
+
+
+@pytest.mark.modes("fast")
 @pytest.mark.parametrize("state", SOME_BROKEN[:2])
 def test_describe_lists_the_healthy_counters_and_names_a_broken_one(make_model, monkeypatch, capsys, backend,
                                                                     aws_credentials, state):
