@@ -13,7 +13,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 from pynamodb.pagination import ResultIterator
 
-from . import _engine, strategies
+from . import _engine, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Resend, Write, exists_advice
@@ -29,7 +29,7 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _Base, _claim, key_absent, put_kwargs, refuse_strong, send_after_save
+from .mixin import AutoIncrementMixin, _Base, _claim, key_absent, put_kwargs, send_after_save
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
 
@@ -218,9 +218,9 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
     @classmethod
     def _refuse_strong(cls) -> None:
         """Refuse, before a value is spent, a model on MRSC global tables (no transactions there)."""
-        if issubclass(cls, AutoIncrementMixin) and not options_for(cls).single_region_writes:
-            refuse_strong(options_for(cls), f"{cls.__name__}: HistoryMixin",
-                          "keep this model on a table that is not MRSC, or drop HistoryMixin")
+        if issubclass(cls, AutoIncrementMixin) and not (opts := options_for(cls)).single_region_writes:
+            regions.refuse_transactions(opts, f"{cls.__name__}: HistoryMixin",
+                                        "keep this model on a table that is not MRSC, or drop HistoryMixin")
 
     def _key_values(self) -> Tuple[Any, Any]:
         cls = type(self)

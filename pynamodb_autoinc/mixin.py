@@ -27,7 +27,6 @@ from .exceptions import (
     BulkSaveError,
     BulkSequenceExhaustedError,
     BulkWriteOutcomeUnknownError,
-    GlobalTableError,
     InvalidIdError,
     ItemExistsError,
     SequenceExhaustedError,
@@ -248,7 +247,7 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model], items: Li
                   new: Set[int]) -> Callable[[List[Model]], None]:
     """Check ``batch`` as each put would be; return the write that stores it and appends what landed to its list."""
     if len(batch) > 1 and any(id(item) in new for item in batch):
-        refuse_strong(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
+        regions.refuse_transactions(opts, f"{cls.__name__}.save_all()", "save the instances one by one")
     for item in batch:
         before_save.send(type(item), instance=item, is_new=id(item) in new, operation="bulk")
     explicit = [item for item in batch if getattr(item, opts.attribute) is not None]
@@ -322,14 +321,6 @@ def _transactions(cls: Type[Model], opts: Options, batch: List[Model], items: Li
                     send_after_save(type(item), instance=item, is_new=id(item) in new, operation="bulk")
 
     return write
-
-
-def refuse_strong(opts: Options, what: str, fix: str) -> None:
-    """Refuse a transaction, before a value is spent, on MRSC global tables, which support none."""
-    regions.effective(opts)  # describes the tables once per process
-    if regions.strong(opts):
-        raise GlobalTableError(f"{what} writes in TransactWriteItems, which global tables in multi-region strong "
-                               f"consistency (MRSC) do not support; {fix}")
 
 
 def _exhausted(opts: Options, chain: List[Claim], asked: int, exc: SequenceExhaustedError,

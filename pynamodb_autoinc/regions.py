@@ -103,10 +103,12 @@ def effective(opts: Any) -> Any:
     return verdict[1]
 
 
-def strong(opts: Any) -> bool:
-    """Whether ``opts.model``'s tables are MRSC global tables (known after :func:`effective`)."""
-    verdict = _tables().checked.get(opts.model)
-    return verdict is not None and verdict[2]
+def refuse_transactions(opts: Any, what: str, fix: str) -> None:
+    """Refuse a transaction of ``opts.model``, before a value is spent, on MRSC global tables, which support none."""
+    effective(opts)  # describes the tables once per process
+    if _tables().checked[opts.model][2]:
+        raise GlobalTableError(f"{what} writes in TransactWriteItems, which global tables in multi-region strong "
+                               f"consistency (MRSC) do not support; {fix}")
 
 
 def _check(opts: Any) -> Tuple[Optional[str], bool]:
