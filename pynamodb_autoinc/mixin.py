@@ -328,13 +328,9 @@ def _exhausted(opts: Options, chain: List[Claim], asked: int, exc: SequenceExhau
     """``save_all()``'s error when a chunk's claims on one counter met the end bound: asked, left and ``last``."""
     if asked <= 1 or asked > opts.sequence.size:
         return exc  # one value asked for, or more than the whole sequence holds: the error says so already
-    if not chain:
-        key, last = opts.counter_key(item, opts.current_period()), exc.last
-    elif chain[0].kind == "swap":
-        key, last = chain[0].key, chain[0].expected
-    else:
-        key, last = chain[0].key, chain[0].value - opts.step
-        last = last if opts.sequence.contains(last) else None
+    # a gapless chunk's swaps: fast and block values are all taken before the first chunk, a query chunk asks one
+    head = chain[0] if chain else None  # none yet when the chunk's first claim met the bound
+    key, last = (head.key, head.expected) if head else (opts.counter_key(item, opts.current_period()), exc.last)
     error = strategies.too_few(opts, key, asked, opts.sequence.remaining(last), exc)
     error.last = last
     return error
