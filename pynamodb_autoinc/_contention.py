@@ -93,10 +93,6 @@ class _Process:
         """The counter attribute holding the standing ticket of ``place`` (made up on first use)."""
         return self.standing_names.setdefault(place, STANDING_PREFIX + uuid.uuid4().hex[:12])
 
-    def interval(self) -> float:
-        """How long a waiter counts per writer ahead of it: one transaction round trip, at most a turn."""
-        return min(self.round_trip, TURN)
-
     def slow(self) -> bool:
         """Whether this process's requests are slow enough that the queue must wait longer for its turns."""
         return self.pace > SLOW
@@ -250,7 +246,7 @@ class Contest:
         elif now - self.waited[1] >= patience(item, owner):
             self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), _queue().interval() / 2), TURN))
+        self._sleep(min(max(self._until(ahead), min(_queue().round_trip, TURN) / 2), TURN))
         if exc is not None:
             self.check(exc)
         # the value expected once the writers ahead have each stored one item
@@ -262,7 +258,7 @@ class Contest:
         round trip ago). Early rather than late: a swap sent too early costs one refused request, a counter
         left idle costs every waiter."""
         queue = _queue()
-        return writers * queue.interval() - queue.round_trip / 2
+        return writers * min(queue.round_trip, TURN) - queue.round_trip / 2
 
     def _keeps_place(self, behind: int) -> bool:
         """Whether this save's swap takes a standing ticket: the process saves in a loop, others are queued

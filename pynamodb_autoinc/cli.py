@@ -684,7 +684,6 @@ def _scan_failed(table: Type[Model], exc: PynamoDBException, model: Optional[Typ
 
 
 def _scan_raw(counter: Type[NextId], model: Optional[Type[Model]] = None) -> List[Dict[str, Any]]:
-    """Every counter item of ``counter``'s table (``model``: the one whose counters it keeps, or None)."""
     try:
         return _transport.scan(counter._get_connection().connection, counter.Meta.table_name)
     except PynamoDBException as exc:

@@ -258,15 +258,10 @@ class NextId(Model):
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
         finally:
-            cls._forget(key)
+            for forget in SET_BY_HAND:
+                forget(cls._where(key))
         log.info("counter %r in table %r set to %s%s", key, cls.Meta.table_name, value,
                  "" if sequence is None else f", options {sequence.encode()}")
-
-    @classmethod
-    def _forget(cls, key: str) -> None:
-        """Drop what this process holds of counter ``key`` (:data:`SET_BY_HAND`): it was set by hand."""
-        for forget in SET_BY_HAND:
-            forget(cls._where(key))
 
     @classmethod
     def raise_to(cls, key: str, value: int, *, step: int = 1) -> bool:
@@ -286,7 +281,8 @@ class NextId(Model):
         except _Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
-        cls._forget(key)
+        for forget in SET_BY_HAND:
+            forget(cls._where(key))
         log.info("counter %r in table %r moved to %s", key, cls.Meta.table_name, value)
         return True
 
