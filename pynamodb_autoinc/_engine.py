@@ -1,14 +1,14 @@
-"""The write engine: every request storing items with new IDs is one :class:`Write`, sent by :func:`commit`; a lone
-gapless save goes through the threads' group commit (:func:`joined`). See docs/architecture.md."""
+"""The write engine: every request storing items with new IDs is one :class:`Write`, sent by :func:`commit`, the one
+driver: it sends, sleeps and spends the budget, and does what the judge (:mod:`pynamodb_autoinc._judge`) says each
+answer means. The threads' group commit sits above it (:mod:`pynamodb_autoinc._group`). See docs/architecture.md."""
 
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -16,19 +16,17 @@ from pynamodb.constants import ITEM, PUT_ITEM, TRANSACT_WRITE_ITEMS
 from pynamodb.exceptions import CancellationReason
 from pynamodb.models import Model
 
-from . import _budget, _contention, _state, _transport, strategies
+from . import _budget, _contention, _judge, _state, _transport, strategies
 from ._options import options_for
 from .counter import _STAND_IN, _TEMPLATE_LIMIT, NextId, _SwapTemplate
 from .exceptions import (
     CONDITION_FAILED,
-    REPLICATED_WRITE_CONFLICT,
     TRANSIENT_REASONS,
     AutoIncrementError,
     ConditionFailedError,
     ContentionError,
     ItemExistsError,
     ItemWriteError,
-    SequenceExhaustedError,
     TransactionCanceledError,
     WriteOutcomeUnknownError,
     error_code,
@@ -36,7 +34,7 @@ from .exceptions import (
     reasons_of,
     returned_item,
 )
-from .sequence import SequenceOptions, number
+from .sequence import SequenceOptions
 from .strategies import _UNKNOWN, ChainId, Claim
 
 log = logging.getLogger(__name__)
@@ -47,10 +45,14 @@ SLOW_SAVE = 1.0
 #: The most items one TransactWriteItems may hold.
 TRANSACTION_LIMIT = 100
 
-#: Verdicts: applied (though its answer said otherwise or never came); and nothing applied nor learned (throttled,
-#: a concurrent transaction): the same request may pass if sent again as it is.
+#: Verdicts: applied (though its answer said otherwise or never came); nothing applied nor learned (throttled,
+#: a concurrent transaction): the same request may pass if sent again as it is; and may or may not be applied.
 APPLIED: Any = object()
 PASSING: Any = object()
+UNKNOWN: Any = object()
+
+#: How many times a write whose outcome is unknown is sent again (unchanged, with its token) to find out.
+PROBES = 3
 
 
 class Resend(Dict[ChainId, Any]):
@@ -86,6 +88,7 @@ class Write:
         self.previous_end: Optional[float] = None  # with grouped: when (_budget.clock) its group's last write ended
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}  # the counter items refused swaps showed, by chain
         self.sent: Tuple[str, Dict[str, Any]] = ("", {})  # the request last built (an unknown outcome resends it)
+        self.maybe_applied = False  # an earlier request of this write may have applied: it is resent unchanged
 
     def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
         """Each chain of swap claims as (chain, head, last): its counter moves from head.expected to last.value."""
@@ -96,6 +99,8 @@ class Write:
         return [(chain, group[0], group[-1]) for chain, group in found.items()]
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
+        if self.maybe_applied:
+            return self.sent  # the same values and token: DynamoDB tells an applied transaction by its token
         for entry in self.entries:
             if entry.claim is not None:
                 attribute = entry.instance.get_attributes()[entry.claim.opts.attribute]
@@ -128,92 +133,100 @@ class Write:
         """A failure raises botocore's error, which :meth:`verdict` reads."""
         return _transport.send(self.connection, operation, kwargs, raw=True)
 
+    def plan(self) -> _judge.Plan:
+        """What this write claimed, as the judge reads it (for the request last built)."""
+        operation = self.sent[0]
+        if operation == PUT_ITEM:
+            entry = self.entries[0]
+            model = type(entry.instance)
+            attributes = model.get_attributes()
+            claimed = attributes[entry.claim.opts.attribute].attr_name if entry.claim is not None else None
+            keys = tuple(attributes[n].attr_name for n in (model._hash_keyname, model._range_keyname) if n)
+            return _judge.Plan(_judge.PUT, item=self.puts[0][ITEM], claimed=claimed, keys=keys,
+                               maybe_applied=self.maybe_applied)
+        new = {e.index: e.claim for e in self.entries if e.claim is not None}
+        chains = [chain for chain, _, _ in self.chains()]
+        roles = [_judge.OTHER] * (len(self.checks) + len(self.deletes))
+        links: List[Optional[int]] = [None] * len(roles)
+        query = [False] * len(roles)
+        for index in range(len(self.puts)):
+            claim = new.get(index)
+            roles.append(_judge.PUT_ITEM if claim is None else _judge.NEW)
+            links.append(chains.index(claim.chain) if claim is not None and claim.chain in chains else None)
+            query.append(claim is not None and claim.kind == "query")
+        extra = len(self.updates) + len(chains)
+        roles += [_judge.OTHER] * len(self.updates) + [_judge.SWAP] * len(chains)
+        return _judge.Plan(_judge.TRANSACT, tuple(roles), tuple(links + [None] * extra),
+                           tuple(query + [False] * extra), maybe_applied=self.maybe_applied)
+
     def verdict(self, exc: Exception) -> Any:
-        """What a failed request means: APPLIED, a lost race ({chain: counter value}), or it raises."""
-        code = error_code(exc)
-        if code == REPLICATED_WRITE_CONFLICT and self.claims:
-            return {}  # another region wrote one of the items at the same time; nothing was applied: a lost race
-        if code == "ConditionalCheckFailedException":
-            reasons: List[Optional[CancellationReason]] = [
-                CancellationReason(code=CONDITION_FAILED, raw_item=returned_item(exc))]
-        elif code == "TransactionCanceledException":
-            reasons = reasons_of(exc)
-        else:
-            return self._settle(exc)
-        chains = self.chains()
-        first_put = len(self.checks) + len(self.deletes)
-        first_swap = first_put + len(self.puts) + len(self.updates)
-        reasons += [None] * (first_swap + len(chains) - len(reasons))
-        ours = {first_put + e.index: e.claim for e in self.entries if e.claim is not None}
-        if was_retried(exc) and self.sent[0] == PUT_ITEM and getattr(reasons[first_put], "raw_item", None) is not None:
-            return APPLIED  # a resent put of a value only this writer claimed: ours, applied before its answer was lost
+        """What a failed request means, as the judge says: APPLIED, UNKNOWN (probe), PASSING (send it again as it
+        is), a lost race ({chain: counter value}), or it raises the error naming what failed."""
+        answer = _transport.read_answer(exc)
+        verdict = _judge.judge(self.plan(), answer)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s answered %s: %s (%s)", self.sent[0], answer.code or answer.kind, verdict.outcome,
+                      verdict.why)
+        if verdict.outcome == _judge.APPLIED:
+            return APPLIED
+        if verdict.outcome == _judge.UNKNOWN:
+            return UNKNOWN
+        if verdict.outcome == _judge.UNDECIDABLE:
+            raise self.unknown(exc)
+        # an earlier try may have applied (a put is then resent as it is); a transaction resent with its token
+        # answers success if it applied, so its cancellation says that none did
+        self.maybe_applied = (self.maybe_applied or answer.earlier_may_have_applied) and answer.kind != _judge.CANCELLED
+        reasons = self._reasons(exc, answer)
+        if verdict.outcome == _judge.NOT_APPLIED:
+            return self.blocked(exc, reasons, list(verdict.positions), self._current(reasons))
+        if verdict.outcome == _judge.RETAKE or (answer.kind == _judge.CANCELLED and self.retry and self.claims):
+            current = self._current(reasons)  # a lost race (or a busy counter): take values after the counter's
+            return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
+        return PASSING
+
+    def _reasons(self, exc: Exception, answer: _judge.Answer) -> List[Optional[CancellationReason]]:
+        """The reasons of a failed request, one per item as sent (a failed put's condition as its only one)."""
+        if answer.kind == _judge.CONDITION_FAILED:
+            return [CancellationReason(code=CONDITION_FAILED, raw_item=returned_item(exc))]
+        if answer.kind != _judge.CANCELLED:
+            return []
+        reasons = reasons_of(exc)
+        return reasons + [None] * (self.first_swap() + len(self.chains()) - len(reasons))
+
+    def first_swap(self) -> int:
+        return len(self.checks) + len(self.deletes) + len(self.puts) + len(self.updates)
+
+    def _current(self, reasons: List[Optional[CancellationReason]]) -> Dict[ChainId, Any]:
+        """The counter values the refused swaps showed, by chain (unknown for a swap that was only busy)."""
         current: Dict[ChainId, Any] = {}
-        lost, blocking, taken = False, [], []
-        for i, reason in enumerate(reasons):
+        first_swap = self.first_swap()
+        for n, (chain, _, last) in enumerate(self.chains()):
+            reason = reasons[first_swap + n] if first_swap + n < len(reasons) else None
             if reason is None:
                 continue
-            if reason.code in TRANSIENT_REASONS:
-                lost = True  # throttled, or a concurrent transaction touched an item: nothing applied, send again
-                if i >= first_swap:
-                    current[chains[i - first_swap][0]] = _UNKNOWN
-            elif i >= first_swap and reason.code == CONDITION_FAILED:
-                chain, _, last = chains[i - first_swap]  # another writer moved the counter, or queued
-                if reason.raw_item is not None:  # raises SequenceMismatchError for other sequence options
-                    self.counter_items[chain] = reason.raw_item
-                    last.opts.counter.check_options(last.key, reason.raw_item, last.opts.sequence)
-                current[chain] = _contention.item_value(reason.raw_item, last.opts.counter)
-            elif i in ours and reason.code == CONDITION_FAILED and reason.raw_item is not None:
-                taken.append(i)  # the value is stored already
-            else:
-                blocking.append(i)
-        for i in taken:
-            # taken by a racing writer; unless it is a swap whose counter held: the counter is behind the items
-            claim = ours[i]
-            if claim.kind == "query" or claim.chain in current:
-                lost = True
-            else:
-                blocking.append(i)
-        if lost and not taken and not blocking and not self.retry and self.claims \
-                and all(value is _UNKNOWN for value in current.values()):
-            return PASSING  # a write that may not claim other values: no counter moved, send it as it is
-        if (lost or current) and not blocking and self.claims:
-            return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
-        return self.blocked(exc, reasons, sorted(blocking), current)
+            if reason.code in TRANSIENT_REASONS or reason.raw_item is None:
+                current[chain] = _UNKNOWN
+                continue
+            self.counter_items[chain] = reason.raw_item  # raises SequenceMismatchError for other sequence options
+            last.opts.counter.check_options(last.key, reason.raw_item, last.opts.sequence)
+            current[chain] = _contention.item_value(reason.raw_item, last.opts.counter)
+        return current
 
     def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
                 current: Dict[ChainId, Any]) -> Any:
         """A failure no retry can mend: raise the error that names what failed."""
         raise self.failure(exc, reasons, blocking)
 
-    def _settle(self, exc: Exception) -> Any:
-        """A failure with no verdict: find out with one consistent read whether the write landed."""
-        entry = next((e for e in self.entries if e.claim is not None), None)
-        if entry is None or (error_code(exc) is not None and not was_retried(exc)):
-            raise self.failure(exc, [], [])  # answered, and so not applied
-        model = type(entry.instance)
-        hash_key, range_key = model._get_hash_range_key_serialized_values(entry.instance)
-        try:  # read where the write went (in gapless mode with a home region, the home region's endpoint)
-            stored = _transport.get(self.connection, model.Meta.table_name, hash_key, range_key)
-        except Exception as read_error:
-            raise self._unknown(entry, exc, read_error) from read_error
-        if stored is None:
-            raise self.failure(exc, [], [])  # not stored: not applied
-        operation, kwargs = self.sent
-        if operation == PUT_ITEM:
-            return APPLIED  # stored under the value the counter gave this writer alone: ours
-        try:  # the item may be another writer's: resent with its token, the transaction succeeds only if it is ours
-            self.send(operation, kwargs)
-        except BOTOCORE_EXCEPTIONS as again:
-            if error_code(again) in ("TransactionCanceledException", REPLICATED_WRITE_CONFLICT):
-                return self.verdict(again)
-            raise self._unknown(entry, exc, again) from again
-        return APPLIED
-
-    def _unknown(self, entry: Entry, exc: Exception, check: Exception) -> WriteOutcomeUnknownError:
+    def unknown(self, exc: BaseException) -> AutoIncrementError:
+        """The error when even the probe could not tell whether this write is stored: it names each instance and
+        the ID it keeps."""
+        named = [describe(e.instance) for e in self.entries] or ["the transaction"]
+        what = named[0] if len(named) == 1 else f"{len(named)} items ({'; '.join(named)})"
+        code = error_code(exc) or type(exc).__name__
         return WriteOutcomeUnknownError(
-            f"{describe(entry.instance)}: the write got no answer ({error_code(exc) or type(exc).__name__}), nor did "
-            f"the check whether it landed ({error_code(check) or type(check).__name__}); it may be stored: read it "
-            "before saving again, or the record may be stored twice", exc)
+            f"{what}: the write may or may not be stored ({code}, and sending it again could not tell); the "
+            "instance keeps its ID: read the item before saving again, or the record may be stored twice",
+            exc if isinstance(exc, Exception) else None)
 
     def spent(self) -> str:
         """What an error adds when a counter value the unapplied write claimed is spent."""
@@ -275,82 +288,6 @@ class Write:
         return names
 
 
-class Split(AutoIncrementError):
-    """A group commit failed for a reason no item is named in: its members are sent one by one instead."""
-
-
-class GroupWrite(Write):
-    """Several threads' lone gapless saves in one transaction: an item failing on its own is taken out into
-    :attr:`failures`; a failure naming no item raises :class:`Split`."""
-
-    def __init__(self, members: List[Write]) -> None:
-        super().__init__(members[0].connection, [m.puts[0] for m in members],
-                         [Entry(m.entries[0].instance, m.entries[0].claim, i) for i, m in enumerate(members)],
-                         purpose="group")
-        self.members = list(members)
-        self.failures: Dict[int, AutoIncrementError] = {}  # by id() of the member write
-
-    def retake(self, current: Dict[ChainId, Any]) -> None:
-        """Members past the end bound are taken out."""
-        n = 0
-        try:
-            strategies.retake(self.claims[:1], current)
-            for n in range(1, len(self.claims)):
-                claim, before = self.claims[n], self.claims[n - 1]
-                claim.assign(claim.opts.sequence.following(claim.key, before.value))
-        except SequenceExhaustedError as error:
-            message, cause, last = str(error), error.cause, error.last  # each member its own copy
-            self._drop(list(range(n, len(self.members))),
-                       lambda i, member: SequenceExhaustedError(message, cause, last=last))
-            if n == 0:
-                raise
-
-    def blocked(self, exc: Exception, reasons: List[Optional[CancellationReason]], blocking: List[int],
-                current: Dict[ChainId, Any]) -> Any:
-        if not blocking or any(i >= len(self.puts) for i in blocking):
-            raise self.failure(exc, reasons, blocking)
-        (chain, head, _), = self.chains()
-        first_put = len(self.checks) + len(self.deletes)
-        self._drop([i - first_put for i in blocking],
-                   lambda i, member: member.failure(exc, [reasons[first_put + i]], [0]))
-        if not self.members:
-            raise self.failures[next(iter(self.failures))]
-        return Resend({chain: current.get(chain, head.expected)})
-
-    def _drop(self, indexes: List[int], error: Callable[[int, Write], AutoIncrementError]) -> None:
-        """Take the members at ``indexes`` out, each with ``error(index, member)``; release their claims."""
-        for i in indexes:
-            member = self.members[i]
-            self.failures[id(member)] = error(i, member)
-            self.entries[i].claim.release()  # type: ignore[union-attr]
-        kept = [i for i in range(len(self.members)) if i not in indexes]
-        self.members = [self.members[i] for i in kept]
-        self.puts = [m.puts[0] for m in self.members]
-        self.entries = [Entry(self.entries[i].instance, self.entries[i].claim, n) for n, i in enumerate(kept)]
-        self.claims = [e.claim for e in self.entries if e.claim is not None]
-
-    def failure(self, exc: Exception, reasons: List[Optional[CancellationReason]],
-                blocking: List[int]) -> AutoIncrementError:
-        if not reasons or not blocking:
-            if len(self.members) > 1:
-                return Split("a group commit failed for a reason that names no item", exc)
-            return self.members[0].failure(exc, [], [])
-        return super().failure(exc, reasons, blocking)
-
-    def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
-        for member in self.members[1:]:
-            self.failures[id(member)] = member.contention(exc, attempts, elapsed)
-        return self.members[0].contention(exc, attempts, elapsed)
-
-
-def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
-    """Write a new instance of ``Model.save()``: a lone gapless one through :func:`joined`, any other :func:`commit`."""
-    write = Write(connection, [put], [Entry(instance, claim, 0)], purpose="save")
-    if claim.kind == "swap" and claim.opts.attribute == type(instance)._hash_keyname:
-        return joined(write)
-    return commit(write)
-
-
 def commit(write: Write) -> Dict[str, Any]:
     """Send ``write`` until applied, retrying lost races; commit its claims, or release them on failure. A contest
     starts before the first request only for a lone save (grouped) while this process holds a standing ticket."""
@@ -391,6 +328,7 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
     def __init__(self, write: Write) -> None:
         self.write = write
         self.contest: Optional[_contention.Contest] = None
+        self.probes = 0
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         return self.write.request()
@@ -401,182 +339,27 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         return _contention.timed(self.write, operation, kwargs)
 
     def failed(self, exc: Exception) -> Optional[Dict[str, Any]]:
-        outcome = self.write.verdict(exc)
+        write = self.write
+        outcome = write.verdict(exc)
         if outcome is APPLIED:
             return {}
+        if outcome is UNKNOWN:  # probe: the same request again; its answer tells, or the probes run out
+            write.maybe_applied = True
+            self.probes += 1
+            if self.probes > PROBES:
+                raise write.unknown(exc)
+            _budget.clock.sleep(_budget.backoff_delay(0.02, self.probes))
+            return None
         if isinstance(outcome, Resend):
-            self.write.retake(outcome)
+            write.retake(outcome)
             return None
         if self.contest is None:
-            self.contest = _contention.Contest(self.write, lost=True)
-        if outcome is PASSING:
+            self.contest = _contention.Contest(write, lost=True)
+        if outcome is PASSING or write.maybe_applied:
             self.contest.passing(exc)
             return None
-        self.write.retake(self.contest.lost(exc, outcome))
+        write.retake(self.contest.lost(exc, outcome))
         return None
-
-
-# -- group commit: threads of one process saving gapless items on one counter send them together
-
-#: The most items (and bytes of items) one group commit sends: well inside TransactWriteItems' 100 items and 4 MB.
-GROUP_LIMIT = 25
-GROUP_BYTES = 2_000_000
-
-
-class _Member:
-    def __init__(self, write: Write) -> None:
-        self.write = write
-        self.claim = write.claims[0]  # a new one when a split group sends it alone
-        self.taken = False  # a leader took it from the queue: it ends as that leader sends it
-        self.finished = threading.Event()  # set when its write ended, whoever sent it
-        self.response: Dict[str, Any] = {}
-        self.error: Optional[BaseException] = None
-
-
-class _Group:
-    """The lone gapless saves of one counter and connection in this process (a place of the queue)."""
-
-    def __init__(self) -> None:
-        self.lead = threading.Lock()  # held by the thread sending the group's request
-        self.guard = threading.Lock()  # guards the queue
-        self.queue: List[_Member] = []
-        self.ended: Optional[float] = None  # when its last write was applied (a race lost soon after keeps its place)
-
-
-def joined(write: Write) -> Dict[str, Any]:
-    """Commit ``write`` together with other threads' writes on its counter; an interrupt leaves each as it ended."""
-    member, state = _Member(write), _state.state
-    group: Optional[_Group] = None
-    try:
-        groups: Dict[Tuple[Any, ...], _Group] = state.parts.get("groups") or state.part("groups", dict)  # by place
-        place = (member.claim.chain, id(write.connection))
-        group = groups.get(place) or groups.setdefault(place, _Group())
-        with group.guard:
-            group.queue.append(member)
-        while not member.finished.is_set():
-            with group.lead:
-                if not member.finished.is_set():
-                    _lead(group, member)
-    except BaseException:
-        _leave(group, member)
-        raise
-    if member.error is not None:
-        raise member.error
-    return member.response
-
-
-def _leave(group: Optional[_Group], member: _Member) -> None:
-    """An interrupted member leaves the queue and gives its claim back, or waits for the leader that took it."""
-    waiting = False
-    if group is not None:
-        with group.guard:
-            waiting = member in group.queue
-            if waiting:
-                group.queue.remove(member)
-    if member.taken and not waiting:
-        member.finished.wait()
-    else:
-        member.claim.release()
-
-
-def _lead(group: _Group, leader: _Member) -> None:
-    """Send the queue's writes (the leader's first) as one transaction; each member taken ends with its response
-    or its own error, whatever ends the request."""
-    batch: List[_Member] = []
-    sent: Optional[GroupWrite] = None
-    try:
-        with group.guard:
-            size = 0
-            for other in list(group.queue):
-                bytes_ = len(repr(other.write.puts[0]))
-                if other is leader or (len(batch) < GROUP_LIMIT and size + bytes_ <= GROUP_BYTES):
-                    other.taken = True
-                    batch.append(other)
-                    group.queue.remove(other)
-                    size += bytes_
-        batch.sort(key=lambda m: m is not leader)  # the leader's own write first
-        if len(batch) == 1:
-            batch[0].write.grouped, batch[0].write.previous_end = True, group.ended
-            batch[0].response = commit(batch[0].write)
-            group.ended = _budget.clock.monotonic()
-            return
-        sent = GroupWrite([m.write for m in batch])
-        sent.grouped, sent.previous_end = True, group.ended
-        try:
-            with strategies.held(list(sent.claims)):
-                head = sent.claims[0]  # the claims, taken one by one, one chain from the value remembered
-                sent.retake({head.chain: strategies.remembered(head)})  # those past the end bound are taken out
-                response = commit(sent)
-                group.ended = _budget.clock.monotonic()
-        except Split:  # a failure that names no item: each item on its own
-            for m in batch:
-                if id(m.write) not in sent.failures:
-                    try:  # with a new claim
-                        entry = m.write.entries[0]
-                        m.claim = strategies.take(entry.instance, m.claim.opts)
-                        single = Write(m.write.connection, m.write.puts, [Entry(entry.instance, m.claim, 0)],
-                                       purpose=m.write.purpose)
-                        single.grouped = True
-                        m.response = commit(single)
-                    except Exception as error:
-                        m.error = error
-            response = {}
-        for m in batch:
-            m.error = sent.failures.get(id(m.write), m.error)
-            if m.error is None:
-                m.response = m.response or response
-    except BaseException as error:  # every member learns how the request ended: its own error, if it has one
-        for m in batch:
-            if m.error is None and sent is not None:
-                m.error = sent.failures.get(id(m.write))
-            if m.error is not None or m.claim.state == "committed":
-                continue  # its own error, or stored before the request ended
-            if isinstance(error, Exception):
-                m.error = error
-                continue
-            if m is not leader:  # interrupted: nothing of it counts as written, so its ID is given back
-                m.error = ItemWriteError(
-                    f"{describe(m.write.entries[0].instance)}: the thread sending it with other threads' saves was "
-                    f"interrupted ({type(error).__name__}); it was not written, its ID is back to None. Save it again")
-            m.claim.release()
-        if not isinstance(error, Exception):
-            raise  # KeyboardInterrupt and the like stop the leader's thread too
-    finally:
-        with group.guard:
-            for m in batch:
-                if m in group.queue:
-                    group.queue.remove(m)
-        for m in batch:
-            m.finished.set()
-
-
-def stored_form(value: Any) -> Any:
-    """An attribute value in a form equal for every way of writing what DynamoDB stores the same."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return value
-    (kind, inner), = value.items()
-    if kind in ("N", "B"):
-        return kind, (number if kind == "N" else _binary)(inner)
-    if kind in ("NS", "SS", "BS"):
-        return kind, frozenset(number(v) if kind == "NS" else _binary(v) if kind == "BS" else v for v in inner)
-    if kind == "M":
-        return kind, tuple(sorted((name, stored_form(v)) for name, v in inner.items()))
-    if kind == "L":
-        return kind, tuple(stored_form(v) for v in inner)
-    return kind, inner
-
-
-def _binary(value: Any) -> Any:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-
-
-def was_retried(exc: BaseException) -> bool:
-    """Whether botocore sent the failed request more than once (an earlier try may have applied)."""
-    for response in error_responses(exc):
-        attempts = response.get("ResponseMetadata", {}).get("RetryAttempts")
-        if attempts is not None:
-            return bool(attempts)
-    return False
 
 
 def describe(instance: Model) -> str:

@@ -3,8 +3,11 @@ botocore's retries apply), and the one retry loop (:func:`drive`)."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
 
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
@@ -13,7 +16,9 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 
+from . import _judge
 from ._budget import Budget
+from .exceptions import error_code, error_responses, reasons_of, returned_item
 
 #: The error a failed request raises, as PynamoDB's method for its operation raises it.
 ERRORS: Dict[str, Tuple[Type[PynamoDBException], str]] = {
@@ -30,14 +35,94 @@ PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
     """Send one request. A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with botocore's as
-    its ``cause``; with ``raw``, botocore's error itself."""
+    its ``cause``; with ``raw``, botocore's error itself. Either carries what became of each try botocore made
+    (read by :func:`read_answer`), and so does an interrupt (Ctrl-C) that stops the request."""
+    tries = _watch(connection)
     try:
         return dict(connection.dispatch(operation, kwargs))
     except BOTOCORE_EXCEPTIONS as error:
+        error.autoinc_tries = tries.snapshot()
         if raw:
             raise
         kind, message = ERRORS.get(operation, (PynamoDBException, f"Failed to send {operation}: {{}}"))
         raise kind(message.format(error), error)  # noqa: B904 - as PynamoDB raises it
+    except BaseException as stop:
+        if not isinstance(stop, Exception):  # an interrupt: note whether a try was in flight or may have applied
+            stop.autoinc_tries = tries.snapshot()  # type: ignore[attr-defined]
+        raise
+
+
+class _Tries(threading.local):
+    """What became of each try of the request this thread is sending: ``created`` counts the tries that went to
+    the wire (every other ``before-send`` handler had run, moto's included); ``fates`` holds, per try answered or
+    failed, "ok", an error code, "lost" or "unsent"."""
+
+    def __init__(self) -> None:
+        self.created = 0
+        self.fates: List[str] = []
+
+    def reset(self) -> _Tries:
+        self.created, self.fates = 0, []
+        return self
+
+    def snapshot(self) -> Tuple[int, Tuple[str, ...]]:
+        return self.created, tuple(self.fates)
+
+
+_tries = _Tries()
+_watched: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _watch(connection: Connection) -> _Tries:
+    """Follow each try botocore makes of the requests sent on ``connection``'s client (once per client)."""
+    client = connection.client
+    if client not in _watched:
+        events = client.meta.events
+        events.register_last("before-send.dynamodb", _created, unique_id="pynamodb_autoinc.tries.created")
+        events.register("response-received.dynamodb", _received, unique_id="pynamodb_autoinc.tries.received")
+        _watched.add(client)
+    return _tries.reset()
+
+
+def _created(**_: Any) -> None:
+    _tries.created += 1
+
+
+def _received(exception: Optional[BaseException] = None, parsed_response: Optional[Dict[str, Any]] = None,
+              **_: Any) -> None:
+    if exception is not None:
+        fate = "unsent" if isinstance(exception, (EndpointConnectionError, ConnectTimeoutError)) else "lost"
+    else:
+        fate = (parsed_response or {}).get("Error", {}).get("Code") or "ok"
+    _tries.fates.append(fate)
+
+
+#: The answers of a try after which an earlier try cannot be known unapplied.
+_MAYBE_APPLIED = ("lost",) + tuple(code for code, kind in _judge.CODES.items() if kind == _judge.SERVER_ERROR)
+
+
+def read_answer(exc: BaseException) -> _judge.Answer:
+    """The judge's reading of a failed request (an error from :func:`send`, or an interrupt during it)."""
+    created, fates = getattr(exc, "autoinc_tries", None) or (1, ())  # not sent through send(): the error alone
+    earlier = any(fate in _MAYBE_APPLIED for fate in fates[:-1])
+    if not isinstance(exc, Exception):
+        in_flight = created > len(fates)  # a try was built and had no answer when the interrupt came
+        if in_flight or (fates and fates[-1] in _MAYBE_APPLIED):
+            return _judge.Answer(_judge.INTERRUPTED, earlier_may_have_applied=earlier)
+        return _judge.Answer(_judge.UNSENT, earlier_may_have_applied=earlier)
+    code = error_code(exc)
+    answered = bool(error_responses(exc))
+    sent = not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
+    kind = _judge.answer_kind(code, sent=sent, answered=answered)
+    reasons = tuple(_judge.Reason("None") if r is None else _judge.Reason(r.code, r.raw_item)
+                    for r in reasons_of(exc)) if kind == _judge.CANCELLED else ()
+    item = returned_item(exc) if kind == _judge.CONDITION_FAILED else None
+    return _judge.Answer(kind, code, reasons, item, earlier)
+
+
+def may_have_applied(exc: BaseException) -> bool:
+    """Whether an interrupt stopped a request that may have applied (a try was in flight, or went unanswered)."""
+    return not isinstance(exc, Exception) and read_answer(exc).kind == _judge.INTERRUPTED
 
 
 _T = TypeVar("_T", covariant=True)

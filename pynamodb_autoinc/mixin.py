@@ -15,7 +15,7 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _engine, regions, strategies
+from . import _engine, _group, _judge, regions, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import TRANSACTION_LIMIT, Entry, Write
 from ._options import OPTIONS_CACHE, Options, check_options, options_for
@@ -97,7 +97,7 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
                               else regions.write_connection(model, opts))
                 put = put_kwargs(self, key_absent(self, condition), add_version_condition)
-                data = _engine.save(self, claims[0], put, connection)
+                data = _group.save(self, claims[0], put, connection)
             except BaseException as exc:
                 strategies.abandoned(claims, exc)
                 raise
@@ -369,7 +369,7 @@ def _key(item: Model) -> Optional[Tuple[Any, ...]]:
     values = {name: getattr(item, name) for name in (model._hash_keyname, model._range_keyname) if name}
     if None in values.values():
         return None
-    return tuple(_engine.stored_form({attributes[n].attr_type: attributes[n].serialize(v)}) for n, v in values.items())
+    return tuple(_judge.stored_form({attributes[n].attr_type: attributes[n].serialize(v)}) for n, v in values.items())
 
 
 def _check_explicit(instance: Model, opts: Options) -> None:
@@ -584,10 +584,10 @@ def _clash(write: Write) -> Optional[str]:
             continue
         model, put = type(entry.instance), write.puts[entry.index]
         names = [model.get_attributes()[n].attr_name for n in (model._hash_keyname, model._range_keyname) if n]
-        mine = tuple(_engine.stored_form(put[ITEM].get(n)) for n in names)
+        mine = tuple(_judge.stored_form(put[ITEM].get(n)) for n in names)
         for n, (table, item, what, kind) in enumerate(others):
             if n == entry.index or table != put["TableName"] \
-                    or tuple(_engine.stored_form(item.get(name)) for name in names) != mine:
+                    or tuple(_judge.stored_form(item.get(name)) for name in names) != mine:
                 continue
             attribute = model.get_attributes()[claim.opts.attribute]
             value = attribute.deserialize(next(iter(put[ITEM][attribute.attr_name].values())))

@@ -92,8 +92,9 @@ def held(claims: Sequence[Claim]) -> Iterator[None]:
 
 
 def abandoned(claims: Sequence[Claim], exc: BaseException) -> None:
-    """Release ``claims``, unless ``exc`` is a WriteOutcomeUnknownError (the item may be stored under them)."""
-    if not isinstance(exc, WriteOutcomeUnknownError):
+    """Release ``claims``, unless the item may be stored under them: ``exc`` is a WriteOutcomeUnknownError, or an
+    interrupt (Ctrl-C) that stopped a request which may have applied."""
+    if not isinstance(exc, WriteOutcomeUnknownError) and not _transport.may_have_applied(exc):
         for claim in claims:
             claim.release()
 

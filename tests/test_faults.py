@@ -61,6 +61,9 @@ class Faults:
         "throttling": (400, "ThrottlingException"),
         "provisioned": (400, "ProvisionedThroughputExceededException"),
         "internal": (500, "InternalServerError"),
+        "unavailable": (503, "ServiceUnavailable"),
+        "replicated-conflict": (409, "ReplicatedWriteConflictException"),
+        "in-progress": (400, "TransactionInProgressException"),
     }
 
     def __init__(self, *models: Any) -> None:
@@ -112,7 +115,10 @@ class Faults:
         if kind == "drop-after-commit":
             self.apply(request)  # the server applies it; the client never hears back
             raise ConnectionClosedError(endpoint_url=request.url)
-        if kind == "no-answer":
+        if kind.endswith("-after-commit") and kind != "drop-after-commit":  # applied, then answered with an error
+            self.apply(request)
+            kind = kind[:-len("-after-commit")]
+        elif kind == "no-answer":
             raise ConnectionClosedError(endpoint_url=request.url)  # never reaches the server
         if kind.startswith("cancel:"):  # cancel:<reason code>:<item index> (-1: the last item)
             return self.cancelled(request, body, *kind.split(":")[1:])
@@ -411,19 +417,39 @@ def test_resend_does_not_take_a_rivals_equal_item_for_its_own(make_model, mode, 
 
 @pytest.mark.modes("fast", "block")
 def test_lost_answer_of_a_put_changed_before_the_resend(make_model, faults_for):
-    """A put applied whose answer was lost, its item changed before the resend, is the success it was (its
-    value was the counter's to this writer alone): the ID stays, and saving again stores no second record."""
+    """A put applied whose answer was lost, its item changed before the resend, cannot be told from an item stored
+    by hand under the same ID: the save raises WriteOutcomeUnknownError, keeps the ID, and nothing is overwritten."""
     from pynamodb.attributes import UnicodeAttribute
+
+    from pynamodb_autoinc.exceptions import WriteOutcomeUnknownError
 
     User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=2)
     faults = faults_for(User)
     faults.inject("PutItem", "drop-after-commit")
     faults.before_resend("PutItem", lambda: put_raw(User, User(id=1, name="edited")))
     user = User(name="Kirk")
-    user.save()
+    with pytest.raises(WriteOutcomeUnknownError, match="User with id=1"):
+        user.save()
     assert user.id == 1
-    user.save()
-    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "Kirk")]
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "edited")]
+
+
+@pytest.mark.modes("fast", "block")
+def test_resend_onto_an_id_stored_by_hand_is_not_taken_for_the_write(make_model, faults_for):
+    """A put whose first try never arrived, resent onto an item stored by hand under the value the counter gave,
+    is not reported saved: the hand-stored item is neither overwritten nor taken for this write."""
+    from pynamodb.attributes import UnicodeAttribute
+
+    from pynamodb_autoinc.exceptions import WriteOutcomeUnknownError
+
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=2)
+    faults = faults_for(User)
+    faults.inject("PutItem", "no-answer")
+    faults.before_resend("PutItem", lambda: put_raw(User, User(id=1, name="by hand")))
+    user = User(name="Kirk")
+    with pytest.raises(WriteOutcomeUnknownError):
+        user.save()
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "by hand")]
 
 
 def _write(path: str, model: Any, users: List[Any]) -> None:

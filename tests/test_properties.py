@@ -836,9 +836,9 @@ def stored_and_sent(draw: st.DrawFn) -> Tuple[Dict[str, Any], Dict[str, Any]]:
 
 @given(stored_and_sent())
 def test_stored_form_is_equal_however_the_numbers_were_written(pair: Tuple[Dict[str, Any], ...]) -> None:
-    """The form the library compares keys and items in (``_engine.stored_form``) is equal for the item DynamoDB
+    """The form the library compares keys and items in (``_judge.stored_form``) is equal for the item DynamoDB
     stored, its numbers normalised and its sets reordered, and the one sent; a changed number differs."""
-    from pynamodb_autoinc._engine import stored_form
+    from pynamodb_autoinc._judge import stored_form
 
     stored, sent = pair
     assert stored_form({"M": stored}) == stored_form({"M": sent})

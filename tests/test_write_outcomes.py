@@ -1,0 +1,193 @@
+"""What a write reports when DynamoDB's answer is an error that may or may not mean "applied": a 500 or 503 on
+a write that applied, a lost answer, a resend onto a key another item holds. The outcome is "saved" only for a write
+that is stored as this write's own, "not written" only when DynamoDB said so, and WriteOutcomeUnknownError (the ID
+kept) when nothing tells. The judge's table itself is checked cell by cell in tests/test_judge.py."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, List
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+from pynamodb_autoinc import TransactWrite
+from pynamodb_autoinc.exceptions import ItemExistsError, WriteOutcomeUnknownError
+from tests.test_faults import faults_for  # noqa: F401  (the fixture)
+
+
+def _stored(model: Any) -> List[Any]:
+    return sorted((item.attribute_values for item in model.scan(consistent_read=True)), key=repr)
+
+
+@pytest.mark.modes("fast", "block")
+def test_resent_put_onto_another_users_key_is_not_taken_for_the_write(make_model, faults_for):  # noqa: F811
+    """A model numbering ``seq`` outside its key (an email): a new instance whose email is stored, its first try
+    lost and resent, raises ItemExistsError; the other user's item is neither overwritten nor taken for this one."""
+    User = make_model("User", email=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                      autoinc_attribute="seq", max_retry_attempts=2)
+    User(email="kirk@example.com").save()
+    faults = faults_for(User)
+    faults.inject("PutItem", "no-answer")
+    second = User(email="kirk@example.com")
+    with pytest.raises(ItemExistsError):
+        second.save()
+    assert second.seq is None
+    assert [(u.email, u.seq) for u in User.scan(consistent_read=True)] == [("kirk@example.com", 1)]
+
+
+@pytest.mark.modes("fast", "block")
+def test_resent_put_onto_another_users_key_is_refused_after_an_applied_try_too(make_model, faults_for):  # noqa: F811
+    """The same, with the first try's answer lost after it failed on the stored item: the answer that comes back
+    shows another value where this write put its own, so it is another's item: ItemExistsError."""
+    User = make_model("User", email=UnicodeAttribute(hash_key=True), seq=NumberAttribute(null=True),
+                      autoinc_attribute="seq", max_retry_attempts=2)
+    User(email="kirk@example.com").save()
+    faults = faults_for(User)
+    faults.inject("PutItem", "drop-after-commit")
+    second = User(email="kirk@example.com")
+    with pytest.raises(ItemExistsError):
+        second.save()
+    assert [(u.email, u.seq) for u in User.scan(consistent_read=True)] == [("kirk@example.com", 1)]
+
+
+@pytest.mark.modes("fast", "block", "gapless", "query")
+@pytest.mark.parametrize("kind", ["internal-after-commit", "unavailable-after-commit", "drop-after-commit"])
+def test_error_answer_after_the_write_applied_is_a_success(make_model, faults_for, kind):  # noqa: F811
+    """A save applied but answered 500, 503, or not at all (botocore resends nothing: max_retry_attempts=0) is
+    probed and reported saved: the item is stored once, under the ID the instance holds."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    faults = faults_for(User)
+    operation = "PutItem" if User.autoinc_options().strategy != "query" and not User.autoinc_options().gapless \
+        else "TransactWriteItems"
+    faults.inject(operation, kind)
+    user = User(name="Kirk")
+    user.save()
+    assert user.id == 1
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "Kirk")]
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+@pytest.mark.parametrize("kind", ["internal", "unavailable"])
+def test_error_answer_of_a_write_not_applied_stores_it_once(make_model, faults_for, kind):  # noqa: F811
+    """A save answered 500 or 503 that did not apply is probed by sending it again: it is stored once."""
+    User = make_model("User", max_retry_attempts=0)
+    faults = faults_for(User)
+    faults.inject("PutItem" if not User.autoinc_options().gapless else "TransactWriteItems", kind)
+    user = User()
+    user.save()
+    assert [u.id for u in User.scan(consistent_read=True)] == [user.id]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_transaction_answered_500_after_it_applied_is_a_success(make_model, faults_for):  # noqa: F811
+    """A TransactWrite of a new item and an explicit one, applied but answered 500, is resent with its token
+    and reported written: both items are stored once."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "internal-after-commit")
+    new, explicit = User(name="new"), User(id=100, name="explicit")
+    with TransactWrite(connection=User._get_connection().connection) as tx:
+        tx.save(new)
+        tx.save(explicit)
+    assert new.id == 1
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(1, "new"), (100, "explicit")]
+
+
+@pytest.mark.modes("gapless")
+def test_transaction_of_explicit_items_lost_after_it_applied_is_a_success(make_model, faults_for):  # noqa: F811
+    """A TransactWrite holding only an explicit-ID item, applied but answered 500, is reported written."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "internal-after-commit")
+    with TransactWrite(connection=User._get_connection().connection) as tx:
+        tx.save(User(id=7, name="explicit"))
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(7, "explicit")]
+
+
+@pytest.mark.modes("fast", "block")
+def test_replicated_conflict_on_the_resend_of_an_applied_put_is_a_success(make_model, faults_for):  # noqa: F811
+    """A put applied whose answer was lost, and whose resend met a ReplicatedWriteConflict (409), is reported
+    saved once the next resend shows the item as sent."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=1)
+    faults = faults_for(User)
+    faults.inject("PutItem", "drop-after-commit")
+    faults.inject("PutItem", "replicated-conflict")
+    user = User(name="Kirk")
+    user.save()
+    assert [(u.id, u.name) for u in User.scan(consistent_read=True)] == [(user.id, "Kirk")]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_probes_that_never_answer_raise_unknown_and_keep_the_id(make_model, faults_for):  # noqa: F811
+    """A write answered 500 whose probes are answered 500 too raises WriteOutcomeUnknownError naming the instance;
+    the instance keeps the ID it may be stored under."""
+    User = make_model("User", max_retry_attempts=0)
+    faults = faults_for(User)
+    faults.inject("PutItem" if not User.autoinc_options().gapless else "TransactWriteItems", "internal-after-commit")
+    faults.inject("PutItem" if not User.autoinc_options().gapless else "TransactWriteItems", "internal", times=10)
+    user = User()
+    with pytest.raises(WriteOutcomeUnknownError, match=r"User with id=1\b"):
+        user.save()
+    assert user.id == 1
+    assert [u.id for u in User.scan(consistent_read=True)] == [1]
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_answered_500_is_not_split_and_stores_each_once(make_model, faults_for):  # noqa: F811
+    """Threads' saves sent as one group commit, applied but answered 500, are resent with the group's token, not
+    split up under new IDs: each record is stored once, under the ID its instance holds."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    faults = faults_for(User)
+    users = [User(name=f"u{n}") for n in range(6)]
+    faults.inject("TransactWriteItems", "internal-after-commit", times=3)
+    errors: List[BaseException] = []
+
+    def save(user: Any) -> None:
+        try:
+            user.save()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(u,)) for u in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    stored = [(u.id, u.name) for u in User.scan(consistent_read=True)]
+    assert sorted(stored) == sorted((u.id, u.name) for u in users)
+    assert sorted(u.id for u in users) == list(range(1, 7))
+
+
+@pytest.mark.modes("gapless")
+def test_group_commit_outcome_unknown_names_each_member(make_model, faults_for):  # noqa: F811
+    """When a group commit's outcome stays unknown, each member gets its own WriteOutcomeUnknownError, naming its
+    own instance and the ID it keeps."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    User(name="first").save()
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "internal", times=100)
+    users = [User(name=f"u{n}") for n in range(4)]
+    errors: dict = {}
+    barrier = threading.Barrier(len(users))
+
+    def save(user: Any) -> None:
+        barrier.wait()
+        try:
+            user.save()
+        except BaseException as exc:
+            errors[user.name] = exc
+
+    threads = [threading.Thread(target=save, args=(u,)) for u in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    faults.remove()
+    assert set(errors) == {u.name for u in users}
+    assert len({id(e) for e in errors.values()}) == len(users)  # one error each
+    for user in users:
+        error = errors[user.name]
+        assert isinstance(error, WriteOutcomeUnknownError)
+        assert f"id={user.id!r}" in str(error) and user.id is not None
