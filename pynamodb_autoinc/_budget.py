@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import ClassVar, Iterator, Optional
+from typing import ClassVar, Iterator, List, Optional, Tuple
 
 from .exceptions import ConfigurationError
 
@@ -16,11 +16,13 @@ from .exceptions import ConfigurationError
 class Clock:
     """The time as the library reads it, and how it sleeps."""
 
-    _frozen: ClassVar[Optional[datetime]] = None  # the time frozen() pins, whichever clock runs
+    _frozen: ClassVar[List[Tuple[object, datetime]]] = []  # the blocks of frozen() not ended yet, the newest last
 
     def now(self) -> datetime:
-        """The current time in UTC (or the frozen time): what periods are read from."""
-        return Clock._frozen or datetime.now(timezone.utc)
+        """The current time in UTC (or the time the newest :meth:`frozen` block still running pins): what periods
+        are read from."""
+        frozen = Clock._frozen
+        return frozen[-1][1] if frozen else datetime.now(timezone.utc)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -30,12 +32,14 @@ class Clock:
 
     @contextlib.contextmanager
     def frozen(self, at: datetime) -> Iterator[None]:
-        """Pin :meth:`now` to ``at`` (a naive datetime is taken as UTC) inside the block."""
-        before, Clock._frozen = Clock._frozen, utc(at)
+        """Pin :meth:`now` to ``at`` (a naive datetime is taken as UTC) inside the block. Blocks may nest or overlap
+        (in threads): the newest block still running wins, and the clock runs again once every block has ended."""
+        entry = (object(), utc(at))
+        Clock._frozen = [*Clock._frozen, entry]
         try:
             yield
         finally:
-            Clock._frozen = before
+            Clock._frozen = [e for e in Clock._frozen if e is not entry]
 
 
 clock: Clock = Clock()

@@ -7,26 +7,16 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from pynamodb.connection import Connection
 from pynamodb.exceptions import CancellationReason
-from pynamodb.models import Model
 
 from . import _budget, _state, _transport, strategies
 from ._engine import Entry, Resend, Write, commit, describe
 from .exceptions import AutoIncrementError, ItemWriteError, SequenceExhaustedError, WriteOutcomeUnknownError
-from .strategies import ChainId, Claim
+from .strategies import ChainId
 
 #: The most items (and bytes of items) one group commit sends: well inside TransactWriteItems' 100 items and 4 MB.
 GROUP_LIMIT = 25
 GROUP_BYTES = 2_000_000
-
-
-def save(instance: Model, claim: Claim, put: Dict[str, Any], connection: Connection) -> Dict[str, Any]:
-    """Write a new instance of ``Model.save()``: a lone gapless one through :func:`joined`, any other :func:`commit`."""
-    write = Write(connection, [put], [Entry(instance, claim, 0)], purpose="save")
-    if claim.kind == "swap" and claim.opts.attribute == type(instance)._hash_keyname:
-        return joined(write)
-    return commit(write)
 
 
 class Split(AutoIncrementError):

@@ -162,7 +162,8 @@ class Answer:
 class Plan:
     """What a write claimed, as the judge needs it: its request kind; for a transaction, each item's role as sent
     (condition checks, deletes, puts, updates, then the counter swaps), and which new item belongs to which swap
-    (the chain index); for a put, the item it stores, whose claimed value no other writer holds. ``maybe_applied``: an earlier request of this write may have applied."""
+    (the chain index); for a put, the item it stores, whose claimed value no other writer holds.
+    ``maybe_applied``: an earlier request of this write may have applied."""
 
     kind: str
     roles: Tuple[str, ...] = ()

@@ -97,7 +97,10 @@ class AutoIncrementMixin(_Base, metaclass=CheckedModel):
                 connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
                               else regions.write_connection(model, opts))
                 put = put_kwargs(self, key_absent(self, condition), add_version_condition)
-                data = _group.save(self, claims[0], put, connection)
+                write = Write(connection, [put], [Entry(self, claims[0], 0)], purpose="save")
+                claim = claims[0]  # a lone gapless save joins its process's other threads' saves on the counter
+                joins = claim.kind == "swap" and claim.opts.attribute == model._hash_keyname
+                data = _group.joined(write) if joins else _engine.commit(write)
             except BaseException as exc:
                 strategies.abandoned(claims, exc)
                 raise

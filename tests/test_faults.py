@@ -118,6 +118,8 @@ class Faults:
         if kind.endswith("-after-commit") and kind != "drop-after-commit":  # applied, then answered with an error
             self.apply(request)
             kind = kind[:-len("-after-commit")]
+        elif kind == "interrupt":
+            raise KeyboardInterrupt  # Ctrl-C before this try left
         elif kind == "no-answer":
             raise ConnectionClosedError(endpoint_url=request.url)  # never reaches the server
         if kind.startswith("cancel:"):  # cancel:<reason code>:<item index> (-1: the last item)

@@ -328,3 +328,24 @@ def test_a_count_past_38_digits_is_the_librarys_error(api_key):
 def count_by(model: Any, by: int) -> int:
     return increment_in_period(model, "k1", count_attribute="request_count", period_attribute="active_period",
                                by=by, now=datetime(2026, 11, 3))
+
+
+def test_frozen_clock_thaws_once_every_overlapping_block_has_ended() -> None:
+    """Two frozen() blocks that overlap without nesting (as two threads' blocks do): while either runs, the clock
+    reads the newest running block's time; once both have ended, it runs again."""
+    first, second = clock.frozen(datetime(2020, 1, 1)), clock.frozen(datetime(2021, 1, 1))
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the older block ends first
+    assert clock.now().year == 2021
+    second.__exit__(None, None, None)
+    assert clock.now().year >= 2026
+
+
+def test_frozen_clock_nested_blocks_restore_the_outer_time() -> None:
+    """A frozen() block inside another reads its own time, and the outer block's time again after it ends."""
+    with clock.frozen(datetime(2020, 1, 1)):
+        with clock.frozen(datetime(2021, 6, 1)):
+            assert clock.now().year == 2021
+        assert clock.now().year == 2020
+    assert clock.now().year >= 2026

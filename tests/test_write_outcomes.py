@@ -191,3 +191,32 @@ def test_group_commit_outcome_unknown_names_each_member(make_model, faults_for):
         error = errors[user.name]
         assert isinstance(error, WriteOutcomeUnknownError)
         assert f"id={user.id!r}" in str(error) and user.id is not None
+
+
+@pytest.mark.modes("fast", "block", "gapless")
+def test_interrupt_during_the_resend_of_an_applied_write_keeps_the_id(make_model, faults_for):  # noqa: F811
+    """Ctrl-C while botocore resends a write whose first try applied (its answer lost): the interrupt is raised
+    as it is, and the instance keeps the ID it is stored under, so a second save cannot store it twice."""
+    User = make_model("User", max_retry_attempts=2)
+    faults = faults_for(User)
+    operation = "TransactWriteItems" if User.autoinc_options().gapless else "PutItem"
+    faults.inject(operation, "drop-after-commit")
+    faults.inject(operation, "interrupt")
+    user = User()
+    with pytest.raises(KeyboardInterrupt):
+        user.save()
+    assert user.id == 1
+    assert [u.id for u in User.scan(consistent_read=True)] == [1]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_interrupt_before_any_try_left_gives_the_id_back(make_model, faults_for):  # noqa: F811
+    """Ctrl-C before the write's only try left: nothing can be stored, so the ID is back to None."""
+    User = make_model("User", max_retry_attempts=2)
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems" if User.autoinc_options().gapless else "PutItem", "interrupt")
+    user = User()
+    with pytest.raises(KeyboardInterrupt):
+        user.save()
+    assert user.id is None
+    assert list(User.scan(consistent_read=True)) == []
