@@ -275,16 +275,70 @@ def check_options(model: Type[Model]) -> Options:
 
 
 def _given(model: Type[Model]) -> Dict[str, Any]:
-    """The options ``model``'s ``Meta`` sets; an unknown ``autoinc_*`` name is refused."""
+    """The options ``model``'s ``Meta`` sets; an unknown ``autoinc_*`` name, or a name that looks like an option
+    but is none (``gapless``, ``auto_inc_gapless``, ``AUTOINC_GAPLESS``), is refused."""
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:  # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
-        suffixes = {name[len("autoinc_"):]: name for name in DEFAULTS}
-        close = [suffixes[m] for m in difflib.get_close_matches(unknown[0][len("autoinc_"):], suffixes, n=1)]
-        hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(sorted(DEFAULTS))}"
-        raise _fail(model, f"unknown Meta option {unknown[0]!r}; {hint}")
+    unknown = [name for name in dir(meta) if name not in DEFAULTS and (name.startswith("autoinc_") or _meant(name))]
+    if unknown:
+        raise _unknown(model, unknown[0], getattr(meta, unknown[0]))
     return given
+
+
+def _unknown(model: Type[Model], name: str, value: Any) -> ConfigurationError:
+    """The error for ``Meta.name``, no option: it names the option ``name`` probably means and how to set it."""
+    if name.startswith("autoinc_"):  # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
+        suffixes = {option[len("autoinc_"):]: option for option in DEFAULTS}
+        close = [suffixes[m] for m in difflib.get_close_matches(name[len("autoinc_"):], suffixes, n=1)]
+        meant = close[0] if close else None
+    else:
+        meant = _meant(name)
+    if meant is None:
+        return _fail(model, f"unknown Meta option {name!r}; known options: {', '.join(sorted(DEFAULTS))}")
+    shown = value.__name__ if isinstance(value, type) else repr(value)
+    return _fail(model, f"unknown Meta option {name!r}; did you mean {meant!r}? Write Meta.{meant} = {shown} "
+                        "in its place")
+
+
+#: PynamoDB's own ``Meta`` options (``pynamodb.models.MetaProtocol``, older releases' ``base_backoff_ms``, and
+#: ``session_cls`` and ``request_timeout_seconds``, which it warns are gone): never taken for one of ours.
+PYNAMODB_OPTIONS = frozenset({
+    "table_name", "host", "region", "billing_mode", "read_capacity_units", "write_capacity_units",
+    "connect_timeout_seconds", "read_timeout_seconds", "max_retry_attempts", "max_pool_connections", "extra_headers",
+    "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "stream_view_type", "tags", "base_backoff_ms",
+    "session_cls", "request_timeout_seconds",
+})
+
+#: What a prefix meant as ``autoinc_`` may look like, in lower case without underscores (``AutoInc_``).
+_PREFIXES = ("auto", "autoinc", "autoincr", "autoincrement", "inc", "incr", "increment")
+
+#: Each option by its name after the prefix, in lower case without underscores: ``counterintable``.
+_SUFFIXES = {option[len("autoinc_"):].replace("_", ""): option for option in DEFAULTS}
+
+#: The options whose name without the prefix is no common word (``gapless``, unlike ``step`` or ``attribute``).
+_TERMS = {suffix: option for suffix, option in _SUFFIXES.items() if option in (
+    "autoinc_gapless", "autoinc_counter_in_table", "autoinc_track_explicit", "autoinc_home_region", "autoinc_home_host",
+    "autoinc_single_region_writes")}
+
+#: How close (``difflib`` ratio) a name must come to an option's to be taken for it.
+_CLOSE = 0.85
+
+
+def _meant(name: str) -> Optional[str]:
+    """The option that ``Meta.name`` looks like, in any case, with or without underscores, or None for any other
+    name (``my_setting``) and PynamoDB's own: an option's name without its prefix (``step``), a name close to one
+    that is no common word (``gaples``), or after a prefix like ``autoinc_`` (``auto_increment_``, ``autonc_``) a
+    name close to any option's (``auto_inc_gaples``)."""
+    if name.startswith("_") or name in PYNAMODB_OPTIONS:
+        return None
+    flat = name.lower().replace("_", "")
+    if flat in _SUFFIXES:
+        return _SUFFIXES[flat]
+    candidates = [(flat, _TERMS)] + [(flat[cut:], _SUFFIXES) for cut in range(3, min(len(flat), 16))
+                                     if difflib.get_close_matches(flat[:cut], _PREFIXES, n=1, cutoff=0.75)]
+    ratio, meant = max((difflib.SequenceMatcher(None, rest, suffix).ratio(), option)
+                       for rest, options in candidates for suffix, option in options.items())
+    return meant if ratio >= _CLOSE else None
 
 
 def _auto_attribute(model: Type[Model], option: Any) -> Tuple[str, Attribute]:
