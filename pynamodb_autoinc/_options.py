@@ -6,7 +6,7 @@ import difflib
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
 from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
@@ -162,25 +162,189 @@ def options_for(model: Type[Model]) -> Options:
 OPTIONS_CACHE = "_autoinc_options_cache"
 
 
-
 def _fail(model: Type[Model], problem: str) -> ConfigurationError:
     return ConfigurationError(f"{model.__name__}: {problem}")
 
 
-def check_options(model: Type[Model]) -> Options:  # noqa: C901 - one check per option, in order
+def _in_key(attribute: Attribute) -> bool:
+    return bool(attribute.is_hash_key or attribute.is_range_key)
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_region_list(value: Any) -> bool:
+    return not isinstance(value, str) and isinstance(value, Sequence) and all(isinstance(r, str) and r for r in value)
+
+
+def _is_name(value: Any) -> bool:
+    """A non-empty string, or None."""
+    return value is None or (isinstance(value, str) and value != "")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What one option's value must be: ``accepts`` tells, ``must`` ends the error (``{value}`` is the value)."""
+
+    accepts: Callable[[Any], bool]
+    must: str
+
+
+_FLAG = _Rule(lambda value: isinstance(value, bool), "must be True or False, not {value!r}")
+
+#: What each option's own value must be, whatever the other options say.
+_VALUES: Dict[str, _Rule] = {
+    "autoinc_key": _Rule(lambda value: isinstance(value, str) and value != "",
+                         "must be a non-empty string, not {value!r}"),
+    "autoinc_gapless": _FLAG,
+    "autoinc_counter_in_table": _FLAG,
+    "autoinc_cycle": _FLAG,
+    "autoinc_track_explicit": _FLAG,
+    "autoinc_single_region_writes": _FLAG,
+    "autoinc_retries": _Rule(lambda value: value is None or is_int(value), "must be an int, not {value!r}"),
+    "autoinc_block": _Rule(is_int, "must be an int, not {value!r}"),
+    "autoinc_timeout": _Rule(lambda value: value is None or (_is_seconds(value) and 0 < value < float("inf")),
+                             "must be a number of seconds > 0, or None for no limit, not {value!r}"),
+    "autoinc_backoff": _Rule(lambda value: _is_seconds(value) and not value < 0,
+                             "must be a number of seconds >= 0, not {value!r}"),
+    "autoinc_period": _Rule(lambda value: value is None or value in periods.PERIODS,
+                            "must be one of " + ", ".join(map(repr, periods.PERIODS)) + " or None, not {value!r}"),
+    "autoinc_strategy": _Rule(lambda value: value in STRATEGIES,
+                              "must be one of " + ", ".join(map(repr, STRATEGIES)) + ", not {value!r}"),
+    "autoinc_regions": _Rule(lambda value: value is None or _is_region_list(value),
+                             "must be a sequence of region names, e.g. ('us-east-1', 'eu-west-1'), not {value!r}"),
+    "autoinc_home_region": _Rule(_is_name, "must be a region name, not {value!r}"),
+    "autoinc_home_host": _Rule(_is_name, "must be an endpoint URL or None, not {value!r}"),
+    "autoinc_counter": _Rule(lambda value: isinstance(value, type) and issubclass(value, NextId),
+                             "must be NextId or a subclass of it, not {value!r}"),
+}
+
+#: The bounds of the two counts, once they are known to be ints.
+_BOUNDS: Dict[str, _Rule] = {
+    "autoinc_block": _Rule(lambda value: 1 <= value <= 1_000_000, "must be between 1 and 1000000, not {value}"),
+    "autoinc_retries": _Rule(lambda value: value is None or not value < 0, "must be 0 or more (or None), not {value}"),
+}
+
+#: The options whose type is checked before the sequence is read: the flags, then the counts.
+_TYPED = ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit",
+          "autoinc_single_region_writes", "autoinc_retries", "autoinc_block")
+
+
+def _check(model: Type[Model], option: str, value: Any, rules: Dict[str, _Rule] = _VALUES) -> None:
+    """Refuse ``value`` for ``Meta.option`` unless its rule accepts it."""
+    rule = rules[option]
+    if not rule.accepts(value):
+        raise _fail(model, f"Meta.{option} " + rule.must.format(value=value))
+
+
+def check_options(model: Type[Model]) -> Options:
     """Read and validate ``model``'s options (when its class is created, and on first use)."""
+    given = _given(model)
+    opts = {**DEFAULTS, **given}
+    name, attribute = _auto_attribute(model, opts["autoinc_attribute"])
+    key = opts["autoinc_key"] if opts["autoinc_key"] is not None else model.Meta.table_name
+    _check(model, "autoinc_key", key)
+    for option in _TYPED:
+        _check(model, option, opts[option])
+    sequence = _sequence(model, opts)
+    _check_budget(model, opts)
+    scope = _scope(model, opts["autoinc_scope"], name, attribute)
+    period, fmt, strategy = opts["autoinc_period"], opts["autoinc_format"], opts["autoinc_strategy"]
+    _check(model, "autoinc_period", period)
+    _check_format(model, fmt, attribute)
+    _check_period_in_key(model, period, fmt, name, attribute)
+    _check(model, "autoinc_strategy", strategy)
+    _check_combinations(model, opts, name, attribute, sequence)
+    if strategy == "query":
+        _check_query(model, opts, given, name, attribute)
+    region_list = _region_list(model, opts["autoinc_regions"])
+    home, home_host = opts["autoinc_home_region"], opts["autoinc_home_host"]
+    _check_home(model, home, home_host)
+    _check_region_scheme(model, opts, region_list, sequence)
+    counter = _counter(model, opts, given, attribute)
+    _check_one_connection(model, opts, counter)
+    return Options(
+        model=model, attribute=name, as_string=isinstance(attribute, UnicodeAttribute), key=key, counter=counter,
+        gapless=opts["autoinc_gapless"] or strategy == "query", strategy=strategy, sequence=sequence,
+        track_explicit=opts["autoinc_track_explicit"], scope=scope, period=period, fmt=fmt,
+        block=opts["autoinc_block"], retries=opts["autoinc_retries"], backoff=float(opts["autoinc_backoff"]),
+        timeout=None if opts["autoinc_timeout"] is None else float(opts["autoinc_timeout"]),
+        regions=region_list or (), home_region=home, home_host=home_host,
+        single_region_writes=opts["autoinc_single_region_writes"])
+
+
+def _given(model: Type[Model]) -> Dict[str, Any]:
+    """The options ``model``'s ``Meta`` sets; an unknown ``autoinc_*`` name, or a name that looks like an option
+    but is none (``gapless``, ``auto_inc_gapless``, ``AUTOINC_GAPLESS``), is refused."""
     meta = model.Meta
     given = {name: getattr(meta, name) for name in dir(meta) if name.startswith("autoinc_")}
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:  # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
-        suffixes = {name[len("autoinc_"):]: name for name in DEFAULTS}
-        close = [suffixes[m] for m in difflib.get_close_matches(unknown[0][len("autoinc_"):], suffixes, n=1)]
-        hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(sorted(DEFAULTS))}"
-        raise _fail(model, f"unknown Meta option {unknown[0]!r}; {hint}")
-    opts = {**DEFAULTS, **given}
+    unknown = [name for name in dir(meta) if name not in DEFAULTS and (name.startswith("autoinc_") or _meant(name))]
+    if unknown:
+        raise _unknown(model, unknown[0], getattr(meta, unknown[0]))
+    return given
 
+
+def _unknown(model: Type[Model], name: str, value: Any) -> ConfigurationError:
+    """The error for ``Meta.name``, no option: it names the option ``name`` probably means and how to set it."""
+    if name.startswith("autoinc_"):  # compare what follows the shared prefix, so "autoinc_zzz" suggests nothing
+        suffixes = {option[len("autoinc_"):]: option for option in DEFAULTS}
+        close = [suffixes[m] for m in difflib.get_close_matches(name[len("autoinc_"):], suffixes, n=1)]
+        meant = close[0] if close else None
+    else:
+        meant = _meant(name)
+    if meant is None:
+        return _fail(model, f"unknown Meta option {name!r}; known options: {', '.join(sorted(DEFAULTS))}")
+    shown = value.__name__ if isinstance(value, type) else repr(value)
+    return _fail(model, f"unknown Meta option {name!r}; did you mean {meant!r}? Write Meta.{meant} = {shown} "
+                        "in its place")
+
+
+#: PynamoDB's own ``Meta`` options (``pynamodb.models.MetaProtocol``, older releases' ``base_backoff_ms``, and
+#: ``session_cls`` and ``request_timeout_seconds``, which it warns are gone): never taken for one of ours.
+PYNAMODB_OPTIONS = frozenset({
+    "table_name", "host", "region", "billing_mode", "read_capacity_units", "write_capacity_units",
+    "connect_timeout_seconds", "read_timeout_seconds", "max_retry_attempts", "max_pool_connections", "extra_headers",
+    "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "stream_view_type", "tags", "base_backoff_ms",
+    "session_cls", "request_timeout_seconds",
+})
+
+#: What a prefix meant as ``autoinc_`` may look like, in lower case without underscores (``AutoInc_``).
+_PREFIXES = ("auto", "autoinc", "autoincr", "autoincrement", "inc", "incr", "increment")
+
+#: Each option by its name after the prefix, in lower case without underscores: ``counterintable``.
+_SUFFIXES = {option[len("autoinc_"):].replace("_", ""): option for option in DEFAULTS}
+
+#: The options whose name without the prefix is no common word (``gapless``, unlike ``step`` or ``attribute``).
+_TERMS = {suffix: option for suffix, option in _SUFFIXES.items() if option in (
+    "autoinc_gapless", "autoinc_counter_in_table", "autoinc_track_explicit", "autoinc_home_region", "autoinc_home_host",
+    "autoinc_single_region_writes")}
+
+#: How close (``difflib`` ratio) a name must come to an option's to be taken for it.
+_CLOSE = 0.85
+
+
+def _meant(name: str) -> Optional[str]:
+    """The option that ``Meta.name`` looks like, in any case, with or without underscores, or None for any other
+    name (``my_setting``) and PynamoDB's own: an option's name without its prefix (``step``), a name close to one
+    that is no common word (``gaples``), or after a prefix like ``autoinc_`` (``auto_increment_``, ``autonc_``) a
+    name close to any option's (``auto_inc_gaples``)."""
+    if name.startswith("_") or name in PYNAMODB_OPTIONS:
+        return None
+    flat = name.lower().replace("_", "")
+    if flat in _SUFFIXES:
+        return _SUFFIXES[flat]
+    candidates = [(flat, _TERMS)] + [(flat[cut:], _SUFFIXES) for cut in range(3, min(len(flat), 16))
+                                     if difflib.get_close_matches(flat[:cut], _PREFIXES, n=1, cutoff=0.75)]
+    ratio, meant = max((difflib.SequenceMatcher(None, rest, suffix).ratio(), option)
+                       for rest, options in candidates for suffix, option in options.items())
+    return meant if ratio >= _CLOSE else None
+
+
+def _auto_attribute(model: Type[Model], option: Any) -> Tuple[str, Attribute]:
+    """The auto-increment attribute's name and attribute: ``Meta.autoinc_attribute`` or the hash key."""
     attributes: Dict[str, Attribute] = model.get_attributes()
-    name: Any = opts["autoinc_attribute"] or model._hash_keyname
+    name: Any = option or model._hash_keyname
     if not isinstance(name, str) or name not in attributes:
         raise _fail(model, f"Meta.autoinc_attribute names {name!r}, which is not an attribute of the model; "
                            f"choose one of {sorted(attributes)}")
@@ -191,52 +355,42 @@ def check_options(model: Type[Model]) -> Options:  # noqa: C901 - one check per 
     if attribute.default is not None or attribute.default_for_new is not None:
         raise _fail(model, f"auto-increment attribute {name!r} has a default, which every new item would take; "
                            "remove default / default_for_new")
-    if not attribute.is_hash_key and not attribute.is_range_key and not attribute.null:
+    if not _in_key(attribute) and not attribute.null:
         raise _fail(model, f"auto-increment attribute {name!r} is None until assigned; declare it with null=True")
+    return name, attribute
 
-    key = opts["autoinc_key"] if opts["autoinc_key"] is not None else meta.table_name
-    if not isinstance(key, str) or not key:
-        raise _fail(model, f"Meta.autoinc_key must be a non-empty string, not {key!r}")
 
-    for flag in ("autoinc_gapless", "autoinc_counter_in_table", "autoinc_cycle", "autoinc_track_explicit",
-                 "autoinc_single_region_writes"):
-        if not isinstance(opts[flag], bool):
-            raise _fail(model, f"Meta.{flag} must be True or False, not {opts[flag]!r}")
-    for number in ("autoinc_retries", "autoinc_block"):
-        if not is_int(opts[number]) and not (number == "autoinc_retries" and opts[number] is None):
-            raise _fail(model, f"Meta.{number} must be an int, not {opts[number]!r}")
+def _sequence(model: Type[Model], opts: Dict[str, Any]) -> SequenceOptions:
+    """The sequence of ``Meta.autoinc_start``, ``_step``, ``_min``, ``_max`` and ``_cycle``."""
+    step, minimum, maximum = opts["autoinc_step"], opts["autoinc_min"], opts["autoinc_max"]
     try:
-        sequence = SequenceOptions.of(opts["autoinc_start"], opts["autoinc_step"], opts["autoinc_min"],
-                                      opts["autoinc_max"], opts["autoinc_cycle"])
+        return SequenceOptions.of(opts["autoinc_start"], step, minimum, maximum, opts["autoinc_cycle"])
     except ConfigurationError as exc:
         hint = ""
-        if is_int(opts["autoinc_step"]) and opts["autoinc_step"] < 0 and opts["autoinc_max"] is not None \
-                and opts["autoinc_min"] is None:
+        if is_int(step) and step < 0 and maximum is not None and minimum is None:
             hint = "; Meta.autoinc_max is the upper bound: the lowest value of a descending sequence is " \
                    "Meta.autoinc_min"
         raise _fail(model, f"{exc}{hint}") from None
-    block = opts["autoinc_block"]
-    if not 1 <= block <= 1_000_000:
-        raise _fail(model, f"Meta.autoinc_block must be between 1 and 1000000, not {block}")
-    if block > 1 and (opts["autoinc_gapless"] or opts["autoinc_strategy"] == "query"):
+
+
+def _check_budget(model: Type[Model], opts: Dict[str, Any]) -> None:
+    """``Meta.autoinc_block``, ``_retries``, ``_timeout`` and ``_backoff``: how a save takes and retries."""
+    _check(model, "autoinc_block", opts["autoinc_block"], _BOUNDS)
+    if opts["autoinc_block"] > 1 and (opts["autoinc_gapless"] or opts["autoinc_strategy"] == "query"):
         raise _fail(model, "Meta.autoinc_block leaves gaps (a block per process); it cannot be combined with "
                            "autoinc_gapless or the query strategy")
-    if opts["autoinc_retries"] is not None and opts["autoinc_retries"] < 0:
-        raise _fail(model, f"Meta.autoinc_retries must be 0 or more (or None), not {opts['autoinc_retries']}")
-    timeout = opts["autoinc_timeout"]
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not 0 < timeout < float("inf")):
-        raise _fail(model, "Meta.autoinc_timeout must be a number of seconds > 0, or None for no limit, "
-                           f"not {timeout!r}")
-    backoff = opts["autoinc_backoff"]
-    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
-        raise _fail(model, f"Meta.autoinc_backoff must be a number of seconds >= 0, not {backoff!r}")
+    _check(model, "autoinc_retries", opts["autoinc_retries"], _BOUNDS)
+    _check(model, "autoinc_timeout", opts["autoinc_timeout"])
+    _check(model, "autoinc_backoff", opts["autoinc_backoff"])
 
-    scope: Any = opts["autoinc_scope"]
-    scope = () if scope is None else (scope,) if isinstance(scope, str) else scope
+
+def _scope(model: Type[Model], option: Any, name: str, attribute: Attribute) -> Tuple[str, ...]:
+    """The attributes of ``Meta.autoinc_scope``, whose values extend the counter key."""
+    attributes: Dict[str, Attribute] = model.get_attributes()
+    scope = () if option is None else (option,) if isinstance(option, str) else option
     if not isinstance(scope, tuple) or not all(isinstance(s, str) and s in attributes for s in scope):
         raise _fail(model, "Meta.autoinc_scope must name attributes of the model (a name or a tuple of names), "
-                           f"not {opts['autoinc_scope']!r}; choose from {sorted(attributes)}")
+                           f"not {option!r}; choose from {sorted(attributes)}")
     if name in scope:
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
     for part in scope:
@@ -244,133 +398,181 @@ def check_options(model: Type[Model]) -> Options:  # noqa: C901 - one check per 
         if kind.attr_type in ("SS", "NS", "BS", "M", "L") or isinstance(kind, JSONAttribute):  # sets, maps, lists
             raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}, which has no single text "
                                "form, so IDs could repeat; scope by a string, number or binary attribute")
-    if scope and (attribute.is_hash_key or attribute.is_range_key):
-        other = model._range_keyname if attribute.is_hash_key else model._hash_keyname
-        if other is None or set(scope) != {other}:
-            where = (f"make {scope[0]!r} the model's {'range' if attribute.is_hash_key else 'hash'} key"
-                     if other is None else f"number {name!r} per {other!r} (Meta.autoinc_scope = {other!r})")
-            raise _fail(model, f"Meta.autoinc_scope restarts {name!r} for every {' and '.join(map(repr, scope))}, but "
-                               f"the item's key does not hold {'them' if len(scope) > 1 else 'it'}, so keys would "
-                               f"repeat; {where}, or drop autoinc_scope")
+    if scope and _in_key(attribute):
+        _check_scope_in_key(model, scope, name, attribute)
+    return scope
 
-    period = opts["autoinc_period"]
-    if period is not None and period not in periods.PERIODS:
-        raise _fail(model, f"Meta.autoinc_period must be one of {', '.join(map(repr, periods.PERIODS))} or None, "
-                           f"not {period!r}")
 
-    fmt = opts["autoinc_format"]
-    if fmt is not None:
-        if not isinstance(attribute, UnicodeAttribute):
-            raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, not a {type(attribute).__name__}")
-        try:
-            if not isinstance(fmt, str) or fmt.format(value=1, period="2026") == fmt.format(value=2, period="2026"):
-                raise ValueError("the value does not appear in it")
-        except (KeyError, IndexError, ValueError, AttributeError) as exc:
-            raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
-                               "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
+def _check_scope_in_key(model: Type[Model], scope: Tuple[str, ...], name: str, attribute: Attribute) -> None:
+    """A scoped ID in the key needs the scope in the key too: the other key attribute, alone."""
+    other = model._range_keyname if attribute.is_hash_key else model._hash_keyname
+    if other is None or set(scope) != {other}:
+        where = (f"make {scope[0]!r} the model's {'range' if attribute.is_hash_key else 'hash'} key"
+                 if other is None else f"number {name!r} per {other!r} (Meta.autoinc_scope = {other!r})")
+        raise _fail(model, f"Meta.autoinc_scope restarts {name!r} for every {' and '.join(map(repr, scope))}, but "
+                           f"the item's key does not hold {'them' if len(scope) > 1 else 'it'}, so keys would "
+                           f"repeat; {where}, or drop autoinc_scope")
 
-    if period is not None and (attribute.is_hash_key or attribute.is_range_key):
-        fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
-        if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
-            what, more = ("key", "") if attribute.is_hash_key else ("range key", (
-                f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
-                f", or move {name!r} outside the key"))
-            raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the {what} {name!r} "
-                               "repeats last period's values; put the period in the ID (Meta.autoinc_format = "
-                               f"'{{period}}-{{value:06d}}'){more}")
 
-    strategy = opts["autoinc_strategy"]
-    if strategy not in STRATEGIES:
-        raise _fail(model, f"Meta.autoinc_strategy must be one of {', '.join(map(repr, STRATEGIES))}, not {strategy!r}")
-    if sequence.cycle and not attribute.is_hash_key and not attribute.is_range_key:
+def _check_format(model: Type[Model], fmt: Any, attribute: Attribute) -> None:
+    """``Meta.autoinc_format``, for a string ID: a format string that shows the value."""
+    if fmt is None:
+        return
+    if not isinstance(attribute, UnicodeAttribute):
+        raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, not a {type(attribute).__name__}")
+    try:
+        if not isinstance(fmt, str) or fmt.format(value=1, period="2026") == fmt.format(value=2, period="2026"):
+            raise ValueError("the value does not appear in it")
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
+                           "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
+
+
+def _check_period_in_key(model: Type[Model], period: Optional[str], fmt: Optional[str], name: str,
+                         attribute: Attribute) -> None:
+    """A sequence restarting each period in the key needs the period in the ID, or keys repeat."""
+    if period is None or not _in_key(attribute):
+        return
+    fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
+    if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
+        what, more = ("key", "") if attribute.is_hash_key else ("range key", (
+            f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
+            f", or move {name!r} outside the key"))
+        raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the {what} {name!r} "
+                           "repeats last period's values; put the period in the ID (Meta.autoinc_format = "
+                           f"'{{period}}-{{value:06d}}'){more}")
+
+
+def _check_combinations(model: Type[Model], opts: Dict[str, Any], name: str, attribute: Attribute,
+                        sequence: SequenceOptions) -> None:
+    """Cycling and tracking explicit IDs, with what they cannot be combined with."""
+    if sequence.cycle and not _in_key(attribute):
         raise _fail(model, f"Meta.autoinc_cycle hands out values again, and only a key stays unique; {name!r} is "
                            "outside the key. Make it the hash or range key, or leave autoinc_cycle off")
-    if opts["autoinc_track_explicit"] and (fmt is not None or strategy == "query"):
+    if opts["autoinc_track_explicit"] and (opts["autoinc_format"] is not None
+                                           or opts["autoinc_strategy"] == "query"):
         raise _fail(model, "Meta.autoinc_track_explicit needs plain integer IDs and a counter; it cannot be "
                            "combined with autoinc_format or the query strategy")
     if opts["autoinc_track_explicit"] and sequence.cycle:
         raise _fail(model, "Meta.autoinc_track_explicit cannot keep a cycling sequence (Meta.autoinc_cycle) off "
                            "explicit IDs; leave it off (move the counter with NextId.setval), or autoinc_cycle off")
-    if strategy == "query":
-        if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
-            raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "
-                               f"make {name!r} the model's range key, a NumberAttribute")
-        for option in ("autoinc_scope", "autoinc_period", "autoinc_counter_in_table", "autoinc_cycle"):
-            if opts[option]:
-                raise _fail(model, f"Meta.{option} does not apply to the query strategy (no counter; the partition "
-                                   "is the scope)")
-        for option, why in (("autoinc_key", "it names a counter item, and the query strategy keeps none"),
-                            ("autoinc_counter", "it names the counter table, and the query strategy keeps none"),
-                            ("autoinc_gapless", "the query strategy is always gapless")):  # it never reads them
-            if given.get(option, DEFAULTS[option]) is not DEFAULTS[option]:
-                raise _fail(model, f"Meta.{option} = {given[option]!r} has no effect with the query strategy: "
-                                   f"{why}; remove it, or use autoinc_strategy = 'counter'")
 
-    region_list, home, home_host = opts["autoinc_regions"], opts["autoinc_home_region"], opts["autoinc_home_host"]
-    if region_list is not None:
-        if isinstance(region_list, str) or not isinstance(region_list, Sequence) \
-                or not all(isinstance(r, str) and r for r in region_list):
-            raise _fail(model, "Meta.autoinc_regions must be a sequence of region names, e.g. ('us-east-1', "
-                               f"'eu-west-1'), not {region_list!r}")
-        region_list = tuple(region_list)
-        if not region_list:
-            raise _fail(model, "Meta.autoinc_regions is empty; list every region that writes, or None")
-        repeated = sorted({r for r in region_list if region_list.count(r) > 1})
-        if repeated:
-            raise _fail(model, f"Meta.autoinc_regions lists {repeated[0]!r} more than once; list it once")
-    if home is not None and (not isinstance(home, str) or not home):
-        raise _fail(model, f"Meta.autoinc_home_region must be a region name, not {home!r}")
-    if home_host is not None and (not isinstance(home_host, str) or not home_host):
-        raise _fail(model, f"Meta.autoinc_home_host must be an endpoint URL or None, not {home_host!r}")
+
+#: Options that need a counter, which the query strategy keeps none of.
+_NOT_FOR_QUERY = ("autoinc_scope", "autoinc_period", "autoinc_counter_in_table", "autoinc_cycle")
+
+#: Options the query strategy never reads, and why: set to anything but their default, they are refused.
+_IGNORED_BY_QUERY = {
+    "autoinc_key": "it names a counter item, and the query strategy keeps none",
+    "autoinc_counter": "it names the counter table, and the query strategy keeps none",
+    "autoinc_gapless": "the query strategy is always gapless",
+}
+
+
+def _check_query(model: Type[Model], opts: Dict[str, Any], given: Dict[str, Any], name: str,
+                 attribute: Attribute) -> None:
+    """The query strategy numbers a number range key in its partition, with no counter."""
+    if not attribute.is_range_key or not isinstance(attribute, NumberAttribute):
+        raise _fail(model, "Meta.autoinc_strategy = 'query' numbers the range key within each partition; "
+                           f"make {name!r} the model's range key, a NumberAttribute")
+    for option in _NOT_FOR_QUERY:
+        if opts[option]:
+            raise _fail(model, f"Meta.{option} does not apply to the query strategy (no counter; the partition "
+                               "is the scope)")
+    for option, why in _IGNORED_BY_QUERY.items():
+        if given.get(option, DEFAULTS[option]) is not DEFAULTS[option]:
+            raise _fail(model, f"Meta.{option} = {given[option]!r} has no effect with the query strategy: "
+                               f"{why}; remove it, or use autoinc_strategy = 'counter'")
+
+
+def _region_list(model: Type[Model], option: Any) -> Optional[Tuple[str, ...]]:
+    """``Meta.autoinc_regions``: each writing region once, or None."""
+    _check(model, "autoinc_regions", option)
+    if option is None:
+        return None
+    region_list = tuple(option)
+    if not region_list:
+        raise _fail(model, "Meta.autoinc_regions is empty; list every region that writes, or None")
+    repeated = sorted({r for r in region_list if region_list.count(r) > 1})
+    if repeated:
+        raise _fail(model, f"Meta.autoinc_regions lists {repeated[0]!r} more than once; list it once")
+    return region_list
+
+
+def _check_home(model: Type[Model], home: Any, home_host: Any) -> None:
+    """``Meta.autoinc_home_region`` and its endpoint, ``Meta.autoinc_home_host``."""
+    _check(model, "autoinc_home_region", home)
+    _check(model, "autoinc_home_host", home_host)
     if home_host is not None and home is None:
         raise _fail(model, "Meta.autoinc_home_host is the home region's endpoint; set Meta.autoinc_home_region too")
-    chosen = [n for n in ("autoinc_regions", "autoinc_home_region", "autoinc_single_region_writes") if opts[n]]
+
+
+#: The multi-region schemes, of which a model chooses at most one.
+_SCHEMES = ("autoinc_regions", "autoinc_home_region", "autoinc_single_region_writes")
+
+#: What cannot be combined with ``Meta.autoinc_regions``, and why.
+_NOT_WITH_REGIONS = {
+    "autoinc_cycle": "a wrap restarts at the bound, off the region's subsequence",
+    "autoinc_track_explicit": "an explicit ID lies on any region's subsequence",
+}
+
+
+def _check_region_scheme(model: Type[Model], opts: Dict[str, Any], region_list: Optional[Tuple[str, ...]],
+                         sequence: SequenceOptions) -> None:
+    """One multi-region scheme at most, each with what it needs."""
+    chosen = [n for n in _SCHEMES if opts[n]]
     if len(chosen) > 1:
         raise _fail(model, f"Meta.{chosen[0]} and Meta.{chosen[1]} are two multi-region schemes; choose one")
-    if chosen and chosen[0] != "autoinc_single_region_writes" and strategy == "query":
+    if chosen and chosen[0] != "autoinc_single_region_writes" and opts["autoinc_strategy"] == "query":
         raise _fail(model, f"Meta.{chosen[0]} needs a counter, which the query strategy does not keep; use "
                            "autoinc_strategy = 'counter'")
-    if region_list:
-        for option, why in (("autoinc_cycle", "a wrap restarts at the bound, off the region's subsequence"),
-                            ("autoinc_track_explicit", "an explicit ID lies on any region's subsequence")):
-            if opts[option]:
-                raise _fail(model, f"Meta.{option} cannot be combined with Meta.autoinc_regions: {why}, so two "
-                                   "regions could hand out one value")
-        try:
-            sequence.subsequence(len(region_list) - 1, len(region_list))
-        except ConfigurationError as exc:
-            raise _fail(model, f"Meta.autoinc_regions: {exc}") from None
+    if not region_list:
+        return
+    for option, why in _NOT_WITH_REGIONS.items():
+        if opts[option]:
+            raise _fail(model, f"Meta.{option} cannot be combined with Meta.autoinc_regions: {why}, so two "
+                               "regions could hand out one value")
+    try:
+        sequence.subsequence(len(region_list) - 1, len(region_list))
+    except ConfigurationError as exc:
+        raise _fail(model, f"Meta.autoinc_regions: {exc}") from None
 
+
+def _counter(model: Type[Model], opts: Dict[str, Any], given: Dict[str, Any], attribute: Attribute) -> Type[NextId]:
+    """The counter model, bound to ``model``'s connection (or its home region's)."""
     if opts["autoinc_counter_in_table"]:
-        if given.get("autoinc_counter", NextId) is not NextId:
-            raise _fail(model, "Meta.autoinc_counter and Meta.autoinc_counter_in_table both place the counter item; "
-                               "choose one")
-        counter: Type[NextId] = in_table_counter(model)
-        if fmt is not None and attribute.is_hash_key \
-                and fmt.format(value=1, period=periods.label(period or "year")).startswith(RESERVED_PREFIX):
-            raise _fail(model, f"Meta.autoinc_format {fmt!r} makes every ID start with {RESERVED_PREFIX!r}, the "
-                               "prefix of the in-table counter items; start the format with something else")
+        counter = _in_table(model, given, attribute, opts["autoinc_format"], opts["autoinc_period"])
     else:
-        counter = opts["autoinc_counter"]
-        if not (isinstance(counter, type) and issubclass(counter, NextId)):
-            raise _fail(model, f"Meta.autoinc_counter must be NextId or a subclass of it, not {counter!r}")
-        counter = bind_counter(counter, model)
-    if home is not None:
-        counter = rebind(counter, {"region": home, "host": home_host})
+        _check(model, "autoinc_counter", opts["autoinc_counter"])
+        counter = bind_counter(opts["autoinc_counter"], model)
+    if opts["autoinc_home_region"] is not None:
+        counter = rebind(counter, {"region": opts["autoinc_home_region"], "host": opts["autoinc_home_host"]})
+    return counter
 
-    if opts["autoinc_gapless"] and strategy == "counter":
-        # with a home region, the transaction goes to the home endpoint, as the counter requests do
-        differing = [s for s in CONNECTION_SETTINGS if not (home is not None and s in ("region", "host"))
-                     and getattr(counter.Meta, s, None) != getattr(meta, s, None)]
-        if differing:
-            raise _fail(model, "gapless mode writes the counter and the item in one transaction, so both tables must "
-                               f"be on one connection (the counter's Meta differs in {differing}); use the same "
-                               "endpoint or turn autoinc_gapless off")
 
-    return Options(
-        model=model, attribute=name, as_string=isinstance(attribute, UnicodeAttribute), key=key, counter=counter,
-        gapless=opts["autoinc_gapless"] or strategy == "query", strategy=strategy, sequence=sequence,
-        track_explicit=opts["autoinc_track_explicit"], scope=tuple(scope), period=period, fmt=fmt, block=block,
-        retries=opts["autoinc_retries"], backoff=float(backoff), timeout=None if timeout is None else float(timeout),
-        regions=region_list or (), home_region=home, home_host=home_host,
-        single_region_writes=opts["autoinc_single_region_writes"])
+def _in_table(model: Type[Model], given: Dict[str, Any], attribute: Attribute, fmt: Optional[str],
+              period: Optional[str]) -> Type[NextId]:
+    """The counter kept in ``model``'s own table, whose IDs must not look like its counter items' keys."""
+    if given.get("autoinc_counter", NextId) is not NextId:
+        raise _fail(model, "Meta.autoinc_counter and Meta.autoinc_counter_in_table both place the counter item; "
+                           "choose one")
+    counter = in_table_counter(model)
+    if fmt is not None and attribute.is_hash_key \
+            and fmt.format(value=1, period=periods.label(period or "year")).startswith(RESERVED_PREFIX):
+        raise _fail(model, f"Meta.autoinc_format {fmt!r} makes every ID start with {RESERVED_PREFIX!r}, the "
+                           "prefix of the in-table counter items; start the format with something else")
+    return counter
+
+
+def _check_one_connection(model: Type[Model], opts: Dict[str, Any], counter: Type[NextId]) -> None:
+    """Gapless mode writes the counter and the item in one transaction: one connection for both."""
+    if not opts["autoinc_gapless"] or opts["autoinc_strategy"] != "counter":
+        return
+    home = opts["autoinc_home_region"]
+    # with a home region, the transaction goes to the home endpoint, as the counter requests do
+    differing = [s for s in CONNECTION_SETTINGS if not (home is not None and s in ("region", "host"))
+                 and getattr(counter.Meta, s, None) != getattr(model.Meta, s, None)]
+    if differing:
+        raise _fail(model, "gapless mode writes the counter and the item in one transaction, so both tables must "
+                           f"be on one connection (the counter's Meta differs in {differing}); use the same "
+                           "endpoint or turn autoinc_gapless off")
