@@ -120,6 +120,29 @@ def test_api_reference_names_every_public_name():
     assert missing == []
 
 
+def table_rows_of_another_width(page: Path) -> List[str]:
+    """The rows of the page's markdown tables with another number of cells than their header (a ``|`` inside
+    backticks or escaped is no cell border)."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    wrong, width = [], 0
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            width = 0
+            continue
+        cells = len(re.sub(r"`[^`]*`|\\\|", "", line).strip().strip("|").split("|"))
+        if width == 0:
+            width = cells
+        elif cells != width:
+            wrong.append(f"{page.name}: {line[:80]}")
+    return wrong
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")) + [README], ids=lambda p: p.name)
+def test_tables_have_as_many_cells_in_each_row_as_in_the_header(page: Path):
+    """No table row carries a cell too many or too few (errors.md once held a two-cell row in a three-cell table)."""
+    assert table_rows_of_another_width(page) == []
+
+
 def test_every_page_is_in_a_toctree():
     """Every page of docs/ is reachable from the index."""
     index = (DOCS / "index.md").read_text()
