@@ -21,7 +21,6 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.intersphinx",
-    "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -34,7 +33,14 @@ html_title = f"pynamodb-autoinc {release}"
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# Defaults as written in the source (``counter=NextId``), not their repr (``<class '...NextId'>``).
+autodoc_preserve_defaults = True
+# No "members" here: api.rst names each directive's members, and Sphinx 9 lets a default ``members: True``
+# override a directive's own ``:members: main`` (which then listed every name of the module).
+autodoc_default_options = {"show-inheritance": True}
+# No sphinx.ext.napoleon: the docstrings are plain reST with no Google or NumPy sections, and napoleon read
+# the first line of an attribute's docstring as "type: description" wherever it held a colon
+# ("Type: How many times a save may retry ...").
 
 # intersphinx needs the network to fetch the inventories. Read the Docs sets READTHEDOCS=True, and anyone
 # can set PYNAMODB_AUTOINC_DOCS_ONLINE=1; offline (CI here, a laptop on a train) the mapping is empty, so the

@@ -25,7 +25,7 @@ class Like(Model):
     """Partition by article, sort by user: one item per (article, user), no counter."""
 
     class Meta:
-        table_name = "likes"
+        table_name = "demo-likes"
         region = REGION
         host = HOST
 

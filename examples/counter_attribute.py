@@ -20,7 +20,7 @@ class Page(CounterMixin, Model):
     """A plain model: views count up from 0, stock counts down from 100."""
 
     class Meta:
-        table_name = "pages"
+        table_name = "demo-pages"
         region = REGION
         host = HOST
 
@@ -34,7 +34,7 @@ class Ticket(CounterMixin, AutoIncrementMixin, Model):
     """An auto-increment model counting its own edits (CounterMixin goes first)."""
 
     class Meta:
-        table_name = "tickets"
+        table_name = "demo-tickets"
         region = REGION
         host = HOST
 

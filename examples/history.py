@@ -21,7 +21,7 @@ class ArticleVersion(Model):
     """The history: one item per (article, version)."""
 
     class Meta:
-        table_name = "article-versions"
+        table_name = "demo-article-versions"
         region = REGION
         host = HOST
 
@@ -34,7 +34,7 @@ class ArticleVersion(Model):
 
 class Article(HistoryMixin, Model):
     class Meta:
-        table_name = "articles"
+        table_name = "demo-articles"
         history_model = ArticleVersion
         region = REGION
         host = HOST

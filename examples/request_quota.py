@@ -22,7 +22,7 @@ class ApiKey(Model):
     """The count and its period live on the key's own item."""
 
     class Meta:
-        table_name = "api-keys"
+        table_name = "demo-api-keys"
         region = REGION
         host = HOST
 
@@ -46,15 +46,15 @@ def main() -> None:
         for model in (NextId, ApiKey):
             if not model.exists():
                 model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
-        ApiKey(key="k-123").save()
+        ApiKey(key="demo-k-123").save()
         for day in (1, 5, 9, 20):
-            print(handle_request("k-123", datetime(2026, 12, day)))
-        print(handle_request("k-123", datetime(2027, 1, 2)))
+            print(handle_request("demo-k-123", datetime(2026, 12, day)))
+        print(handle_request("demo-k-123", datetime(2027, 1, 2)))
 
         # Or keep the counts in the NextId table, one item per key and month:
         for day in (1, 2):
-            print("NextId.increment ->", NextId.increment("k-123", period="month", now=datetime(2026, 12, day)))
-        print("this month so far:", NextId.current("k-123", period="month", now=datetime(2026, 12, 31)))
+            print("NextId.increment ->", NextId.increment("demo-k-123", period="month", now=datetime(2026, 12, day)))
+        print("this month so far:", NextId.current("demo-k-123", period="month", now=datetime(2026, 12, 31)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ class Issue(AutoIncrementMixin, Model):
     """Issues numbered per project (a counter per project in the NextId table)."""
 
     class Meta:
-        table_name = "issues"
+        table_name = "demo-issues"
         autoinc_attribute = "number"
         autoinc_scope = "project"
         region = REGION
@@ -38,7 +38,7 @@ class Comment(AutoIncrementMixin, Model):
     """Comments numbered per issue with no counter at all: the largest range key, plus one."""
 
     class Meta:
-        table_name = "comments"
+        table_name = "demo-comments"
         autoinc_attribute = "seq"
         autoinc_strategy = "query"
         region = REGION
@@ -52,7 +52,7 @@ class Invoice(AutoIncrementMixin, Model):
     """Gapless invoice numbers that restart every year: INV-2026-000001, ..."""
 
     class Meta:
-        table_name = "invoices"
+        table_name = "demo-invoices"
         autoinc_gapless = True
         autoinc_period = "year"
         autoinc_format = "INV-{period}-{value:06d}"
@@ -67,7 +67,7 @@ class Seat(AutoIncrementMixin, Model):
     """A sequence with a hard limit: seats 1 to 3, enforced by DynamoDB."""
 
     class Meta:
-        table_name = "seats"
+        table_name = "demo-seats"
         autoinc_max = 3
         region = REGION
         host = HOST
@@ -79,7 +79,7 @@ class Locker(AutoIncrementMixin, Model):
     """Lockers 1 to 3, handed out again in turn (CYCLE) once their last holder has left."""
 
     class Meta:
-        table_name = "lockers"
+        table_name = "demo-lockers"
         autoinc_max = 3
         autoinc_cycle = True
         region = REGION

@@ -20,7 +20,7 @@ REGION = "us-east-1"
 
 class User(AutoIncrementMixin, Model):
     class Meta:
-        table_name = "Users"
+        table_name = "demo-Users"
         autoinc_attribute = "num_identifier"
         autoinc_key = "UserMetadata"
         autoinc_counter_in_table = True

