@@ -245,8 +245,8 @@ def test_conflict_that_never_passes_names_the_explicit_item(make_model, faults_f
     User = make_model("User", name=UnicodeAttribute(null=True))
     faults = faults_for(User)
     faults.inject("TransactWriteItems", "cancel:TransactionConflict:1", times=50)
-    with pytest.raises(TransactionCanceledError, match=r"item 1: TransactionConflict on User with id=2"):
-        with TransactWrite(connection=User._get_connection().connection) as tx:
-            tx.save(User(id=1, name="a"))
-            tx.save(User(id=2, name="b"))
+    with pytest.raises(TransactionCanceledError, match=r"item 1: TransactionConflict on User with id=2"), \
+            TransactWrite(connection=User._get_connection().connection) as tx:
+        tx.save(User(id=1, name="a"))
+        tx.save(User(id=2, name="b"))
     assert list(User.scan(consistent_read=True)) == []
