@@ -405,7 +405,10 @@ def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value:
     """The ``Update`` moving counter ``key`` from ``expected`` to ``value``, filled in a cached template."""
     shape = (key, counter.Meta.table_name, expected is None, queue, ticket is None, standing, by_standing, requeue,
              sequence)
-    templates = _TEMPLATES.setdefault(counter, {})  # by class: a subclass has its own table
+    state = _state.state  # by class (a subclass has its own table), forgotten with the process's other state
+    by_counter: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = (
+        state.parts.get("swap templates") or state.part("swap templates", weakref.WeakKeyDictionary))
+    templates = by_counter.setdefault(counter, {})
     template = templates.get(shape)
     if template is None:
         if len(templates) >= _TEMPLATE_LIMIT:
@@ -427,6 +430,3 @@ def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], 
         more, also = _contention.swap_terms(counter, ticket, standing, by_standing, requeue)
         actions, condition = actions + more, condition & also
     return counter._update_kwargs(key, actions, condition)
-
-
-_TEMPLATES: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = weakref.WeakKeyDictionary()
