@@ -46,6 +46,9 @@ class Write(Protocol):
 
     def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError: ...
 
+#: How long a write claiming no value (a transaction of explicit items) resends a request that met a busy item.
+DEFAULT_BUDGET = _budget.Budget(attempts=5, seconds=2.0, backoff=0.02)
+
 #: Seconds a queued ticket may keep the queue waiting before the writer behind passes over it.
 TURN = 0.25
 
@@ -298,13 +301,14 @@ class Contest:
         write's contention error once the budget is spent)."""
         self.losses += 1
         self.check(exc, same_values=True)
-        self._sleep(self.write.claims[0].opts.budget.wait(self.losses))
+        budget = self.write.claims[0].opts.budget if self.write.claims else DEFAULT_BUDGET
+        self._sleep(budget.wait(self.losses))
 
     def check(self, exc: Exception, *, same_values: bool = False) -> None:
         """Raise the contention error if the retries or the time are used up (or the write may not be sent
         again with other values, unless ``same_values``)."""
-        opts = self.write.claims[0].opts if self.write.claims else None
-        if opts is None or not (self.write.retry or same_values) or opts.budget.spent(self.losses, self.began):
+        budget = self.write.claims[0].opts.budget if self.write.claims else DEFAULT_BUDGET
+        if not (self.write.retry or same_values) or budget.spent(self.losses, self.began):
             self.give_back()
             elapsed = _budget.clock.monotonic() - self.began
             error = self.write.contention(exc, self.losses, elapsed)

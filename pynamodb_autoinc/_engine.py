@@ -89,6 +89,7 @@ class Write:
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}  # the counter items refused swaps showed, by chain
         self.sent: Tuple[str, Dict[str, Any]] = ("", {})  # the request last built (an unknown outcome resends it)
         self.maybe_applied = False  # an earlier request of this write may have applied: it is resent unchanged
+        self.refusal: Tuple[List[Optional[CancellationReason]], List[int]] = ([], [])  # the last busy answer's
 
     def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
         """Each chain of swap claims as (chain, head, last): its counter moves from head.expected to last.value."""
@@ -182,6 +183,7 @@ class Write:
         if verdict.outcome == _judge.RETAKE or (answer.kind == _judge.CANCELLED and self.retry and self.claims):
             current = self._current(reasons)  # a lost race (or a busy counter): take values after the counter's
             return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
+        self.refusal = (reasons, list(verdict.positions))  # named in the error if resending never passes
         return PASSING
 
     def _reasons(self, exc: Exception, answer: _judge.Answer) -> List[Optional[CancellationReason]]:
@@ -259,7 +261,10 @@ class Write:
                      cancellation_reasons=reasons)
 
     def contention(self, exc: Exception, attempts: int, elapsed: float = 0.0) -> AutoIncrementError:
-        """The error once lost races used up the retries or the time (or may not be retried)."""
+        """The error once lost races used up the retries or the time (or may not be retried); a write claiming no
+        value (explicit items alone) names the items that were busy."""
+        if not self.claims:
+            return self.failure(exc, *self.refusal)
         claim = self.claims[0]
         what = (f"another writer took the next {claim.opts.attribute} in partition {claim.key!r}"
                 if claim.kind == "query" else f"counter {claim.key!r} changed under concurrent writers")
@@ -400,7 +405,10 @@ def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value:
     """The ``Update`` moving counter ``key`` from ``expected`` to ``value``, filled in a cached template."""
     shape = (key, counter.Meta.table_name, expected is None, queue, ticket is None, standing, by_standing, requeue,
              sequence)
-    templates = _TEMPLATES.setdefault(counter, {})  # by class: a subclass has its own table
+    state = _state.state  # by class (a subclass has its own table), forgotten with the process's other state
+    by_counter: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = (
+        state.parts.get("swap templates") or state.part("swap templates", weakref.WeakKeyDictionary))
+    templates = by_counter.setdefault(counter, {})
     template = templates.get(shape)
     if template is None:
         if len(templates) >= _TEMPLATE_LIMIT:
@@ -422,6 +430,3 @@ def build_swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], 
         more, also = _contention.swap_terms(counter, ticket, standing, by_standing, requeue)
         actions, condition = actions + more, condition & also
     return counter._update_kwargs(key, actions, condition)
-
-
-_TEMPLATES: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = weakref.WeakKeyDictionary()

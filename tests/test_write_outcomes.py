@@ -220,3 +220,33 @@ def test_interrupt_before_any_try_left_gives_the_id_back(make_model, faults_for)
         user.save()
     assert user.id is None
     assert list(User.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "gapless")
+@pytest.mark.parametrize("code", ["TransactionConflict", "ThrottlingError"])
+def test_busy_item_in_a_transaction_of_explicit_items_is_resent(make_model, faults_for, code):  # noqa: F811
+    """A TransactWrite of explicit-ID items cancelled once for a busy item (a conflict, throttling) is sent again
+    and stored."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", f"cancel:{code}:0")
+    with TransactWrite(connection=User._get_connection().connection) as tx:
+        tx.save(User(id=1, name="a"))
+        tx.save(User(id=2, name="b"))
+    assert [u.id for u in User.scan(consistent_read=True)] == [1, 2]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_conflict_that_never_passes_names_the_explicit_item(make_model, faults_for):  # noqa: F811
+    """A TransactWrite of explicit-ID items whose conflict never passes raises TransactionCanceledError naming the
+    item that met it and the reason."""
+    from pynamodb_autoinc.exceptions import TransactionCanceledError
+
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "cancel:TransactionConflict:1", times=50)
+    with pytest.raises(TransactionCanceledError, match=r"item 1: TransactionConflict on User with id=2"), \
+            TransactWrite(connection=User._get_connection().connection) as tx:
+        tx.save(User(id=1, name="a"))
+        tx.save(User(id=2, name="b"))
+    assert list(User.scan(consistent_read=True)) == []
