@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
 
+from botocore.exceptions import NoRegionError
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
@@ -13,6 +14,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 
+from . import _endpoint
 from ._budget import Budget
 
 #: The error a failed request raises, as PynamoDB's method for its operation raises it.
@@ -30,9 +32,11 @@ PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
     """Send one request. A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with botocore's as
-    its ``cause``; with ``raw``, botocore's error itself."""
+    its ``cause``; with ``raw``, botocore's error itself; no region, :func:`._endpoint.no_region`'s error."""
     try:
         return dict(connection.dispatch(operation, kwargs))
+    except NoRegionError as error:  # no client could be made: no request was sent, and resending cannot help
+        raise _endpoint.no_region(error, str(kwargs.get("TableName", ""))) from error
     except BOTOCORE_EXCEPTIONS as error:
         if raw:
             raise
