@@ -137,6 +137,6 @@ def check_test_endpoint(table: Type[Model], action: str, fixture: Optional[str] 
     first = f"request your moto fixture before {fixture}" if fixture else "run it inside your moto mock_aws()"
     raise ConfigurationError(
         f"{action} refused: table {table.Meta.table_name!r} would be reached at {url}{source}, which this test did "
-        f"not name, and it could be a real database; nothing was sent. {first[0].upper()}{first[1:]} (moto "
-        f"{'is not running' if not moto_active() else 'does not serve that endpoint'}), or use "
-        f"pynamodb_autoinc.testing.dynamodb() (moto) or testing.dynamodb(host) (DynamoDB Local) around the test")
+        f"not name, and it could be a real database; nothing was sent. Fix: {first} (moto "
+        f"{'does not serve that endpoint' if moto_active() else 'is not running'}), or run the test inside "
+        "pynamodb_autoinc.testing.dynamodb() (moto) or testing.dynamodb(host) (DynamoDB Local)")
