@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -100,33 +101,13 @@ def test_nothing(autoinc_fresh_counters, aws):
 
 
 def test_the_documented_recipe_runs_with_no_region_set(pytester, monkeypatch):
-    """docs/testing.md's fixture (testing.dynamodb()) and a model without Meta.region pass on a machine with no
-    AWS_DEFAULT_REGION, no AWS_ENDPOINT_URL_DYNAMODB and no AWS config file."""
+    """docs/testing.md's pytest module (its fixture on testing.dynamodb(), a model without Meta.region) passes
+    on a machine with no AWS_DEFAULT_REGION, no AWS_ENDPOINT_URL_DYNAMODB and no AWS config file."""
     for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    result = outcome(pytester, monkeypatch, '''
-from pynamodb_autoinc import testing
-
-
-class User(AutoIncrementMixin, Model):
-    class Meta:
-        table_name = "users"
-
-    id = NumberAttribute(hash_key=True)
-
-
-@pytest.fixture
-def dynamodb():
-    with testing.dynamodb():
-        yield
-
-
-@pytest.mark.parametrize("run", [1, 2])
-def test_signup(dynamodb, autoinc_counter_table, run):
-    User.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
-    user = User()
-    user.save()
-    assert user.id == 1
-''')
-    result.assert_outcomes(passed=2)
+    page = (Path(ROOT) / "docs" / "testing.md").read_text()
+    recipe = re.search(r"<!-- no-run: a pytest test module.*?-->\n```python\n(.*?)```", page, re.S)
+    assert recipe is not None, "docs/testing.md shows no pytest module"
+    result = outcome(pytester, monkeypatch, recipe.group(1))
+    result.assert_outcomes(passed=1)
