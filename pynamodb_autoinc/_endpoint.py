@@ -49,9 +49,6 @@ class Endpoint:
     region_from: str
     """``Meta.region``, :data:`REGION_VARIABLE`, or ``none`` (botocore's config file may still name one)."""
 
-    def __str__(self) -> str:
-        return self.host if self.host else f"AWS's DynamoDB in {self.region}" if self.region else "AWS's DynamoDB"
-
 
 def resolve(meta: Any) -> Endpoint:
     """Where a table with this ``Meta`` is reached: ``Meta.host``, else the endpoint variables, else AWS; its region

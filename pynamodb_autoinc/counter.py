@@ -86,8 +86,8 @@ class NextId(Model):
                          wait: bool = True, **kwargs: Any) -> Type[NextId]:
         """Create the table keeping ``model``'s counters, if missing, where the model reaches it (its ``Meta.host``,
         region and credentials; see docs/testing.md, "Where requests go"), and return its counter model. That is
-        the model's ``Meta.autoinc_counter`` (default this class), or with ``Meta.autoinc_counter_in_table`` the
-        model's own table. Other arguments go to PynamoDB's ``create_table``."""
+        the model's ``Meta.autoinc_counter`` (default NextId; a model without AutoIncrementMixin: this class), or
+        with ``Meta.autoinc_counter_in_table`` the model's own table. Other arguments go to ``create_table``."""
         counter = model.autoinc_options().counter if hasattr(model, "autoinc_options") else bind_counter(cls, model)
         table = model if counter._autoinc_model_spec is not None else counter
         _endpoint.client(table)  # no region: an error naming Meta.region and AWS_DEFAULT_REGION, before PynamoDB's

@@ -102,9 +102,10 @@ def test_create_table_for_makes_the_counter_table_at_the_models_host(local, no_e
 
 
 @pytest.mark.backends()
-def test_create_table_for_with_no_region_names_the_settings(no_region, no_endpoint, sent):
+def test_create_table_for_with_no_region_names_the_settings(no_region, no_endpoint, monkeypatch, sent):
     """NextId.create_table_for(Model) of a model with no region raises ConfigurationError naming Meta.region and
     AWS_DEFAULT_REGION (not botocore's bare "You must specify a region"), before any request."""
+    monkeypatch.setattr(NextId, "_connection", None)  # not one an earlier test made with a region
     with pytest.raises(ConfigurationError, match="Meta.region.*AWS_DEFAULT_REGION"):
         NextId.create_table_for(model({}))
     assert sent == []
