@@ -7,7 +7,7 @@ import threading
 import weakref
 from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
 
-from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, NoRegionError
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import DELETE_ITEM, GET_ITEM, ITEM, QUERY, SCAN, UPDATE_ITEM
@@ -16,7 +16,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 
-from . import _judge
+from . import _endpoint, _judge
 from ._budget import Budget
 from .exceptions import error_code, error_responses, reasons_of, returned_item
 
@@ -35,11 +35,15 @@ PAGES = Budget(attempts=9_999, seconds=None, backoff=None)
 
 def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw: bool = False) -> Dict[str, Any]:
     """Send one request. A failure raises PynamoDB's error for ``operation`` (:data:`ERRORS`) with botocore's as
-    its ``cause``; with ``raw``, botocore's error itself. Either carries what became of each try botocore made
-    (read by :func:`read_answer`), and so does an interrupt (Ctrl-C) that stops the request."""
-    tries = _watch(connection)
+    its ``cause``; with ``raw``, botocore's error itself; no region, :func:`._endpoint.no_region`'s error. Either
+    carries what became of each try botocore made (read by :func:`read_answer`), and so does an interrupt (Ctrl-C)
+    that stops the request."""
+    tries = _tries.reset()
     try:
+        _watch(connection)
         return dict(connection.dispatch(operation, kwargs))
+    except NoRegionError as error:  # no client could be made: no request was sent, and resending cannot help
+        raise _endpoint.no_region(error, str(kwargs.get("TableName", ""))) from error
     except BOTOCORE_EXCEPTIONS as error:
         error.autoinc_tries = tries.snapshot()
         if raw:
@@ -73,7 +77,7 @@ _tries = _Tries()
 _watched: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def _watch(connection: Connection) -> _Tries:
+def _watch(connection: Connection) -> None:
     """Follow each try botocore makes of the requests sent on ``connection``'s client (once per client)."""
     client = connection.client
     if client not in _watched:
@@ -81,7 +85,6 @@ def _watch(connection: Connection) -> _Tries:
         events.register_last("before-send.dynamodb", _created, unique_id="pynamodb_autoinc.tries.created")
         events.register("response-received.dynamodb", _received, unique_id="pynamodb_autoinc.tries.received")
         _watched.add(client)
-    return _tries.reset()
 
 
 def _created(**_: Any) -> None:

@@ -20,7 +20,7 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import _transport, exceptions, iam, regions
+from . import _endpoint, _transport, exceptions, iam, regions
 from ._options import Options, options_for
 from ._version import __version__
 from .counter import NextId, bind_counter, setval_value
@@ -66,10 +66,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (CommandError, PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
         error = _html_answer(exc) or exc
         if isinstance(error, NotDynamoDBError):  # name the endpoint as the user named it
-            host, region = args.host, args.region or os.environ.get("AWS_DEFAULT_REGION")
+            meta: Any = type("Meta", (), {"host": args.host, "region": args.region})
             with contextlib.suppress(Exception):  # no model, or one that does not load
-                host = host or getattr(load_model(args.model).Meta, "host", None)
-            endpoint = str(host) if host else f"of DynamoDB in {region}" if region else "of DynamoDB"
+                meta = load_model(args.model, args.host, args.region).Meta
+            where = _endpoint.resolve(meta)  # the URL, also one from AWS_ENDPOINT_URL_DYNAMODB
+            endpoint = where.host or (f"of DynamoDB in {where.region}" if where.region else "of DynamoDB")
             message = (f"the endpoint {endpoint} did not answer as DynamoDB ({error}); check --host (or the model's "
                        "Meta.host): it must be the URL of DynamoDB or DynamoDB Local")
         else:
@@ -259,10 +260,9 @@ def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = No
     model = getattr(module, name, None)
     if not (isinstance(model, type) and issubclass(model, Model)):
         raise CommandError(f"{spec!r} names no PynamoDB model class in {module_name}; name a Model subclass")
-    for setting, value in (("host", host), ("region", region)):
-        if value is not None:
-            setattr(model.Meta, setting, value)
-            model._connection = None
+    for setting, value in _endpoint.overrides(model.Meta, host, region).items():
+        setattr(model.Meta, setting, value)
+        model._connection = None
     return model
 
 
@@ -284,7 +284,7 @@ def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> T
     if model is not None and args.table is None:
         counter = options_for(model).counter
     else:
-        meta = {name: getattr(args, name) for name in ("host", "region") if getattr(args, name)}
+        meta: Dict[str, Any] = _endpoint.overrides(model.Meta if model else NextId.Meta, args.host, args.region)
         meta["table_name"] = args.table or NextId.Meta.table_name
         # its own connection: NextId may have cached one for another endpoint, which a subclass would inherit
         counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__,

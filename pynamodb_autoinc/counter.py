@@ -21,7 +21,7 @@ from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import _budget, _state, _transport
+from . import _budget, _endpoint, _state, _transport
 from . import _calendar as periods
 from ._budget import Budget
 from .exceptions import (
@@ -46,10 +46,8 @@ log = logging.getLogger(__name__)
 #: Called with a counter's :meth:`NextId._where` when it is set by hand, to drop what this process holds of it.
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
-#: The ``Meta`` settings that decide which endpoint a table is reached through.
-CONNECTION_SETTINGS = ("region", "host", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
-                       "connect_timeout_seconds", "read_timeout_seconds", "max_retry_attempts",
-                       "max_pool_connections", "extra_headers")
+#: The ``Meta`` settings that decide which endpoint a table is reached through (decided in :mod:`._endpoint`).
+CONNECTION_SETTINGS = _endpoint.CONNECTION_SETTINGS
 
 
 class NextId(Model):
@@ -82,6 +80,19 @@ class NextId(Model):
         if meta is not None and not getattr(cls, "_autoinc_bound", False):
             # before PynamoDB's metaclass fills in defaults: what is on Meta now is what the user wrote
             cls._autoinc_own_settings = frozenset(s for s in CONNECTION_SETTINGS if s in vars(meta))
+
+    @classmethod
+    def create_table_for(cls, model: Type[Model], *, billing_mode: Optional[str] = "PAY_PER_REQUEST",
+                         wait: bool = True, **kwargs: Any) -> Type[NextId]:
+        """Create the table keeping ``model``'s counters, if missing, where the model reaches it (its ``Meta.host``,
+        region and credentials; see docs/testing.md, "Where requests go"), and return its counter model. That is
+        the model's ``Meta.autoinc_counter`` (default NextId; a model without AutoIncrementMixin: this class), or
+        with ``Meta.autoinc_counter_in_table`` the model's own table. Other arguments go to ``create_table``."""
+        counter = model.autoinc_options().counter if hasattr(model, "autoinc_options") else bind_counter(cls, model)
+        table = model if counter._autoinc_model_spec is not None else counter
+        _endpoint.client(table)  # no region: an error naming Meta.region and AWS_DEFAULT_REGION, before PynamoDB's
+        table.create_table(billing_mode=billing_mode, wait=wait, **kwargs)
+        return cast(Type[NextId], counter)
 
     @classmethod
     def _item_key(cls, key: str) -> Tuple[str, Any]:
@@ -449,9 +460,7 @@ class NextId(Model):
 
 def bind_counter(counter: Type[_C], model: Type[Model]) -> Type[_C]:
     """``counter`` reached with ``model``'s connection settings where its own ``Meta`` sets none."""
-    overrides = {name: getattr(model.Meta, name) for name in CONNECTION_SETTINGS
-                 if name not in counter._autoinc_own_settings and hasattr(model.Meta, name)
-                 and getattr(model.Meta, name) != getattr(counter.Meta, name, None)}
+    overrides = _endpoint.inherited(counter._autoinc_own_settings, counter.Meta, model.Meta)
     return rebind(counter, overrides) if overrides else counter
 
 

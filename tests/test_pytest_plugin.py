@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,45 @@ def test_first_id(aws, autoinc_counter_table, run):
     assert ticket.id == 1
 ''')
     result.assert_outcomes(passed=2)
+
+
+def test_counter_table_before_moto_leaves_the_real_counters_and_names_the_fix(pytester, monkeypatch, local):
+    """With AWS_ENDPOINT_URL_DYNAMODB at a DynamoDB Local standing in for the real database, a test requesting
+    autoinc_counter_table before its moto fixture errors at setup, naming the fixture order and
+    testing.dynamodb(); the counters of that database's NextId table are untouched."""
+    real = local.counter()
+    real.setval("orders", 41)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", local.meta["host"])
+    result = outcome(pytester, monkeypatch, '''
+def test_first_id(autoinc_counter_table, aws):
+    Ticket.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    Ticket().save()
+''')
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*request your moto fixture before autoinc_counter_table*testing.dynamodb*"])
+    assert real.keys() == ["orders"] and real.currval("orders") == 41
+
+
+def test_fresh_counters_before_moto_is_refused_at_setup(pytester, monkeypatch):
+    """autoinc_fresh_counters requested before the moto fixture, NextId reaching AWS, errors at setup naming
+    the fixture order, before the test runs (its teardown would run after moto has stopped)."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    result = outcome(pytester, monkeypatch, '''
+def test_nothing(autoinc_fresh_counters, aws):
+    raise AssertionError("never run")
+''')
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*request your moto fixture before autoinc_fresh_counters*"])
+
+
+def test_the_documented_recipe_runs_with_no_region_set(pytester, monkeypatch):
+    """docs/testing.md's pytest module (its fixture on testing.dynamodb(), a model without Meta.region) passes
+    on a machine with no AWS_DEFAULT_REGION, no AWS_ENDPOINT_URL_DYNAMODB and no AWS config file."""
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    page = (Path(ROOT) / "docs" / "testing.md").read_text()
+    recipe = re.search(r"<!-- no-run: a pytest test module.*?-->\n```python\n(.*?)```", page, re.S)
+    assert recipe is not None, "docs/testing.md shows no pytest module"
+    result = outcome(pytester, monkeypatch, recipe.group(1))
+    result.assert_outcomes(passed=1)
