@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Dict, Iterable, Iterator, Optional, Type
+from typing import Any, Dict, Iterable, Iterator, Optional, Set, Type
 
 from pynamodb.constants import DELETE_ITEM
 from pynamodb.exceptions import PynamoDBException
@@ -65,21 +65,26 @@ def _set_environment(values: Dict[str, Optional[str]]) -> None:
             os.environ[name] = value
 
 
-def _forget_connections(restore: Dict[type, Any]) -> Dict[type, Any]:
+def _forget_connections(restore: Dict[Type[Model], Any]) -> Dict[Type[Model], Any]:
     """Drop the connection every model class (counters too) has cached, and give back those of ``restore``;
     return the ones dropped. PynamoDB keeps a class's connection, endpoint and all, until the class is gone."""
-    dropped, classes, seen = {}, [Model], set()
-    while classes:
-        for cls in classes.pop().__subclasses__():
-            if cls not in seen:
-                seen.add(cls)
-                classes.append(cls)
-                if vars(cls).get("_connection") is not None:
-                    dropped[cls] = vars(cls)["_connection"]
-                    cls._connection = None
+    dropped = {}
+    for cls in _subclasses(Model):
+        if vars(cls).get("_connection") is not None:
+            dropped[cls] = vars(cls)["_connection"]
+            cls._connection = None
     for cls, connection in restore.items():
         cls._connection = connection
     return dropped
+
+
+def _subclasses(cls: Type[Model]) -> Set[Type[Model]]:
+    """Every class below ``cls``, however deep."""
+    found: Set[Type[Model]] = set()
+    sub: Type[Model]
+    for sub in cls.__subclasses__():
+        found |= {sub} | _subclasses(sub)
+    return found
 
 
 def counter_for(model: Optional[Type[Model]] = None, counter: Type[NextId] = NextId) -> Type[NextId]:
