@@ -7,7 +7,6 @@ import functools
 import json
 import logging
 import os
-import re
 import secrets
 import threading
 from datetime import datetime
@@ -37,7 +36,7 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, integer, is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, check_int, check_sequence, integer, is_int, setval_value
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -494,48 +493,6 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     return _bound(NextId, f"{model.__name__}Counter", type("Meta", (), settings), __module__=model.__module__,
                   _autoinc_model_spec=f"{model.__module__}:{model.__qualname__}", _autoinc_prefix=RESERVED_PREFIX,
                   **attrs)
-
-
-#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
-_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
-
-
-def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse another region's value for a region counter (``base@us-east-1``, not ``x@example.com``)."""
-    base, at, region = key.rpartition("@")
-    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
-        sequence.check_member(key, value, last=last)
-
-
-def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
-    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq``: ``value``, or ``value - step``."""
-    if seq is None:
-        if not is_called:
-            raise ConfigurationError(f"counter {key!r} records no sequence options, so is_called=False cannot tell its "
-                                     "step; pass sequence=Model.autoinc_options().sequence (or --model)")
-        return value
-    seq.check(key, value)
-    check_region_value(key, seq, value, last=is_called)
-    return value if is_called else value - seq.step
-
-
-def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
-              error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
-    """Refuse with ``error`` what is no int (None too unless ``optional``), and an int past 38 digits."""
-    if optional and value is None:
-        return
-    if not is_int(value):
-        raise error(f"{call}: {rule}, not {type(value).__name__} {value!r}; nothing was changed (convert it "
-                    "yourself, e.g. int(...), if rounding is what you mean)")
-    if abs(value) >= NUMBER_LIMIT:
-        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38); "
-                               "nothing was changed")
-
-
-def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
-    if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
-        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
-                                 f"{sequence!r}: Model.autoinc_options().sequence, or SequenceOptions.of(start, ...)")
 
 
 class _Refused(Exception):

@@ -13,10 +13,10 @@ from pynamodb.models import Model
 from . import _transport
 from ._budget import Budget, Clock, clock
 from ._calendar import PERIODS, check_period, label
-from .counter import Once, _Refused, check_int, send_update
+from .counter import Once, _Refused, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
-from .sequence import integer
+from .sequence import check_int, integer
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
