@@ -129,7 +129,7 @@ class NextId(CounterItem, Model):
         check_sequence(call, sequence, optional=True)
         try:
             cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
-        except _Refused as refused:
+        except Refused as refused:
             if sequence is not None:
                 cls._refused_value(key, refused.item, sequence)  # raises on other options or no integer
             return False
@@ -196,7 +196,7 @@ class NextId(CounterItem, Model):
                 condition &= queue == held
         try:
             cls._once("set", key, actions, condition)  # a resend must not move back a counter advanced since
-        except _Refused:
+        except Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
         finally:
@@ -220,7 +220,7 @@ class NextId(CounterItem, Model):
         behind = attr.is_type() & ((attr < value) if step > 0 else (attr > value))
         try:
             cls._send_update("raise", key, cls._update_kwargs(key, [attr.set(value)], attr.does_not_exist() | behind))
-        except _Refused as refused:
+        except Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
         for forget in SET_BY_HAND:
@@ -368,7 +368,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
                   **attrs)
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """An update's condition failed on ``item`` (as it was) with ``cause``."""
 
     def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
@@ -377,13 +377,13 @@ class _Refused(Exception):
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one UpdateItem; a failed condition raises :class:`_Refused` with the old item, others ``UpdateError``."""
+    """Send one UpdateItem; a failed condition raises :class:`Refused` with the old item, others ``UpdateError``."""
     try:
         return _transport.send(connection, UPDATE_ITEM, kwargs)
     except UpdateError as exc:
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
-        raise _Refused(returned_item(exc) or {}, exc) from None
+        raise Refused(returned_item(exc) or {}, exc) from None
 
 
 # Once's writer attributes (docs/architecture.md, "The counter"), pruned when idle, seen every PRUNE_EVERY calls.
@@ -409,7 +409,7 @@ def _this_writer() -> _Writer:
 class Once(_transport.Exchange[Dict[str, Any]]):
     """One counting call, applied once however often resent: a resend finds its writer number set, and the item."""
 
-    errors = (_Refused,)
+    errors = (Refused,)
 
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
                  send: Callable[[str, Dict[str, Any]], Dict[str, Any]]) -> None:
@@ -438,7 +438,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             full &= other.does_not_exist() | (other == seen)
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
-    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+    def failed(self, refused: Refused) -> Optional[Dict[str, Any]]:
         """Resent: answer with the item as it is now; refused: once more without idle writers' attributes, or raise."""
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
@@ -472,7 +472,7 @@ _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 class Reserve(_transport.Exchange[List[int]]):
     """:meth:`NextId.reserve`'s requests: advance, or wrap a cycle; resend a region conflict within ``conflicts``."""
 
-    errors = (_Refused, CounterError)
+    errors = (Refused, CounterError)
 
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
                  conflicts: Optional[Budget] = None) -> None:
@@ -513,7 +513,7 @@ class Reserve(_transport.Exchange[List[int]]):
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
         """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
         counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
-        if not isinstance(refused, _Refused):
+        if not isinstance(refused, Refused):
             if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:
                 raise refused
             if not conflicts.lost():
