@@ -23,10 +23,10 @@ from pynamodb.models import Model
 from . import _endpoint, _transport, exceptions, iam, regions
 from ._options import Options, options_for
 from ._version import __version__
-from .counter import NextId, bind_counter, setval_value
+from .counter import NextId, bind_counter
 from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, error_code, error_responses
 from .mixin import AutoIncrementMixin
-from .sequence import SequenceOptions, integer, number
+from .sequence import SequenceOptions, integer, number, setval_value
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 #: DynamoDB's limit on TotalSegments of a parallel scan; at most MAX_SCAN_THREADS threads scan at once.

@@ -2,42 +2,35 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import logging
-import os
-import re
 import secrets
 import threading
 from datetime import datetime
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, cast
 
-from botocore.exceptions import NoRegionError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM, UPDATED_NEW
-from pynamodb.exceptions import GetError, PynamoDBException, UpdateError
+from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
 from . import _budget, _endpoint, _state, _transport
 from . import _calendar as periods
 from ._budget import Budget
+from ._counter_item import CounterItem
 from .exceptions import (
     REPLICATED_WRITE_CONFLICT,
-    AutoIncrementError,
     ConfigurationError,
     ContentionError,
     CounterError,
-    CounterTableMissingError,
     CounterValueError,
     OutOfBoundsError,
-    SequenceMismatchError,
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, integer, is_int
+from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, check_int, check_sequence, integer, is_int, setval_value
 
 _C = TypeVar("_C", bound="NextId")
 
@@ -50,9 +43,10 @@ SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 CONNECTION_SETTINGS = _endpoint.CONNECTION_SETTINGS
 
 
-class NextId(Model):
+class NextId(CounterItem, Model):
     """The shared counter table, one item per key. Subclass it for another table or endpoint (a model's
-    ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model."""
+    ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model. Its reads
+    (:meth:`currval`, :meth:`read`, ...) come from :class:`~pynamodb_autoinc._counter_item.CounterItem`."""
 
     class Meta:
         table_name = "NextId"
@@ -93,21 +87,6 @@ class NextId(Model):
         _endpoint.client(table)  # no region: an error naming Meta.region and AWS_DEFAULT_REGION, before PynamoDB's
         table.create_table(billing_mode=billing_mode, wait=wait, **kwargs)
         return cast(Type[NextId], counter)
-
-    @classmethod
-    def _item_key(cls, key: str) -> Tuple[str, Any]:
-        if not isinstance(key, str) or not key:
-            raise ConfigurationError(f"a counter key must be a non-empty string, not {key!r}: a model's "
-                                     "(Model.autoinc_options().key, or `pynamodb-autoinc list`) or a name of your own")
-        return cls._autoinc_prefix + key, cls._autoinc_range
-
-    @classmethod
-    def keys(cls) -> List[str]:
-        """The key of every counter in the table (a consistent scan)."""
-        attr = cls.next_key
-        only = attr.startswith(cls._autoinc_prefix) if cls._autoinc_prefix else None
-        return [item[attr.attr_name]["S"][len(cls._autoinc_prefix):] for item in _transport.scan(
-            cls._get_connection().connection, cls.Meta.table_name, only, [attr.attr_name])]
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
@@ -161,34 +140,11 @@ class NextId(Model):
         check_sequence(call, sequence, optional=True)
         try:
             cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
-        except _Refused as refused:
+        except Refused as refused:
             if sequence is not None:
                 cls._refused_value(key, refused.item, sequence)  # raises on other options or no integer
             return False
         return True
-
-    @classmethod
-    def currval(cls, key: str) -> Optional[int]:
-        """The last value counter ``key`` handed out (a consistent read), or None, as ``pg_sequences.last_value``."""
-        return cls._value_in(key, cls._item(key))
-
-    @classmethod
-    def stored_options(cls, key: str) -> Optional[SequenceOptions]:
-        """The sequence options counter ``key`` records, or None (a new counter, or one never advanced by a model)."""
-        return cls.read(key)[1]
-
-    @classmethod
-    def read(cls, key: str) -> Tuple[Optional[int], Optional[SequenceOptions]]:
-        """Counter ``key``'s last value and recorded options (a consistent read); None for what it lacks."""
-        item = cls._item(key)
-        return cls._value_in(key, item), cls._recorded(item, key)
-
-    @classmethod
-    def _item(cls, key: str) -> Dict[str, Any]:
-        try:
-            return _transport.get(cls._get_connection().connection, cls.Meta.table_name, *cls._item_key(key)) or {}
-        except GetError as exc:
-            raise cls._request_failed("read", key, exc) from exc
 
     @classmethod
     def setval(cls, key: str, value: int, *, is_called: bool = True, sequence: Optional[SequenceOptions] = None) -> int:
@@ -231,20 +187,6 @@ class NextId(Model):
         return cls._recorded(item)
 
     @classmethod
-    def kept_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value :meth:`alter` keeps on counter ``key`` (``item`` as read); raises if no int or out of bounds."""
-        try:
-            last = cls._value_in(key, item)
-        except CounterValueError as exc:
-            raise CounterValueError(
-                f"counter {key!r} holds {item[cls.next_id.attr_name]!r}, not an integer, so alter cannot keep its "
-                f"value; restart it with {cls._command('restart --model package.module:Model --with N')} (or "
-                f"{cls._reached_as()}.restart({key!r}, sequence, N))", exc) from None
-        if last is not None:
-            sequence.check_counter(key, last)
-        return last
-
-    @classmethod
     def _set(cls, key: str, value: Optional[int], sequence: Optional[SequenceOptions], item: Dict[str, Any]) -> None:
         """Write value and options if the options are still as in ``item`` (``start - step`` past 38 digits: none)."""
         if value is not None and not storable(value):
@@ -265,7 +207,7 @@ class NextId(Model):
                 condition &= queue == held
         try:
             cls._once("set", key, actions, condition)  # a resend must not move back a counter advanced since
-        except _Refused:
+        except Refused:
             raise CounterError(f"counter {key!r} had its options changed by another process while being set; "
                                "run the command again") from None
         finally:
@@ -289,7 +231,7 @@ class NextId(Model):
         behind = attr.is_type() & ((attr < value) if step > 0 else (attr > value))
         try:
             cls._send_update("raise", key, cls._update_kwargs(key, [attr.set(value)], attr.does_not_exist() | behind))
-        except _Refused as refused:
+        except Refused as refused:
             cls._value_in(key, refused.item)  # raises if the counter holds no integer
             return False
         for forget in SET_BY_HAND:
@@ -317,20 +259,8 @@ class NextId(Model):
         return _transport.drive(once)
 
     @classmethod
-    def _refused_value(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> Optional[int]:
-        """The value of a counter item that refused an update; raises if it records other options or no integer."""
-        cls.check_options(key, item, sequence)
-        return cls._value_in(key, item)
-
-    @classmethod
-    def check_options(cls, key: str, item: Dict[str, Any], sequence: SequenceOptions) -> None:
-        """Raise :class:`SequenceMismatchError` if the raw counter ``item`` records other options than ``sequence``."""
-        raw = item.get(cls.options.attr_name)
-        if raw is not None and raw.get("S") != sequence.encode():  # a number put by hand is other options too
-            raise cls._mismatch(key, sequence, raw.get("S", json.dumps(raw)))
-
-    @classmethod
     def _value_in(cls, key: str, item: Dict[str, Any]) -> Optional[int]:
+        """The value the raw counter ``item`` holds, or None; raises if it holds no integer."""
         raw = item.get(cls.next_id.attr_name)
         value = None if raw is None else integer(raw.get("N"))
         if value is None and raw is not None:
@@ -339,29 +269,10 @@ class NextId(Model):
 
     @classmethod
     def _count_in(cls, key: str, item: Dict[str, Any]) -> int:
+        """The value the raw counter ``item`` holds; raises if it holds none or no integer."""
         if (count := cls._value_in(key, item)) is None:
             raise cls._not_a_number(key, None)
         return count
-
-    @classmethod
-    def _recorded(cls, item: Dict[str, Any], key: Optional[str] = None) -> Optional[SequenceOptions]:
-        """The sequence options a counter ``item`` records, or None; text that is none raises if ``key`` is given."""
-        text = item.get(cls.options.attr_name, {}).get("S")
-        found = None if text is None else SequenceOptions.decode(text)
-        if key is not None and text is not None and found is None:
-            raise CounterValueError(f"counter {key!r} records options {text!r}, which are no sequence options; "
-                                    "record a model's with `pynamodb-autoinc alter --model package.module:Model`")
-        return found
-
-    @classmethod
-    def _mismatch(cls, key: str, sequence: SequenceOptions, recorded: str) -> SequenceMismatchError:
-        other = SequenceOptions.decode(recorded)
-        differs = ", ".join(sequence.differences(other)) if other is not None else f"{recorded!r}"
-        return SequenceMismatchError(
-            f"counter {key!r} in table {cls.Meta.table_name!r} runs under other sequence options: {differs}. Make "
-            f"the Meta options of every model sharing it agree, or record new ones on purpose with "
-            f"{cls._command('alter --model package.module:Model')} (or {cls._reached_as()}.alter(key, sequence))",
-            recorded=recorded)
 
     @classmethod
     def _swap(cls, expected: Optional[int], value: int, sequence: Optional[SequenceOptions]) -> Tuple[List[Any], Any]:
@@ -401,48 +312,9 @@ class NextId(Model):
         return cls._count_in(key, data.get("Attributes", {}))
 
     @classmethod
-    def _where(cls, key: str) -> Tuple[Any, ...]:
-        """What tells counter ``key``'s item apart from every other counter item this process reaches."""
-        region = getattr(cls.Meta, "region", None)
-        if region is None:  # the region botocore resolves, as a model bound to that region names it
-            with contextlib.suppress(NoRegionError):  # no request can be sent either; it reports the error
-                region = cls._get_connection().connection.client.meta.region_name
-        return (getattr(cls.Meta, "host", None), region, cls.Meta.table_name, *cls._item_key(key))
-
-    @classmethod
     def current(cls, name: str, *, period: Optional[str] = "month", now: Optional[datetime] = None) -> Optional[int]:
         """The count of counter ``name`` within ``period`` (as given to :meth:`increment`), or None."""
         return cls.currval(name if period is None else f"{name}#{periods.label(period, now)}")
-
-    @classmethod
-    def _not_a_number(cls, key: str, raw: Any) -> CounterValueError:
-        return CounterValueError(
-            f"counter {key!r} in table {cls.Meta.table_name!r} holds {raw!r}, not an integer; set it to the largest "
-            f"ID in use with {cls._reached_as()}.setval({key!r}, N), or {cls._command(f'set N --key {key}')}")
-
-    @classmethod
-    def _request_failed(cls, verb: str, key: str, exc: PynamoDBException) -> AutoIncrementError:
-        table, model = cls.Meta.table_name, cls._autoinc_model_spec
-        if error_code(exc) != "ResourceNotFoundException":
-            return CounterError(f"could not {verb} counter {key!r} in table {table!r}: {exc}", exc)
-        if model is not None:
-            return CounterTableMissingError(f"table {table!r}, which keeps the counters of {model} "
-                                            "(Meta.autoinc_counter_in_table), does not exist; create it", exc)
-        reached = cls._reached_as()
-        made = f"{reached}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)" if reached == cls.__name__ \
-            else "pynamodb_autoinc.testing.create_counter_table(Model), Model being the model that uses it"
-        return CounterTableMissingError(
-            f"counter table {table!r} does not exist; create it with {made}, or {cls._command('create-table')}", exc)
-
-    @classmethod
-    def _reached_as(cls) -> str:
-        """How code names this table: the user's class if it reaches the same one, else the model's option."""
-        own: Any = next(c for c in cls.__mro__ if not c.__dict__.get("_autoinc_bound"))
-        default = os.environ.get("AWS_DEFAULT_REGION")  # where a Meta without a region is reached
-        same = getattr(own.Meta, "host", None) == getattr(cls.Meta, "host", None) and \
-            (getattr(own.Meta, "region", None) or default) == (getattr(cls.Meta, "region", None) or default)
-        return cls.__name__ if same and own.Meta.table_name == cls.Meta.table_name else \
-            "Model.autoinc_options().counter"
 
     @classmethod
     def _command(cls, command: str) -> str:
@@ -505,49 +377,7 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
                   **attrs)
 
 
-#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
-_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
-
-
-def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
-    """Refuse another region's value for a region counter (``base@us-east-1``, not ``x@example.com``)."""
-    base, at, region = key.rpartition("@")
-    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
-        sequence.check_member(key, value, last=last)
-
-
-def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
-    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq``: ``value``, or ``value - step``."""
-    if seq is None:
-        if not is_called:
-            raise ConfigurationError(f"counter {key!r} records no sequence options, so is_called=False cannot tell its "
-                                     "step; pass sequence=Model.autoinc_options().sequence (or --model)")
-        return value
-    seq.check(key, value)
-    check_region_value(key, seq, value, last=is_called)
-    return value if is_called else value - seq.step
-
-
-def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
-              error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
-    """Refuse with ``error`` what is no int (None too unless ``optional``), and an int past 38 digits."""
-    if optional and value is None:
-        return
-    if not is_int(value):
-        raise error(f"{call}: {rule}, not {type(value).__name__} {value!r}; nothing was changed (convert it "
-                    "yourself, e.g. int(...), if rounding is what you mean)")
-    if abs(value) >= NUMBER_LIMIT:
-        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38); "
-                               "nothing was changed")
-
-
-def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
-    if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
-        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
-                                 f"{sequence!r}: Model.autoinc_options().sequence, or SequenceOptions.of(start, ...)")
-
-
-class _Refused(Exception):
+class Refused(Exception):
     """An update's condition failed on ``item`` (as it was) with ``cause``."""
 
     def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
@@ -556,13 +386,13 @@ class _Refused(Exception):
 
 
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Send one UpdateItem; a failed condition raises :class:`_Refused` with the old item, others ``UpdateError``."""
+    """Send one UpdateItem; a failed condition raises :class:`Refused` with the old item, others ``UpdateError``."""
     try:
         return _transport.send(connection, UPDATE_ITEM, kwargs)
     except UpdateError as exc:
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
-        raise _Refused(returned_item(exc) or {}, exc) from None
+        raise Refused(returned_item(exc) or {}, exc) from None
 
 
 # Once's writer attributes (docs/architecture.md, "The counter"), pruned when idle, seen every PRUNE_EVERY calls.
@@ -588,7 +418,7 @@ def _this_writer() -> _Writer:
 class Once(_transport.Exchange[Dict[str, Any]]):
     """One counting call, applied once however often resent: a resend finds its writer number set, and the item."""
 
-    errors = (_Refused,)
+    errors = (Refused,)
 
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
                  send: Callable[[str, Dict[str, Any]], Dict[str, Any]]) -> None:
@@ -617,7 +447,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             full &= other.does_not_exist() | (other == seen)
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
-    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+    def failed(self, refused: Refused) -> Optional[Dict[str, Any]]:
         """Resent: answer with the item as it is now; refused: once more without idle writers' attributes, or raise."""
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
@@ -651,7 +481,7 @@ _MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
 class Reserve(_transport.Exchange[List[int]]):
     """:meth:`NextId.reserve`'s requests: advance, or wrap a cycle; resend a region conflict within ``conflicts``."""
 
-    errors = (_Refused, CounterError)
+    errors = (Refused, CounterError)
 
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
                  conflicts: Optional[Budget] = None) -> None:
@@ -692,7 +522,7 @@ class Reserve(_transport.Exchange[List[int]]):
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
         """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
         counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
-        if not isinstance(refused, _Refused):
+        if not isinstance(refused, Refused):
             if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:
                 raise refused
             if not conflicts.lost():

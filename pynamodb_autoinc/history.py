@@ -48,41 +48,62 @@ class _Config:
     """What a model's history needs, checked when the class is created."""
 
     def __init__(self, model: Type[Model]) -> None:
-        name, mro = model.__name__, model.__mro__
-        if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(HistoryMixin):
-            raise ConfigurationError(f"{name} lists AutoIncrementMixin first, so its saves skip the history; put "
-                                     f"HistoryMixin first: class {name}(HistoryMixin, AutoIncrementMixin, Model)")
-        if issubclass(model, CounterMixin):
-            raise ConfigurationError(f"{name} takes both HistoryMixin and CounterMixin, which write the item in "
-                                     "different requests (a transaction, an UpdateItem); use one of them")
-        history = getattr(model.Meta, "history_model", None)
-        if not (isinstance(history, type) and issubclass(history, Model)):
-            raise ConfigurationError(f"{name} takes HistoryMixin but Meta.history_model is {history!r}; set it to "
-                                     "the PynamoDB model storing the versions")
-        version = model._version_attribute_name
-        if version is None:
-            raise ConfigurationError(f"{name} takes HistoryMixin but has no VersionAttribute, which numbers the "
-                                     "versions: declare revision = VersionAttribute()")
-        if version == "version":
-            raise ConfigurationError(f"{name}.version is its VersionAttribute, which hides HistoryMixin's "
-                                     "version(n); rename it: revision = VersionAttribute(attr_name='version')")
+        _check_bases(model)
+        history, version = _history_model(model), _version_name(model)
         attrs, keys = history.get_attributes(), (history._hash_keyname, history._range_keyname)
         needs = [(keys[0], UnicodeAttribute, "item = UnicodeAttribute(hash_key=True) to hold the item's key"),
                  (keys[1], NumberAttribute, "version = NumberAttribute(range_key=True) to hold the version"),
                  ("deleted", BooleanAttribute, "deleted = BooleanAttribute(default=False) to mark a tombstone")]
         for key, kind, need in needs:
             if key is None or not isinstance(attrs.get(key), kind):
-                raise ConfigurationError(f"{history.__name__} (history of {name}) needs {need}")
+                raise ConfigurationError(f"{history.__name__} (history of {model.__name__}) needs {need}")
         if issubclass(model, AutoIncrementMixin):
-            opts = options_for(model)
-            if opts.gapless or opts.strategy == "query":
-                raise ConfigurationError(f"{name}: HistoryMixin needs a new ID that no resend changes, unlike a "
-                                         "gapless or query-strategy one; use fast mode or blocks")
-            if opts.sequence.cycle:
-                raise ConfigurationError(f"{name}: Meta.autoinc_cycle would give a new item a deleted item's ID and "
-                                         "history; leave autoinc_cycle off, or drop HistoryMixin")
+            _check_ids(model)
         self.history, self.version = history, version
         self.copied = [n for n in attrs if n not in (*keys, "deleted") and n in model.get_attributes()]
+
+
+def _check_bases(model: Type[Model]) -> None:
+    """Refuse HistoryMixin after AutoIncrementMixin in the bases, and beside CounterMixin."""
+    name, mro = model.__name__, model.__mro__
+    if AutoIncrementMixin in mro and mro.index(AutoIncrementMixin) < mro.index(HistoryMixin):
+        raise ConfigurationError(f"{name} lists AutoIncrementMixin first, so its saves skip the history; put "
+                                 f"HistoryMixin first: class {name}(HistoryMixin, AutoIncrementMixin, Model)")
+    if issubclass(model, CounterMixin):
+        raise ConfigurationError(f"{name} takes both HistoryMixin and CounterMixin, which write the item in "
+                                 "different requests (a transaction, an UpdateItem); use one of them")
+
+
+def _history_model(model: Type[Model]) -> Type[Model]:
+    """``model``'s ``Meta.history_model``, refused if it is no PynamoDB model class."""
+    history = getattr(model.Meta, "history_model", None)
+    if not (isinstance(history, type) and issubclass(history, Model)):
+        raise ConfigurationError(f"{model.__name__} takes HistoryMixin but Meta.history_model is {history!r}; set it "
+                                 "to the PynamoDB model storing the versions")
+    return history
+
+
+def _version_name(model: Type[Model]) -> str:
+    """The name of ``model``'s VersionAttribute, which numbers the versions; refused if none, or named ``version``."""
+    name, version = model.__name__, model._version_attribute_name
+    if version is None:
+        raise ConfigurationError(f"{name} takes HistoryMixin but has no VersionAttribute, which numbers the "
+                                 "versions: declare revision = VersionAttribute()")
+    if version == "version":
+        raise ConfigurationError(f"{name}.version is its VersionAttribute, which hides HistoryMixin's "
+                                 "version(n); rename it: revision = VersionAttribute(attr_name='version')")
+    return version
+
+
+def _check_ids(model: Type[Model]) -> None:
+    """Refuse an auto-increment ID that a resend may change (gapless, query strategy) or that a cycle reuses."""
+    name, opts = model.__name__, options_for(model)
+    if opts.gapless or opts.strategy == "query":
+        raise ConfigurationError(f"{name}: HistoryMixin needs a new ID that no resend changes, unlike a "
+                                 "gapless or query-strategy one; use fast mode or blocks")
+    if opts.sequence.cycle:
+        raise ConfigurationError(f"{name}: Meta.autoinc_cycle would give a new item a deleted item's ID and "
+                                 "history; leave autoinc_cycle off, or drop HistoryMixin")
 
 
 def _config(model: Type[Model]) -> _Config:

@@ -3,11 +3,11 @@ app.models:User`` (inside a TransactWriteItems, DynamoDB authorises PutItem and 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Set, Type
+from typing import Any, Dict, List, Optional, Set, Type
 
 from pynamodb.models import Model
 
-from ._options import options_for
+from ._options import ModelOptions, options_for
 from .attributes import CounterMixin, counters
 from .history import HistoryMixin
 from .mixin import AutoIncrementMixin
@@ -54,7 +54,16 @@ def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]
     # a global table's model runs in several regions, one Meta.region each: "*" stays every region
     local = region if region != "*" else "*" if spread else own or "*"
     found = {table: [local] for table in required_actions(model)}
-    # the tables reached in a region of their own: a counter class that sets one, a history model in another
+    found.update(_own_regions(model, opts))
+    if local == "*" or opts is None or opts.home_region in (None, local):
+        return found
+    found.update(_home_regions(model, opts, local))
+    return found
+
+
+def _own_regions(model: Type[Model], opts: Optional[ModelOptions]) -> Dict[str, List[str]]:
+    """The tables reached in a region of their own: a counter class that sets one, a history model in another."""
+    own, found = getattr(model.Meta, "region", None), {}
     if issubclass(model, HistoryMixin):
         history = model.Meta.history_model  # type: ignore[attr-defined]
         theirs = getattr(history.Meta, "region", None)
@@ -64,9 +73,13 @@ def table_regions(model: Type[Model], region: str = "*") -> Dict[str, List[str]]
         meta = opts.counter.Meta
         if "region" in opts.counter._autoinc_own_settings and meta.table_name != model.Meta.table_name:
             found[meta.table_name] = [str(getattr(meta, "region", None))]
-    if local == "*" or opts is None or opts.home_region in (None, local):
-        return found
-    home = str(opts.home_region)
+    return found
+
+
+def _home_regions(model: Type[Model], opts: ModelOptions, local: str) -> Dict[str, List[str]]:
+    """With ``Meta.autoinc_home_region``, for a process in region ``local``: counter requests go to the home region's
+    table, and in gapless mode the transaction too (its model's table, both here and there)."""
+    home, found = str(opts.home_region), {}
     if opts.strategy == "counter":
         counter_table = opts.counter.Meta.table_name
         found[counter_table] = [local, home] if counter_table == model.Meta.table_name else [home]

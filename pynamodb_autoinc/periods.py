@@ -13,10 +13,10 @@ from pynamodb.models import Model
 from . import _transport
 from ._budget import Budget, Clock, clock
 from ._calendar import PERIODS, check_period, label
-from .counter import Once, _Refused, check_int, send_update
+from .counter import Once, Refused, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
-from .sequence import integer
+from .sequence import check_int, integer
 
 #: How many times a count follows another process's reset of the period before it gives up.
 MOVES = 8
@@ -78,7 +78,7 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
 class _InPeriod(_transport.Exchange[int]):
     """:func:`increment_in_period`'s requests: add within the period, else reset it, else read and count again."""
 
-    errors = (_Refused,)
+    errors = (Refused,)
 
     def __init__(self, model: Type[Model], hash_key: Any, range_key: Any, count_attribute: str, period_attribute: str,
                  period: str, now: Optional[datetime], by: int) -> None:
@@ -117,11 +117,11 @@ class _InPeriod(_transport.Exchange[int]):
                                     f"({exc.cause_response_message}); nothing was counted. Set it to a number within "
                                     "the limit", exc) from exc
 
-    def failed(self, refused: _Refused) -> Optional[Dict[str, Any]]:
+    def failed(self, refused: Refused) -> Optional[Dict[str, Any]]:
         """Refused: reset the period, or read the item and count again. Resent: the item as it is now."""
         try:
             return self.once.failed(refused)  # None: sent again at once, without the idle writers' attributes
-        except _Refused:
+        except Refused:
             if not self.reset:  # the item holds another period, or none
                 self.reset = True
                 return None

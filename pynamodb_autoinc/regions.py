@@ -113,8 +113,24 @@ def refuse_transactions(opts: Any, what: str, fix: str) -> None:
 
 def _check(opts: Any) -> Tuple[Optional[str], bool]:
     """Refuse tables that cannot keep IDs unique; returns (the region this process writes from, MRSC)."""
+    model, region = opts.model, _writing_region(opts)
+    if opts.single_region_writes:
+        return region, False
+    kinds = _kinds(opts)
+    _refuse_eventual(opts, kinds)
+    mrsc = any(k is not None and k[2] == "STRONG" for k in kinds)
+    if mrsc and opts.gapless and opts.strategy == "counter":
+        raise GlobalTableError(
+            f"{model.__name__}: gapless mode needs TransactWriteItems, which multi-region strong consistency (MRSC) "
+            "tables do not support; use fast or block mode (Meta.autoinc_gapless = False)")
+    return region, mrsc
+
+
+def _writing_region(opts: Any) -> Optional[str]:
+    """With ``Meta.autoinc_regions``, the region this process writes from (``Meta.region``, or else the region
+    botocore resolves), refused when unknown or not listed; None without."""
     model, region = opts.model, None
-    if opts.regions:  # the region it writes from: Meta.region, or else the region botocore resolves
+    if opts.regions:
         region = getattr(model.Meta, "region", None) or model._get_connection().connection.client.meta.region_name
         if not region:
             raise GlobalTableError(f"{model.__name__} numbers IDs per region (Meta.autoinc_regions), but its region "
@@ -122,23 +138,26 @@ def _check(opts: Any) -> Tuple[Optional[str], bool]:
     if region is not None and region not in opts.regions:
         raise GlobalTableError(f"{model.__name__} writes from region {region!r}, not in Meta.autoinc_regions "
                                f"{list(opts.regions)}; append it (never reorder), then run `pynamodb-autoinc seed`")
-    if opts.single_region_writes:
-        return region, False
-    kinds = [table_kind(model)]
+    return region
+
+
+def _kinds(opts: Any) -> List[Optional[TableKind]]:
+    """The kind of the model's table and, in counter strategy, of its counter table where that is another one."""
+    model, kinds = opts.model, [table_kind(opts.model)]
     if opts.strategy == "counter" and [getattr(opts.counter.Meta, s, None) for s in ("host", "region", "table_name")] \
             != [getattr(model.Meta, s, None) for s in ("host", "region", "table_name")]:
         kinds.append(table_kind(opts.counter))
+    return kinds
+
+
+def _refuse_eventual(opts: Any, kinds: List[Optional[TableKind]]) -> None:
+    """Refuse an eventually consistent global table among ``kinds`` unless a multi-region scheme is set."""
     eventual = [k for k in kinds if k is not None and k[2] == "EVENTUAL"]
     if eventual and not (opts.regions or opts.home_region):
         replicas = ", ".join(sorted({r for k in eventual for r in k[1]})) or "other regions"
-        raise GlobalTableError(f"{model.__name__}: table {' and '.join(repr(k[0]) for k in eventual)} is an eventually "
-                               f"consistent global table ({replicas}): regions could hand out one ID. Use {SCHEMES}")
-    mrsc = any(k is not None and k[2] == "STRONG" for k in kinds)
-    if mrsc and opts.gapless and opts.strategy == "counter":
-        raise GlobalTableError(
-            f"{model.__name__}: gapless mode needs TransactWriteItems, which multi-region strong consistency (MRSC) "
-            "tables do not support; use fast or block mode (Meta.autoinc_gapless = False)")
-    return region, mrsc
+        raise GlobalTableError(f"{opts.model.__name__}: table {' and '.join(repr(k[0]) for k in eventual)} is an "
+                               f"eventually consistent global table ({replicas}): regions could hand out one ID. Use "
+                               f"{SCHEMES}")
 
 
 def regions_of(opts: Any) -> List[Tuple[str, SequenceOptions]]:
@@ -170,23 +189,31 @@ def check_region_counter(opts: Any, key: str) -> None:
         return
     last, recorded = counter.read(key)
     if last is None and recorded is None:
-        base = key.rpartition("@")[0]  # each other region's counter, with the subsequence it runs as declared
-        others = [(region, *counter.read(f"{base}@{region}"), own)
-                  for region, own in regions_of(opts.model.autoinc_options()) if region != opts.region]
-        stale = next(((r, rec) for r, other, rec, own in others if rec != own and (other, rec) != (None, None)), None)
-        current = any(rec == own for _, _, rec, own in others)
-        single = counter.currval(base) if not current and stale is None else None
-        if stale is not None or single is not None:
-            found = (f"the single-region counter {base!r} has handed out values up to {single}" if stale is None else
-                     f"counter {base}@{stale[0]} records {stale[1].encode() if stale[1] else 'no sequence options'}, "
-                     f"not the layout of {list(opts.regions)}")
-            model = opts.model
-            raise SequenceMismatchError(
-                f"{model.__name__}: counter {key!r} of region {opts.region!r} does not exist yet, while {found}: "
-                "Meta.autoinc_regions changed and `seed` has not run. Run `pynamodb-autoinc seed --model "
-                f"{model.__module__}:{model.__qualname__}`; nothing was spent",
-                recorded=stale[1].encode() if stale and stale[1] else None)
+        _refuse_unseeded(opts, key)
     _tables().ready.add(where)
+
+
+def _refuse_unseeded(opts: Any, key: str) -> None:
+    """Raise SequenceMismatchError when the missing counter ``key`` should have been seeded: another region's counter
+    records another layout, or none runs this layout while the single-region counter ``base`` holds a value."""
+    counter, base = opts.counter, key.rpartition("@")[0]
+    # each other region's counter, with the subsequence it runs as declared
+    others = [(region, *counter.read(f"{base}@{region}"), own)
+              for region, own in regions_of(opts.model.autoinc_options()) if region != opts.region]
+    stale = next(((r, rec) for r, other, rec, own in others if rec != own and (other, rec) != (None, None)), None)
+    current = any(rec == own for _, _, rec, own in others)
+    single = counter.currval(base) if not current and stale is None else None
+    if stale is None and single is None:
+        return
+    found = (f"the single-region counter {base!r} has handed out values up to {single}" if stale is None else
+             f"counter {base}@{stale[0]} records {stale[1].encode() if stale[1] else 'no sequence options'}, "
+             f"not the layout of {list(opts.regions)}")
+    model = opts.model
+    raise SequenceMismatchError(
+        f"{model.__name__}: counter {key!r} of region {opts.region!r} does not exist yet, while {found}: "
+        "Meta.autoinc_regions changed and `seed` has not run. Run `pynamodb-autoinc seed --model "
+        f"{model.__module__}:{model.__qualname__}`; nothing was spent",
+        recorded=stale[1].encode() if stale and stale[1] else None)
 
 
 def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run: bool = False) -> List[str]:
@@ -201,30 +228,41 @@ def seed(opts: Any, counter: Type[NextId], furthest: Dict[str, int], *, dry_run:
     report: List[str] = []
     for base in sorted(keys):
         states = {region: counter.read(f"{base}@{region}") for region, _ in layout}
-        for region, sequence in layout:
-            recorded = states[region][1]
-            if recorded is not None and (recorded.start, recorded.minimum, recorded.maximum) != \
-                    (sequence.start, sequence.minimum, sequence.maximum):
-                raise GlobalTableError(
-                    f"counter {base}@{region} records {recorded.encode()}, but region {region!r} (place "
-                    f"{opts.regions.index(region)}) runs {sequence.encode()}: Meta.autoinc_regions was reordered (or "
-                    "autoinc_start, _min, _max changed); restore its order. Nothing was changed")
+        _refuse_reordered(opts, base, layout, states)
         bound = pick((v for v in (furthest.get(base), counter.currval(base), *(s[0] for s in states.values()))
                       if v is not None), default=None)
         for region, sequence in layout:
-            key = f"{base}@{region}"
-            last, recorded = states[region]
-            following = sequence.first_beyond(bound)
-            if dry_run:
-                report.append(_would(key, last, recorded, sequence, following))
-            elif recorded == sequence:
-                moved = counter.raise_to(key, following - sequence.step, step=sequence.step)
-                report.append(f"{key}: {'raised' if moved else 'already past every ID'}; the next value is "
-                              f"{following if moved else sequence.first_beyond(last)}")
-            else:
-                counter.restart(key, sequence, following)
-                report.append(f"{key}: restarted on {sequence.encode()}; the next value is {following}")
+            report.append(_seed_counter(counter, f"{base}@{region}", states[region], sequence, bound, dry_run))
     return report
+
+
+def _refuse_reordered(opts: Any, base: str, layout: List[Tuple[str, SequenceOptions]],
+                      states: Dict[str, Tuple[Optional[int], Optional[SequenceOptions]]]) -> None:
+    """Raise GlobalTableError if a region's counter of ``base`` records another place in the list than its own."""
+    for region, sequence in layout:
+        recorded = states[region][1]
+        if recorded is not None and (recorded.start, recorded.minimum, recorded.maximum) != \
+                (sequence.start, sequence.minimum, sequence.maximum):
+            raise GlobalTableError(
+                f"counter {base}@{region} records {recorded.encode()}, but region {region!r} (place "
+                f"{opts.regions.index(region)}) runs {sequence.encode()}: Meta.autoinc_regions was reordered (or "
+                "autoinc_start, _min, _max changed); restore its order. Nothing was changed")
+
+
+def _seed_counter(counter: Type[NextId], key: str, state: Tuple[Optional[int], Optional[SequenceOptions]],
+                  sequence: SequenceOptions, bound: Optional[int], dry_run: bool) -> str:
+    """Raise region counter ``key`` (``state``: its value and options as read) past ``bound`` on ``sequence``, or
+    restart it there; its report line (``dry_run``: what it would do)."""
+    last, recorded = state
+    following = sequence.first_beyond(bound)
+    if dry_run:
+        return _would(key, last, recorded, sequence, following)
+    if recorded == sequence:
+        moved = counter.raise_to(key, following - sequence.step, step=sequence.step)
+        return (f"{key}: {'raised' if moved else 'already past every ID'}; the next value is "
+                f"{following if moved else sequence.first_beyond(last)}")
+    counter.restart(key, sequence, following)
+    return f"{key}: restarted on {sequence.encode()}; the next value is {following}"
 
 
 def _would(key: str, last: Optional[int], recorded: Optional[SequenceOptions], sequence: SequenceOptions,

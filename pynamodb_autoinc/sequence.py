@@ -1,12 +1,14 @@
-"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE``; the one parser of stored numbers."""
+"""A sequence (start, step, bounds, cycle) as PostgreSQL's ``CREATE SEQUENCE``; the one parser of stored numbers;
+the checks of the numbers and sequences given to a counter's operations."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Context, Decimal
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type
 
-from .exceptions import ConfigurationError, OutOfBoundsError, SequenceExhaustedError
+from .exceptions import AutoIncrementError, ConfigurationError, OutOfBoundsError, SequenceExhaustedError
 
 #: The bounds of PostgreSQL's bigint sequences, the defaults here too.
 BIGINT_MIN = -(2**63)
@@ -55,6 +57,22 @@ _LEFT_OUT = "a bound left out defaults to 1..2**63-1 going up and to -2**63..-1 
 def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
            defaults: bool) -> Tuple[int, int, int]:
     """``(start, minimum, maximum)`` (``defaults`` for None), or a ConfigurationError naming the option and fix."""
+    _check_types(names, start, step, minimum, maximum, cycle, defaults=defaults)
+    low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
+    high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
+    if low >= high:
+        raise ConfigurationError(f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
+                                 + ("" if minimum is not None and maximum is not None else f"; {_LEFT_OUT}"))
+    first = start if start is not None else low if step > 0 else high
+    if not low <= first <= high:
+        raise _start_outside(names, first, low, high, defaults=defaults)
+    return first, low, high
+
+
+def _check_types(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: Any, cycle: Any, *,
+                 defaults: bool) -> None:
+    """Refuse a number that is no int (None only for a bound or start with ``defaults``) or past 38 digits, a
+    ``cycle`` that is no bool, and ``step`` 0."""
     for name, value in (("step", step), ("start", start), ("minimum", minimum), ("maximum", maximum)):
         optional = defaults and name != "step"
         if not is_int(value) and not (optional and value is None):
@@ -67,18 +85,14 @@ def _check(names: Dict[str, str], start: Any, step: Any, minimum: Any, maximum: 
         raise ConfigurationError(f"{names['cycle']} must be True or False, not {cycle!r}")
     if step == 0:
         raise ConfigurationError(f"{names['step']} must not be 0")
-    low = minimum if minimum is not None else 1 if step > 0 else BIGINT_MIN
-    high = maximum if maximum is not None else BIGINT_MAX if step > 0 else -1
-    if low >= high:
-        raise ConfigurationError(f"{names['minimum']} = {low} must be less than {names['maximum']} = {high}"
-                                 + ("" if minimum is not None and maximum is not None else f"; {_LEFT_OUT}"))
-    first = start if start is not None else low if step > 0 else high
-    if not low <= first <= high:
-        side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
-        fix = _LEFT_OUT if defaults else "or use SequenceOptions.of, with PostgreSQL's defaults"
-        raise ConfigurationError(f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}; move "
-                                 f"the start into {low}..{high}, or set {names[name]} ({fix})")
-    return first, low, high
+
+
+def _start_outside(names: Dict[str, str], first: int, low: int, high: int, *, defaults: bool) -> ConfigurationError:
+    """The error for a start ``first`` outside the bounds ``low..high``, naming the bound it passes."""
+    side, bound, name = ("below", low, "minimum") if first < low else ("above", high, "maximum")
+    fix = _LEFT_OUT if defaults else "or use SequenceOptions.of, with PostgreSQL's defaults"
+    return ConfigurationError(f"{names['start']} = {first} lies {side} the {name} {names[name]} = {bound}; move "
+                              f"the start into {low}..{high}, or set {names[name]} ({fix})")
 
 
 @dataclass(frozen=True)
@@ -256,3 +270,46 @@ class SequenceOptions:
 
 #: The sequence a counter follows when none is given: 1, 2, 3, ... up to 2**63 - 1.
 DEFAULT = SequenceOptions()
+
+
+#: The region at the end of a region counter's key (``base@us-east-1``): a name as AWS spells its regions.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
+def check_region_value(key: str, sequence: SequenceOptions, value: int, *, last: bool) -> None:
+    """Refuse another region's value for a region counter (``base@us-east-1``, not ``x@example.com``)."""
+    base, at, region = key.rpartition("@")
+    if at and base and _REGION_NAME.fullmatch(region) and abs(sequence.step) > 1:
+        sequence.check_member(key, value, last=last)
+
+
+def setval_value(key: str, value: int, is_called: bool, seq: Optional[SequenceOptions]) -> int:
+    """What :meth:`NextId.setval` writes on counter ``key`` under ``seq``: ``value``, or ``value - step``."""
+    if seq is None:
+        if not is_called:
+            raise ConfigurationError(f"counter {key!r} records no sequence options, so is_called=False cannot tell its "
+                                     "step; pass sequence=Model.autoinc_options().sequence (or --model)")
+        return value
+    seq.check(key, value)
+    check_region_value(key, seq, value, last=is_called)
+    return value if is_called else value - seq.step
+
+
+def check_int(call: str, value: Any, *, optional: bool = False, rule: str = "the value must be an int",
+              error: Type[AutoIncrementError] = OutOfBoundsError) -> None:
+    """Refuse with ``error`` what is no int (None too unless ``optional``), and an int past 38 digits."""
+    if optional and value is None:
+        return
+    if not is_int(value):
+        raise error(f"{call}: {rule}, not {type(value).__name__} {value!r}; nothing was changed (convert it "
+                    "yourself, e.g. int(...), if rounding is what you mean)")
+    if abs(value) >= NUMBER_LIMIT:
+        raise OutOfBoundsError(f"{call}: {value} has more digits than a DynamoDB number holds exactly (38); "
+                               "nothing was changed")
+
+
+def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
+    """Refuse a ``sequence`` that is no :class:`SequenceOptions` (None allowed if ``optional``)."""
+    if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
+        raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
+                                 f"{sequence!r}: Model.autoinc_options().sequence, or SequenceOptions.of(start, ...)")
