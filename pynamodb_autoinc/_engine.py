@@ -18,7 +18,7 @@ from pynamodb.models import Model
 
 from . import _budget, _contention, _judge, _state, _transport, strategies
 from ._options import options_for
-from .counter import _STAND_IN, _TEMPLATE_LIMIT, NextId, _SwapTemplate
+from .counter import STAND_IN, TEMPLATE_LIMIT, NextId, SwapTemplate
 from .exceptions import (
     CONDITION_FAILED,
     TRANSIENT_REASONS,
@@ -406,16 +406,16 @@ def swap_kwargs(counter: Type[NextId], key: str, expected: Optional[int], value:
     shape = (key, counter.Meta.table_name, expected is None, queue, ticket is None, standing, by_standing, requeue,
              sequence)
     state = _state.state  # by class (a subclass has its own table), forgotten with the process's other state
-    by_counter: weakref.WeakKeyDictionary[type, Dict[Any, _SwapTemplate]] = (
+    by_counter: weakref.WeakKeyDictionary[type, Dict[Any, SwapTemplate]] = (
         state.parts.get("swap templates") or state.part("swap templates", weakref.WeakKeyDictionary))
     templates = by_counter.setdefault(counter, {})
     template = templates.get(shape)
     if template is None:
-        if len(templates) >= _TEMPLATE_LIMIT:
+        if len(templates) >= TEMPLATE_LIMIT:
             templates.clear()  # many keys (a counter per period): keep the memory bounded
-        template = templates[shape] = _SwapTemplate(build_swap_kwargs(
-            counter, key, None if expected is None else _STAND_IN[0], _STAND_IN[1], queue=queue,
-            ticket=None if ticket is None else _STAND_IN[2], standing=standing, by_standing=by_standing,
+        template = templates[shape] = SwapTemplate(build_swap_kwargs(
+            counter, key, None if expected is None else STAND_IN[0], STAND_IN[1], queue=queue,
+            ticket=None if ticket is None else STAND_IN[2], standing=standing, by_standing=by_standing,
             requeue=requeue, sequence=sequence))
     return template.fill((expected, value, ticket))
 

@@ -13,7 +13,8 @@ from pynamodb.models import Model
 
 from . import _calendar as periods
 from ._budget import Budget
-from .counter import CONNECTION_SETTINGS, RESERVED_PREFIX, NextId, bind_counter, in_table_counter, rebind
+from ._endpoint import CONNECTION_SETTINGS
+from .counter import RESERVED_PREFIX, NextId, bind_counter, in_table_counter, rebind
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions, is_int, number_text
 

@@ -30,23 +30,28 @@ from .exceptions import (
     error_code,
     returned_item,
 )
-from .sequence import DEFAULT, NUMBER_LIMIT, SequenceOptions, check_int, check_sequence, integer, is_int, setval_value
+from .sequence import (
+    DEFAULT,
+    NUMBER_LIMIT,
+    SequenceOptions,
+    check_int,
+    check_sequence,
+    integer,
+    is_int,
+    setval_value,
+    storable,
+)
 
 _C = TypeVar("_C", bound="NextId")
-
 log = logging.getLogger(__name__)
 
 #: Called with a counter's :meth:`NextId._where` when it is set by hand, to drop what this process holds of it.
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
-#: The ``Meta`` settings that decide which endpoint a table is reached through (decided in :mod:`._endpoint`).
-CONNECTION_SETTINGS = _endpoint.CONNECTION_SETTINGS
-
 
 class NextId(CounterItem, Model):
     """The shared counter table, one item per key. Subclass it for another table or endpoint (a model's
-    ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model. Its reads
-    (:meth:`currval`, :meth:`read`, ...) come from :class:`~pynamodb_autoinc._counter_item.CounterItem`."""
+    ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model."""
 
     class Meta:
         table_name = "NextId"
@@ -66,22 +71,20 @@ class NextId(CounterItem, Model):
     _autoinc_range: ClassVar[Optional[str]] = None
     #: ``package.module:Model`` of the model whose own table keeps these counters (None: a counter table).
     _autoinc_model_spec: ClassVar[Optional[str]] = None
-    _advance_templates: ClassVar[Dict[Any, _SwapTemplate]]
+    _advance_templates: ClassVar[Dict[Any, SwapTemplate]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         meta = cls.__dict__.get("Meta")
         if meta is not None and not getattr(cls, "_autoinc_bound", False):
             # before PynamoDB's metaclass fills in defaults: what is on Meta now is what the user wrote
-            cls._autoinc_own_settings = frozenset(s for s in CONNECTION_SETTINGS if s in vars(meta))
+            cls._autoinc_own_settings = frozenset(s for s in _endpoint.CONNECTION_SETTINGS if s in vars(meta))
 
     @classmethod
     def create_table_for(cls, model: Type[Model], *, billing_mode: Optional[str] = "PAY_PER_REQUEST",
                          wait: bool = True, **kwargs: Any) -> Type[NextId]:
-        """Create the table keeping ``model``'s counters, if missing, where the model reaches it (its ``Meta.host``,
-        region and credentials; see docs/testing.md, "Where requests go"), and return its counter model. That is
-        the model's ``Meta.autoinc_counter`` (default NextId; a model without AutoIncrementMixin: this class), or
-        with ``Meta.autoinc_counter_in_table`` the model's own table. Other arguments go to ``create_table``."""
+        """Create the table keeping ``model``'s counters (its ``Meta.autoinc_counter``, or its own table) where the
+        model reaches it (docs/testing.md, "Where requests go"); return its counter model."""
         counter = model.autoinc_options().counter if hasattr(model, "autoinc_options") else bind_counter(cls, model)
         table = model if counter._autoinc_model_spec is not None else counter
         _endpoint.client(table)  # no region: an error naming Meta.region and AWS_DEFAULT_REGION, before PynamoDB's
@@ -90,9 +93,8 @@ class NextId(CounterItem, Model):
 
     @classmethod
     def nextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
-        """Advance counter ``key`` along ``sequence`` (default: its recorded options); return the new value. At the
-        end bound :class:`SequenceExhaustedError` (nothing spent) unless it cycles; a counter recording other options
-        raises :class:`SequenceMismatchError`."""
+        """Advance counter ``key`` along ``sequence`` (default: its recorded options); return the new value. Raises
+        SequenceExhaustedError at the end bound (nothing spent) unless it cycles, SequenceMismatchError on others."""
         return cls._advance(key, sequence, None)
 
     @classmethod
@@ -105,9 +107,9 @@ class NextId(CounterItem, Model):
         if template is None:
             if not storable(sequence.start - sequence.step):
                 return cls.reserve(key, 1, sequence)[0]
-            if templates is None or len(templates) >= _TEMPLATE_LIMIT:
+            if templates is None or len(templates) >= TEMPLATE_LIMIT:
                 templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
-            template = templates[key, sequence] = _SwapTemplate(Reserve(cls, key, 1, sequence, False).request()[1])
+            template = templates[key, sequence] = SwapTemplate(Reserve(cls, key, 1, sequence, False).request()[1])
         try:
             data = cls._send_update("advance", key, template.fill((None, 0, None)))
         except Reserve.errors as failure:
@@ -371,7 +373,8 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
     if range_attr is not None:
         attrs["next_range"] = type(range_attr)(range_key=True, attr_name=range_attr.attr_name)
         attrs["_autoinc_range"] = "0" if isinstance(range_attr, NumberAttribute) else "__autoinc__"  # serialized
-    settings = {s: getattr(model.Meta, s) for s in ("table_name", *CONNECTION_SETTINGS) if hasattr(model.Meta, s)}
+    named = ("table_name", *_endpoint.CONNECTION_SETTINGS)
+    settings = {s: getattr(model.Meta, s) for s in named if hasattr(model.Meta, s)}
     return _bound(NextId, f"{model.__name__}Counter", type("Meta", (), settings), __module__=model.__module__,
                   _autoinc_model_spec=f"{model.__module__}:{model.__qualname__}", _autoinc_prefix=RESERVED_PREFIX,
                   **attrs)
@@ -567,19 +570,19 @@ class Reserve(_transport.Exchange[List[int]]):
 
 
 #: The (expected, value, ticket) a swap template is built with: far from each other and any counter value.
-_STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
-_TEMPLATE_LIMIT = 256
+STAND_IN = (7 * 10**40, 8 * 10**40, 9 * 10**40)
+TEMPLATE_LIMIT = 256
 
 
-class _SwapTemplate:
-    """A swap request built with :data:`_STAND_IN` numbers, and where each stands in it."""
+class SwapTemplate:
+    """A swap request built with :data:`STAND_IN` numbers, and where each stands in it."""
 
     def __init__(self, kwargs: Dict[str, Any]) -> None:
         self.kwargs = kwargs
         self.slots: Dict[str, Tuple[int, int]] = {}
         for name, value in kwargs.get("ExpressionAttributeValues", {}).items():
             whole = integer(value.get("N")) if isinstance(value, dict) and len(value) == 1 else None
-            for which, stand_in in enumerate(_STAND_IN):
+            for which, stand_in in enumerate(STAND_IN):
                 if whole is not None and abs(whole - stand_in) < 10**6:
                     self.slots[name] = (which, whole - stand_in)
 
@@ -593,12 +596,5 @@ class _SwapTemplate:
             kwargs["ExpressionAttributeValues"] = values
         if "ExpressionAttributeNames" in kwargs:
             kwargs["ExpressionAttributeNames"] = dict(kwargs["ExpressionAttributeNames"])
-        key = kwargs["Key"] = {}
-        for name, part in self.kwargs["Key"].items():  # a loop: a comprehension is one more call on every save
-            key[name] = dict(part)
+        kwargs["Key"] = {name: dict(part) for name, part in self.kwargs["Key"].items()}
         return kwargs
-
-
-def storable(number: int) -> bool:
-    """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
-    return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126

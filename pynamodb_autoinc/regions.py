@@ -13,7 +13,8 @@ from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.models import Model
 
 from . import _state, _transport
-from .counter import CONNECTION_SETTINGS, NextId
+from ._endpoint import CONNECTION_SETTINGS
+from .counter import NextId
 from .exceptions import ConfigurationError, CounterError, GlobalTableError, SequenceMismatchError, error_code
 from .sequence import SequenceOptions
 

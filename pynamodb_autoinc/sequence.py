@@ -313,3 +313,8 @@ def check_sequence(call: str, sequence: Any, *, optional: bool) -> None:
     if not isinstance(sequence, SequenceOptions) and not (optional and sequence is None):
         raise ConfigurationError(f"{call}: sequence must be a SequenceOptions{' (or None)' if optional else ''}, not "
                                  f"{sequence!r}: Model.autoinc_options().sequence, or SequenceOptions.of(start, ...)")
+
+
+def storable(number: int) -> bool:
+    """Whether DynamoDB holds ``number`` exactly, so that a request may carry it: 38 significant digits."""
+    return abs(number) < NUMBER_LIMIT or len(str(abs(number)).rstrip("0")) <= 38 and abs(number) < 10**126
