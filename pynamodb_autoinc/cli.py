@@ -416,7 +416,9 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: 
     last = value if is_called else value - sequence.step
     if furthest is None or (last >= furthest if opts.step > 0 else last <= furthest):
         return sequence, value
-    stores = f"already stores {opts.attribute}={furthest} under counter {key!r}"
+    label = key.rpartition("@")[0].rpartition("#")[2] if opts.regions else key.rpartition("#")[2]
+    shown_id = repr(opts.to_python(furthest, label if opts.period else None)) if opts.fmt else furthest
+    stores = f"already stores {opts.attribute}={shown_id} under counter {key!r}"
     if args.command == "restart":
         raise CommandError(f"{model.__name__} {stores}; restarting at {value} would hand out stored IDs (those saves "
                            "are refused). Delete those items, restart past them with --with, or use --force")
