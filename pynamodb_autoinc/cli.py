@@ -11,28 +11,27 @@ import json
 import logging
 import os
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.exceptions import PynamoDBException
-from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
 from . import _endpoint, _transport, exceptions, iam, regions
+from ._cli_ids import MAX_SCAN_THREADS, Scan, furthest, unreadable
+from ._cli_plans import plan_alter, plan_restart, plan_seed, plan_set
+from ._cli_progress import progress
+from ._cli_report import Description, audit, by_counter, print_check, print_table, shown
 from ._options import Options, options_for
 from ._version import __version__
 from .counter import NextId, bind_counter
-from .exceptions import ConfigurationError, CounterTableMissingError, CounterValueError, error_code, error_responses
+from .exceptions import CounterTableMissingError, error_code, error_responses
 from .mixin import AutoIncrementMixin
-from .sequence import SequenceOptions, integer, number, setval_value
+from .sequence import SequenceOptions, integer
 
 EXIT_ERROR, EXIT_PROBLEMS = 1, 3
 #: DynamoDB's limit on TotalSegments of a parallel scan; at most MAX_SCAN_THREADS threads scan at once.
-MAX_SEGMENTS, MAX_SCAN_THREADS = 1_000_000, 16
-#: How many duplicates, hole ranges and off-sequence values a check report names.
-_FIRST = 10
+MAX_SEGMENTS = 1_000_000
 DESCRIPTION = "Look at and fix the counters of pynamodb-autoinc (a model's with --model package.module:Model)."
 EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
           "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
@@ -233,7 +232,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("old_model", nargs="?", metavar="MODEL", help="deprecated: use --model MODEL")
     for sub in (seed, check):
         sub.add_argument("--segments", type=functools.partial(_positive, most=MAX_SEGMENTS), default=4,
-                         help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4)")
+                         help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4), at most {MAX_SCAN_THREADS} "
+                              "scanned at once")
     policy.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
     for sub in (set_, restart, alter, seed):
         sub.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
@@ -339,13 +339,6 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
     return model, args.key or opts.key
 
 
-def _plain_ids(opts: Options, so: str) -> None:
-    """Refuse a model whose stored IDs do not show their counter (a period, a format): ``so`` says what fails."""
-    why = f"numbers its IDs per period (Meta.autoinc_period = {opts.period!r})" if opts.period else \
-        f"formats its IDs (Meta.autoinc_format = {opts.fmt!r})" if opts.fmt else ""
-    if why:
-        raise CommandError(f"{opts.model.__name__} {why}, so {so}")
-
 
 def _create_table(args: argparse.Namespace) -> int:
     counter = _counter(args)
@@ -377,21 +370,13 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     else:
-        _table(("KEY", "VALUE"), [(row["key"], f"{_shown(row['stored'])} ({row['problem']})" if "problem" in row
+        print_table(("KEY", "VALUE"), [(row["key"], f"{shown(row['stored'])} ({row['problem']})" if "problem" in row
                                    else "" if row["value"] is None else str(row["value"])) for row in rows])
     bad = [row for row in rows if "problem" in row]
     for row in bad:
-        print(f"error: counter {row['key']!r} holds {_shown(row['stored'])}, {row['problem']}: saves that use it fail "
+        print(f"error: counter {row['key']!r} holds {shown(row['stored'])}, {row['problem']}: saves that use it fail "
               f"until it is set to the last ID handed out: pynamodb-autoinc set N --key {row['key']}", file=sys.stderr)
     return EXIT_PROBLEMS if bad else 0
-
-
-def _shown(stored: Optional[Dict[str, Any]]) -> str:
-    """A stored DynamoDB attribute as a person reads it: ``7``, ``1.5``, ``{"S": "x"}``, or ``none``."""
-    if stored is None:
-        return "none"
-    value = integer(stored.get("N"))
-    return json.dumps(stored) if "N" not in stored else str(stored["N"] if value is None else value)
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -406,6 +391,14 @@ def _get(args: argparse.Namespace) -> int:
     return 0
 
 
+
+def _readable(opts: Options, so: str) -> None:
+    """Refuse a model whose stored IDs do not show their counter and number: ``so`` says what fails."""
+    why = unreadable(opts)
+    if why:
+        raise CommandError(f"{opts.model.__name__} {why}, so {so}")
+
+
 def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: bool) -> Tuple[SequenceOptions, int]:
     """``key``'s sequence and ``args.value`` (None: its start), refused off the sequence or (no --force) behind IDs."""
     opts = options_for(model)
@@ -416,14 +409,16 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: 
         sequence.check_member(key, value, last=is_called)
     if args.force:
         return sequence, value
-    _plain_ids(opts, f"{args.command} cannot compare {value} with the stored IDs; look up the last ID of that "
-                     "counter yourself and use --force")
+    _readable(opts, f"{args.command} cannot compare {value} with the stored IDs; look up the last ID of that "
+                    "counter yourself and use --force")
     # the stored IDs of every region, for a region's counter: a region's values must pass them all
     furthest = _furthest_ids(model, segments=4).get(key.rpartition("@")[0] if opts.regions else key)
     last = value if is_called else value - sequence.step
     if furthest is None or (last >= furthest if opts.step > 0 else last <= furthest):
         return sequence, value
-    stores = f"already stores {opts.attribute}={furthest} under counter {key!r}"
+    label = key.rpartition("@")[0].rpartition("#")[2] if opts.regions else key.rpartition("#")[2]
+    shown_id = repr(opts.to_python(furthest, label if opts.period else None)) if opts.fmt else furthest
+    stores = f"already stores {opts.attribute}={shown_id} under counter {key!r}"
     if args.command == "restart":
         raise CommandError(f"{model.__name__} {stores}; restarting at {value} would hand out stored IDs (those saves "
                            "are refused). Delete those items, restart past them with --with, or use --force")
@@ -440,10 +435,11 @@ def _set(args: argparse.Namespace) -> int:
     # without a model, setval checks a region counter's value against the subsequence it records
     sequence = None if model is None else _checked(args, model, key, args.is_called)[0]
     with _counter_errors(counter, model):
+        plan = plan_set(counter, key, args.value, args.is_called, sequence)
         if args.dry_run:
-            return _dry_run(counter, key, "set", sequence,
-                            lambda item, seq: setval_value(key, args.value, args.is_called, seq))
-        counter.setval(key, args.value, is_called=args.is_called, sequence=sequence)
+            print(plan.preview())
+            return 0
+        plan.write()
     print(f"{key} = {args.value}" if args.is_called else f"{key}: the next value is {args.value}")
     return 0
 
@@ -454,9 +450,11 @@ def _restart(args: argparse.Namespace) -> int:
     sequence, value = _checked(args, model, key, is_called=False)
     counter = _counter(args, model)
     with _counter_errors(counter, model):
+        plan = plan_restart(counter, key, sequence, value)
         if args.dry_run:
-            return _dry_run(counter, key, "restarted", sequence, lambda item, seq: value - sequence.step, replace=True)
-        counter.restart(key, sequence, value)
+            print(plan.preview())
+            return 0
+        plan.write()
     print(f"{key}: restarted; the next value is {value}")
     return 0
 
@@ -467,100 +465,34 @@ def _alter(args: argparse.Namespace) -> int:
     sequence = regions.sequence_of(options_for(model), key)
     counter = _counter(args, model)
     with _counter_errors(counter, model):
+        plan = plan_alter(counter, key, sequence)
         if args.dry_run:
-            return _dry_run(counter, key, "altered", sequence,
-                            lambda item, seq: counter.kept_value(key, item, sequence), replace=True)
-        before = counter.alter(key, sequence)
+            print(plan.preview())
+            return 0
+        before = plan.write()
     was = "" if before is None or before == sequence else f" (was: {before.encode()})"
     print(f"{key}: {'already runs' if before == sequence else 'now runs'} under {sequence.encode()}{was}")
     return 0
 
 
-def _dry_run(counter: Type[NextId], key: str, verb: str, sequence: Optional[SequenceOptions],
-             new_value: Callable[[Dict[str, Any], Optional[SequenceOptions]], Optional[int]],
-             replace: bool = False) -> int:
-    """Print ``key`` now and as ``new_value(item, options)`` leaves it; options must match unless ``replace``."""
-    item = counter._item(key)
-    recorded = counter._recorded(item)
-    if not replace and sequence is not None and recorded is not None and recorded != sequence:
-        raise counter._mismatch(key, sequence, recorded.encode())
-    options = sequence or recorded
-    value = new_value(item, options)
-    before = item.get(counter.options.attr_name)
-    after = before if options is None else {"S": options.encode()}
-    was, now = ["none recorded" if s is None else s["S"] if "S" in s else json.dumps(s) for s in (before, after)]
-    following = "" if options is None else \
-        f"; the next value would be {options.start if value is None else value + options.step}"
-    print(f"dry run: counter {key!r} would be {verb}: value {_shown(item.get(counter.next_id.attr_name))} -> "
-          f"{_shown(None if value is None else {'N': str(value)})}, options {was} -> {now}{following}. "
-          "Nothing was written")
-    return 0
-
-
 def _describe(args: argparse.Namespace) -> int:
     owners: List[Optional[Options]] = [options_for(_autoinc_model(args, spec)) for spec in args.model]
-    rows: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    problems: List[str] = []
-
-    def columns(sequence: Optional[SequenceOptions], last: Optional[int]) -> Dict[str, Any]:
-        """The columns START to LEFT of a counter at ``last`` under ``sequence`` (None: unknown)."""
-        if sequence is None:
-            return {**dict.fromkeys(("start", "step", "min", "max", "cycle")), "last_value": last, "left": None}
-        return {"start": sequence.start, "step": sequence.step, "min": sequence.minimum, "max": sequence.maximum,
-                "cycle": sequence.cycle, "last_value": last, "left": sequence.remaining(last)}
-
+    description = Description()
     for owner, spec in zip(owners or [None], args.model or [""]):  # no model: every counter of --table
-        counter = _counter(args, None if owner is None else owner.model)
-        prefix, table = counter._autoinc_prefix, counter.Meta.table_name
-        for raw in _scan_raw(counter, None if owner is None else owner.model):
-            hash_key = raw.get(counter.next_key.attr_name, {}).get("S", "")
-            key = hash_key[len(prefix):]
-            # only the model's keys: not another model's starting with this one's (orders#eu), nor a pre-region counter
-            if not hash_key.startswith(prefix) or (owner is not None and not owner.owns(key, any_region=True)):
-                continue
-            if (table, key) not in rows:
-                try:
-                    last, recorded = counter._value_in(key, raw), counter._recorded(raw, key)
-                except CounterValueError as exc:  # one broken counter: the others are still described
-                    problems.append(str(exc))
-                    continue
-                rows[table, key] = {"key": key, "table": table, **columns(recorded, last), "models": [],
-                                    "recorded": recorded}
-            row = rows[table, key]
-            if owner is None:
-                continue
-            row["models"].append(owner.model.__name__)
-            try:
-                expected = regions.sequence_of(owner, key)
-            except ConfigurationError as exc:
-                problems.append(f"{exc}; it is left over from another list of regions")
-                continue
-            if row["recorded"] is not None and row["recorded"] != expected:
-                problems.append(f"counter {key!r} records other sequence options than {owner.model.__name__}: "
-                                f"{', '.join(expected.differences(row['recorded']))}, so one of them has its saves "
-                                f"refused. If the model's Meta changed on purpose, record its options with "
-                                f"`pynamodb-autoinc alter --model {spec} --key {key}`; otherwise make them agree"
-                                + (f" (after appending a region, run `pynamodb-autoinc seed --model {spec}`)"
-                                   if owner.regions else ""))
-            row.update(columns(row["recorded"] or expected, row["last_value"]))
-    report = [{k: v for k, v in row.items() if k != "recorded"} for _, row in sorted(rows.items())]
-    if args.json:
-        print(json.dumps(report))
-    else:
-        shown = ("key", "table", "start", "step", "min", "max", "cycle", "last_value", "left")
-        _table(("KEY", "TABLE", "START", "STEP", "MIN", "MAX", "CYCLE", "LAST", "LEFT", "MODELS"), [
-            tuple("" if r[c] is None else "yes" if r[c] is True else "no" if r[c] is False else str(r[c])
-                  for c in shown) + (", ".join(r["models"]),) for r in report])
-    for problem in problems:
+        model = None if owner is None else owner.model
+        counter = _counter(args, model)
+        description.add(counter, _scan_raw(counter, model), owner, spec)
+    description.print(args.json)
+    for problem in description.problems:
         print(f"error: {problem}", file=sys.stderr)
-    return EXIT_PROBLEMS if problems else 0
+    return EXIT_PROBLEMS if description.problems else 0
 
 
 def _seed(args: argparse.Namespace) -> int:
     model = _autoinc_model(args)
     opts = options_for(model)
-    _plain_ids(opts, "seed cannot read the counter each ID belongs to; set each counter with "
-                     "`pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
+    _readable(opts, "seed cannot read the counter each ID belongs to; set each counter with "
+                    "`pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
     counter = _counter(args, model)
     furthest = _furthest_ids(model, args.segments)
     if opts.regions:
@@ -569,34 +501,10 @@ def _seed(args: argparse.Namespace) -> int:
         if args.dry_run and report:
             print("dry run: nothing was written")
         return 0
-    moved, already = ("raised to", "already at or above") if opts.step > 0 else ("lowered to", "already at or below")
-    sequence = opts.sequence
-    outside = sorted((key, value) for key, value in furthest.items() if not sequence.contains(value))
-    if outside:  # refused before any counter moves: a counter put there would refuse every save
-        raise CommandError(
-            f"{model.__name__} stores {opts.attribute} values outside its sequence's bounds ({sequence.minimum}.."
-            f"{sequence.maximum}): {', '.join(f'{value} under counter {key!r}' for key, value in outside)}; widen them "
-            f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {args.model}`) or renumber those "
-            "items; nothing was moved")
-    for key, value in sorted(furthest.items()):
-        with _counter_errors(counter, model):
-            last = counter.currval(key) if sequence.cycle else None
-            if last is not None:
-                # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
-                print(f"{'dry run: ' if args.dry_run else ''}{key}: left at {last}: the sequence cycles, so the "
-                      f"furthest stored ID, {value}, need not be the last one handed out; if it is behind, move it "
-                      f"with `pynamodb-autoinc set N --model {args.model}`")
-            elif args.dry_run:
-                item = counter._item(key)
-                stored = item.get(counter.next_id.attr_name)
-                held = None if stored is None else number(stored.get("N"))
-                # as raise_to does: a fraction behind value is moved, a counter staying with no integer raises
-                if stored is None or (held is not None and (held < value if opts.step > 0 else held > value)):
-                    print(f"dry run: {key}: would be {moved} {value} (from {_shown(stored)})")
-                else:
-                    print(f"dry run: {key}: would stay at {counter._value_in(key, item)}, {already} {value}")
-            else:
-                print(f"{key}: {moved if counter.raise_to(key, value, step=opts.step) else already} {value}")
+    _refuse_outside(opts, furthest, args.model)
+    with _counter_errors(counter, model):
+        for step in plan_seed(counter, opts, furthest):
+            print(step.preview(args.model, dry_run=args.dry_run) or step.apply(counter))
     if not furthest:
         print(f"{model.__name__} stores no IDs: nothing to seed")
     elif args.dry_run:
@@ -604,70 +512,33 @@ def _seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_outside(opts: Options, furthest: Dict[str, int], spec: str) -> None:
+    """Refuse, before any counter moves, stored IDs outside the bounds: a counter put there would refuse saves."""
+    sequence = opts.sequence
+    outside = sorted((key, value) for key, value in furthest.items() if not sequence.contains(value))
+    if outside:
+        raise CommandError(
+            f"{opts.model.__name__} stores {opts.attribute} values outside its sequence's bounds ({sequence.minimum}.."
+            f"{sequence.maximum}): {', '.join(f'{value} under counter {key!r}' for key, value in outside)}; widen them "
+            f"(Meta.autoinc_min / autoinc_max, then `pynamodb-autoinc alter --model {spec}`) or renumber those "
+            "items; nothing was moved")
+
+
 def _check(args: argparse.Namespace) -> int:
     model = _autoinc_model(args, counted=False)
     opts = options_for(model)
-    _plain_ids(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
+    _readable(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
     counter = _watched(opts.counter) if opts.sequence.cycle else None
-    # with Meta.autoinc_regions, IDs are audited as key@region on that region's subsequence (IDs on none: under key)
-    layout = regions.regions_of(opts) if opts.regions else []
-    groups: Dict[str, Tuple[SequenceOptions, List[int]]] = {}
-    for key, values in _ids_by_counter(model, args.segments).items():
-        for value in values:
-            position = opts.sequence.position(value) if layout else None
-            region, sequence = ("", opts.sequence) if position is None else layout[position % len(layout)]
-            groups.setdefault(f"{key}@{region}" if region else key, (sequence, []))[1].append(value)
-    report = [{"key": key, **_audit(values, sequence, counter.currval(key) if counter else None)}
+    groups = by_counter(opts, _ids_by_counter(model, args.segments, quiet=args.json))
+    report = [{"key": key, **audit(values, sequence, counter.currval(key) if counter else None)}
               for key, (sequence, values) in sorted(groups.items())]
     if args.json:
         print(json.dumps(report))
     else:
-        rows = []
-        for r in report:
-            holes = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in r["hole_ranges"])
-            off = ", ".join(map(str, r["first_off_sequence"]))
-            rows.append((r["key"], r["items"], r["min"], r["max"], ", ".join(map(str, r["duplicates"][:_FIRST])) or "0",
-                         f"{r['holes']} (first: {holes})" if r["holes"] else "0",
-                         f"{r['off_sequence']} ({off})" if r["off_sequence"] else "0"))
-        _table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), rows)
+        print_check(report)
         if not report:
             print(f"{model.__name__} stores no IDs")
     return EXIT_PROBLEMS if any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report) else 0
-
-
-def _audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = None) -> Dict[str, Any]:
-    """Duplicates, holes (the first runs in ``hole_ranges``, as ``[first, last]`` in sequence order) and off-sequence
-    values among the stored IDs of one counter; a cycling one at ``last`` is read as a ring (docs/architecture.md)."""
-    values = sorted(values)
-    ring = last is not None and sequence.cycle and sequence.on_sequence(last) and \
-        (sequence.start - sequence.restart_value) % sequence.step == 0
-    if ring:
-        assert last is not None
-        base = (last - sequence.restart_value) // sequence.step + 1  # the ring's place 0: the value after last
-
-        def place(value: int) -> Optional[int]:
-            if not sequence.on_sequence(value):
-                return None
-            return ((value - sequence.restart_value) // sequence.step - base) % sequence.size
-
-        def value_at(position: int) -> int:
-            return sequence.restart_value + (position + base) % sequence.size * sequence.step
-    else:
-        place, value_at = sequence.position, sequence.at
-    placed = [(value, place(value)) for value in values]
-    positions = sorted({position for _, position in placed if position is not None})
-    off = sorted({value for value, position in placed if position is None})
-    holes, previous = 0, (positions[0] - 1 if ring and positions else -1)
-    ranges: List[List[int]] = []
-    for position in positions:
-        if position > previous + 1:
-            holes += position - previous - 1
-            if len(ranges) < _FIRST:
-                ranges.append([value_at(previous + 1), value_at(position - 1)])
-        previous = position
-    return {"items": len(values), "min": values[0], "max": values[-1], "holes": holes, "hole_ranges": ranges,
-            "duplicates": sorted({a for a, b in zip(values, values[1:]) if a == b}),
-            "off_sequence": sum(p is None for _, p in placed), "first_off_sequence": off[:_FIRST]}
 
 
 def _policy(args: argparse.Namespace) -> int:
@@ -692,64 +563,13 @@ def _scan_raw(counter: Type[NextId], model: Optional[Type[Model]] = None) -> Lis
 
 def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
     """The furthest stored ID per counter key: the largest, or the smallest for a negative step."""
-    pick = max if options_for(model).step > 0 else min
-    return {key: pick(values) for key, values in _ids_by_counter(model, segments).items() if values}
+    return furthest(_ids_by_counter(model, segments), options_for(model).step)
 
 
-def _ids_by_counter(model: Type[Model], segments: int) -> Dict[str, List[int]]:
-    """Every stored auto-increment value by counter key, from a parallel scan (the items holding none: a note)."""
-    opts = options_for(model)
-    names = [opts.attribute, *opts.scope, *([str(model._hash_keyname)] if opts.strategy == "query" else [])]
-    attrs = model.get_attributes()
-    # each stored name as one name (PynamoDB takes Paths too): a dot in a name is no path into a map
-    wanted: List[Any] = [Path([stored]) for stored in sorted({attrs[name].attr_name for name in names})]
-    groups: Dict[str, List[int]] = {}
-    scanned, skipped, lock, live = 0, 0, threading.Lock(), sys.stderr.isatty()
-    # a bounded pool, each thread scanning every workers-th segment, however many segments there are
-    workers = min(segments, MAX_SCAN_THREADS)
-
-    def key_of(item: Model) -> Optional[str]:
-        if opts.strategy == "query":
-            return f"{model.Meta.table_name}#{getattr(item, str(model._hash_keyname))}"
-        try:
-            return opts.counter_key(item, None)
-        except ValueError:
-            return None  # a scope value is missing on this item
-
-    def scan(first: int) -> None:
-        nonlocal scanned, skipped
-        for segment in range(first, segments, workers):
-            for item in model.scan(segment=segment, total_segments=segments, attributes_to_get=wanted,
-                                   consistent_read=True):
-                value, key = integer(raw := getattr(item, opts.attribute)), key_of(item)
-                if value is not None and opts.to_python(value) != raw:
-                    value = None  # text such as "007" or "1e3": another key than the ID the library writes
-                with lock:
-                    scanned += 1
-                    if live and scanned % 1000 == 0:
-                        print(f"\rscanned {scanned:,} items", end="", file=sys.stderr, flush=True)
-                    if value is None or key is None:
-                        skipped += 1
-                    else:
-                        groups.setdefault(key, []).append(value)
-
-    _watched(model)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        try:
-            list(pool.map(scan, range(workers)))
-        except PynamoDBException as exc:
-            raise _scan_failed(model, exc, model) from exc
-    if live:
-        print(f"\rscanned {scanned:,} items", file=sys.stderr)
-    if skipped:
-        items, holds, lack = ("item", "holds", "lacks") if skipped == 1 else ("items", "hold", "lack")
-        lacks = f" or {lack} a value of {', '.join(opts.scope)}" if opts.scope else ""
-        print(f"note: {skipped} {items} of {model.__name__} {holds} no integer {opts.attribute}{lacks}; left out",
-              file=sys.stderr)
-    return groups
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    for row in (header, *rows):
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+def _ids_by_counter(model: Type[Model], segments: int, quiet: bool = False) -> Dict[str, List[int]]:
+    """Every stored auto-increment value by counter key, from a parallel scan showing its progress on a terminal
+    (unless ``quiet``); the items holding none: a note on stderr."""
+    try:
+        return Scan(_watched(model), segments, progress(segments, quiet=quiet)).run()
+    except PynamoDBException as exc:
+        raise _scan_failed(model, exc, model) from exc

@@ -114,3 +114,19 @@ class BigTicket(AutoIncrementMixin, Model):
         region = "us-east-1"
 
     id = NumberAttribute(hash_key=True)
+
+
+class YearlyInvoice(AutoIncrementMixin, Model):
+    """The flagship case: gapless, numbered from 1 again each year, stored as ``INV-2026-000001``; its counter
+    keys end in the year (``<prefix>-app-invoices#2026``)."""
+
+    class Meta:
+        table_name = f"{PREFIX}-billing"
+        autoinc_key = f"{PREFIX}-app-invoices"
+        autoinc_gapless = True
+        autoinc_period = "year"
+        autoinc_format = "INV-{period}-{value:06d}"
+        host = HOST
+        region = "us-east-1"
+
+    id = UnicodeAttribute(hash_key=True)

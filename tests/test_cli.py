@@ -428,10 +428,10 @@ def test_check_counts_values_off_the_sequence_apart_from_holes(cli):
        values=st.lists(st.integers(-60, 60), min_size=1, max_size=8))
 def test_check_hole_count_matches_the_sequence_spelled_out(start, step, values):
     """check's arithmetic hole count and ranges agree with listing the sequence value by value."""
-    from pynamodb_autoinc.cli import _audit
+    from pynamodb_autoinc._cli_report import audit
     from pynamodb_autoinc.sequence import SequenceOptions
 
-    report = _audit(values, SequenceOptions(start, step, -1000, 1000))
+    report = audit(values, SequenceOptions(start, step, -1000, 1000))
     sequence = [start + i * step for i in range(100)]
     on = [v for v in values if v in sequence]
     spelled = sequence[:max(map(sequence.index, on)) + 1] if on else []

@@ -237,6 +237,7 @@ def test_many_segments_use_a_bounded_thread_pool(make_model, monkeypatch, capsys
     """check --segments 64 scans every segment with at most 16 threads."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from pynamodb_autoinc import _cli_ids
     from pynamodb_autoinc import cli as cli_module
 
     User = make_model("User", id=NumberAttribute(hash_key=True))
@@ -249,7 +250,7 @@ def test_many_segments_use_a_bounded_thread_pool(make_model, monkeypatch, capsys
             pools.append(max_workers)
             super().__init__(max_workers=max_workers)
 
-    monkeypatch.setattr(cli_module, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(_cli_ids, "ThreadPoolExecutor", Recording)
     monkeypatch.setattr(sys.modules[__name__], "Scanned", User, raising=False)
     code = cli_module.main(["check", "--model", f"{__name__}:Scanned", "--segments", "64", "--json"])
     out = capsys.readouterr()
