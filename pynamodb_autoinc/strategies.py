@@ -208,6 +208,8 @@ def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
             if len(group) > opts.sequence.size:
                 raise  # more than the whole sequence holds
             raise too_few(opts, key, len(group), opts.sequence.remaining(exc.last), exc) from exc
+        if opts.block > 1:  # the values reserved lie past this process's block: drop it, so that IDs keep increasing
+            _drop_block(opts, key)
         for instance, value in zip(group, values):
             claim = Claim(instance, opts, "counter", key, period)
             claim.assign(value)
@@ -273,6 +275,13 @@ def _reserve(opts: Options, key: str, count: int, *, partial: bool) -> List[int]
         if partial:
             break
     return values
+
+
+def _drop_block(opts: Options, key: str) -> None:
+    """Forget this process's block of sequence ``key`` (its values left unused are gaps)."""
+    sequence, memory = (counter_id(opts, key), opts.sequence), _memory()
+    with memory.lock:
+        memory.blocks.pop(sequence, None)
 
 
 def _from_block(opts: Options, key: str) -> int:

@@ -135,3 +135,29 @@ def test_next_id_setval_drops_the_block_of_a_model_with_a_region(make_model, bac
     user = User()
     user.save()
     assert user.id == 101
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_ids_increase_within_a_process_across_save_all(make_model):
+    """Block mode: IDs a process hands out increase in the order it hands them out, through save(), save_all()
+    and save() again (save_all's values come after the block in use, and the block they pass is dropped)."""
+    Item = make_model("Item", autoinc_block=10)
+    first = Item()
+    first.save()
+    bulk = [Item() for _ in range(3)]
+    Item.save_all(bulk)
+    last = Item()
+    last.save()
+    handed = [first.id, *(item.id for item in bulk), last.id]
+    assert handed == sorted(handed) and len(set(handed)) == len(handed)
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_block_save_all_keeps_list_order(make_model):
+    """Block mode: save_all() gives its new items increasing IDs in the order of the list."""
+    Item = make_model("Item", autoinc_block=4)
+    Item().save()
+    bulk = [Item() for _ in range(9)]
+    Item.save_all(bulk)
+    ids = [item.id for item in bulk]
+    assert ids == sorted(ids)
