@@ -20,10 +20,9 @@ from . import _budget, _endpoint, _state, _transport
 from . import _calendar as periods
 from ._budget import Budget
 from ._counter_item import CounterItem
+from ._reserve import Refused, Reserve
 from .exceptions import (
-    REPLICATED_WRITE_CONFLICT,
     ConfigurationError,
-    ContentionError,
     CounterError,
     CounterValueError,
     OutOfBoundsError,
@@ -32,7 +31,6 @@ from .exceptions import (
 )
 from .sequence import (
     DEFAULT,
-    NUMBER_LIMIT,
     SequenceOptions,
     check_int,
     check_sequence,
@@ -380,14 +378,6 @@ def in_table_counter(model: Type[Model]) -> Type[NextId]:
                   **attrs)
 
 
-class Refused(Exception):
-    """An update's condition failed on ``item`` (as it was) with ``cause``."""
-
-    def __init__(self, item: Dict[str, Any], cause: Optional[Exception]) -> None:
-        super().__init__()
-        self.item, self.cause = item, cause
-
-
 def send_update(connection: Connection, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Send one UpdateItem; a failed condition raises :class:`Refused` with the old item, others ``UpdateError``."""
     try:
@@ -474,99 +464,6 @@ class Once(_transport.Exchange[Dict[str, Any]]):
                 writer.idle.pop(next(iter(writer.idle)))
             writer.idle[self.where] = idle
         return data
-
-
-#: How many requests one reserve() may send before giving up on a counter that keeps moving under it.
-_MOVES = 100
-_MOVING = Budget(attempts=_MOVES - 1, seconds=None, backoff=None)
-
-
-class Reserve(_transport.Exchange[List[int]]):
-    """:meth:`NextId.reserve`'s requests: advance, or wrap a cycle; resend a region conflict within ``conflicts``."""
-
-    errors = (Refused, CounterError)
-
-    def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
-                 conflicts: Optional[Budget] = None) -> None:
-        if count > seq.size:
-            if not partial:
-                raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
-            count = seq.size
-        if abs(seq.step * count) >= NUMBER_LIMIT:
-            raise OutOfBoundsError(f"reserve({key!r}, {count}): {count} values of step {seq.step} span more than "
-                                   "the 38 digits of a DynamoDB number; nothing was taken. Take fewer at once")
-        self.counter, self.key, self.count, self.seq, self.partial = counter, key, count, seq, partial
-        self.conflicted = None if conflicts is None else conflicts.tries()
-        (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
-        self.tail: List[int] = []  # a cycle's values before its end, taken by the wrap
-        self.fresh = False  # the counter holds no value (when no DynamoDB number holds start - step)
-
-    def request(self) -> Tuple[str, Dict[str, Any]]:
-        seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
-        span = step * (count - 1)
-        # room for count values within both bounds; a bound past 38 digits is none (DynamoDB refuses to compare)
-        low = max(seq.minimum - (step if step > 0 else step * count), -NUMBER_LIMIT)
-        high = min(seq.maximum - (step * count if step > 0 else step), NUMBER_LIMIT)
-        condition = attr.is_type() & (attr >= low) & (attr <= high)  # not BETWEEN: moto's refuses a 0
-        fresh = seq.contains(seq.start + span)
-        if storable(seq.start - step):
-            value = (attr | (seq.start - step)) + step * count
-            condition = attr.does_not_exist() | condition if fresh else condition
-        elif self.fresh and fresh:
-            value, condition = seq.start + span, attr.does_not_exist()
-        else:
-            value = attr + step * count
-        return UPDATE_ITEM, self.counter._update_kwargs(self.key, [attr.set(value), self.follows],
-                                                        condition & self.records, UPDATED_NEW)
-
-    def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        return self.counter._send_update("advance", self.key, kwargs)
-
-    def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
-        """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
-        counter, key, seq, conflicts = self.counter, self.key, self.seq, self.conflicted
-        if not isinstance(refused, Refused):
-            if conflicts is None or error_code(refused) != REPLICATED_WRITE_CONFLICT:
-                raise refused
-            if not conflicts.lost():
-                raise ContentionError(f"counter {key!r}: {REPLICATED_WRITE_CONFLICT} (another region wrote it too) "
-                                      f"{conflicts.losses} times in a row in {conflicts.elapsed:.2f} s; nothing was "
-                                      "spent. Retry later, or raise Meta.autoinc_timeout (and autoinc_retries)",
-                                      refused) from refused
-            return None
-        last = counter._refused_value(key, refused.item, seq)
-        if (last is None) != self.fresh and not storable(seq.start - seq.step):
-            self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
-            if self.tries.lost():
-                return None
-        left = seq.remaining(last)
-        if left < self.count:
-            if left > 0 and self.partial:
-                self.count = left
-            elif left and not seq.cycle:
-                raise seq.exhausted(key, last) from None
-            else:
-                if not left:
-                    seq.following(key, last)  # raises behind the start bound, or at the end without a cycle
-                tail = seq.values(seq.start if last is None else last + seq.step, left)
-                count = min(self.count, seq.size) - left
-                top = seq.restart_value + seq.step * (count - 1)
-                try:
-                    swapped = counter.compare_and_set(key, last, top, seq)
-                except CounterError as exc:
-                    return self.failed(exc)
-                if swapped:
-                    self.tail, self.count = tail, count
-                    return {"Attributes": {counter.next_id.attr_name: {"N": str(top)}}}
-        # else: moved between the condition and the answer's item: cannot be, but try again
-        if not self.tries.lost():
-            raise ContentionError(f"counter {key!r} in table {counter.Meta.table_name!r} moved under {_MOVES} "
-                                  "requests in a row while wrapping; nothing was spent, try again") from None
-        return None
-
-    def applied(self, data: Dict[str, Any]) -> List[int]:
-        top = self.counter._count_in(self.key, data["Attributes"])
-        return self.tail + self.seq.values(top - self.seq.step * (self.count - 1), self.count)
 
 
 #: The (expected, value, ticket) a swap template is built with: far from each other and any counter value.
