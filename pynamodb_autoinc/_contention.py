@@ -16,7 +16,7 @@ from . import _budget, _state
 from .exceptions import TRANSIENT_REASONS, AutoIncrementError, ContentionError, reasons_of
 from .sequence import integer
 from .signals import contention_failed, notify, race_lost
-from .strategies import _UNKNOWN, ChainId, Claim
+from .strategies import UNREAD, ChainId, Claim
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ class Contest:
         assert self.chain is not None and self.write.ticket is not None
         head = self._head()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
-        if served is None or value is _UNKNOWN:  # a refusal that did not show the queue: a new ticket's does
+        if served is None or value is UNREAD:  # a refusal that did not show the queue: a new ticket's does
             return self._queue() if exc is not None else {}  # a ticket's own answer: once, not a ticket per ticket
         ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
@@ -353,12 +353,12 @@ def _number(item: Optional[Dict[str, Any]], name: str) -> Optional[int]:
 def item_value(item: Optional[Dict[str, Any]], counter: Any) -> Any:
     """The value a counter item shows: None (no value yet), an int, or unknown (no item, or no integer)."""
     if item is None:
-        return _UNKNOWN
+        return UNREAD
     raw = item.get(counter.next_id.attr_name)
     if raw is None:
         return None
     value = integer(raw.get("N"))
-    return _UNKNOWN if value is None else value
+    return UNREAD if value is None else value
 
 
 # -- the queue's requests -------------------------------------------------------

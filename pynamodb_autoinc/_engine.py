@@ -35,7 +35,7 @@ from .exceptions import (
     returned_item,
 )
 from .sequence import SequenceOptions
-from .strategies import _UNKNOWN, ChainId, Claim
+from .strategies import UNREAD, ChainId, Claim
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class Write:
             return self.blocked(exc, reasons, list(verdict.positions), self._current(reasons))
         if verdict.outcome == _judge.RETAKE or (answer.kind == _judge.CANCELLED and self.retry and self.claims):
             current = self._current(reasons)  # a lost race (or a busy counter): take values after the counter's
-            return {chain: value for chain, value in current.items() if value is not _UNKNOWN}
+            return {chain: value for chain, value in current.items() if value is not UNREAD}
         self.refusal = (reasons, list(verdict.positions))  # named in the error if resending never passes
         return PASSING
 
@@ -207,7 +207,7 @@ class Write:
             if reason is None:
                 continue
             if reason.code in TRANSIENT_REASONS or reason.raw_item is None:
-                current[chain] = _UNKNOWN
+                current[chain] = UNREAD
                 continue
             self.counter_items[chain] = reason.raw_item  # raises SequenceMismatchError for other sequence options
             last.opts.counter.check_options(last.key, reason.raw_item, last.opts.sequence)

@@ -23,7 +23,7 @@ from .sequence import number, number_text
 
 log = logging.getLogger(__name__)
 
-_UNKNOWN: Any = object()  # "the counter's value is not known here"
+UNREAD: Any = object()  # "the counter's value is not known here"
 
 ChainId = Tuple[Any, ...]
 
@@ -161,33 +161,42 @@ def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh
     known = _state.state.parts.get("tables")  # the check's verdict, as this process left it
     verdict = known.checked.get(opts.model) if known is not None else None
     opts = verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
-    period = None
-    if opts.strategy == "query":
-        kind, key = "query", partition_key(instance, opts)
+    claim = Claim(instance, opts, *_source(instance, opts))
+    if claim.kind == "counter":
+        claim.assign(_from_block(opts, claim.key) if opts.block > 1
+                     else opts.counter._advance(claim.key, opts.sequence, opts.budget))
     else:
-        kind, fixed = "swap" if opts.gapless else "counter", opts.fixed_key
-        if fixed is not None:
-            key = fixed
-        else:  # a scope, a period or a region in the key
-            period = opts.current_period()
-            key = opts.counter_key(instance, period)
-            if opts.region is not None:
-                regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
-    claim = Claim(instance, opts, kind, key, period)
-    if kind == "counter":
-        claim.assign(_from_block(opts, key) if opts.block > 1
-                     else opts.counter._advance(key, opts.sequence, opts.budget))
-    else:
-        chain = [c for c in pending if c.chain == claim.chain] if pending else []
-        if chain:
-            if len(chain) >= opts.sequence.size:
-                raise opts.sequence.too_many(key, len(chain) + 1)
-            claim.assign(opts.sequence.following(key, chain[-1].value))
-        else:
-            _head(claim, _UNKNOWN if fresh or kind != "swap" else remembered(claim))
+        _claim_in_chain(claim, pending, fresh)
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s claims %s=%r (%s, %r)", type(instance).__name__, opts.attribute, claim.value, kind, key)
+        log.debug("%s claims %s=%r (%s, %r)", type(instance).__name__, opts.attribute, claim.value, claim.kind,
+                  claim.key)
     return claim
+
+
+def _source(instance: Model, opts: Options) -> Tuple[str, str, Optional[str]]:
+    """Where ``instance``'s value comes from: the claim's kind, its counter key (or partition), and its period."""
+    if opts.strategy == "query":
+        return "query", partition_key(instance, opts), None
+    kind = "swap" if opts.gapless else "counter"
+    if opts.fixed_key is not None:
+        return kind, opts.fixed_key, None
+    period = opts.current_period()  # a scope, a period or a region in the key
+    key = opts.counter_key(instance, period)
+    if opts.region is not None:
+        regions.check_region_counter(opts, key)  # a region appended to Meta.autoinc_regions waits for seed
+    return kind, key, period
+
+
+def _claim_in_chain(claim: Claim, pending: Sequence[Claim], fresh: bool) -> None:
+    """A swap or query claim: the value after the request's earlier claim on its chain, or after the counter's."""
+    sequence = claim.opts.sequence
+    chain = [c for c in pending if c.chain == claim.chain] if pending else []
+    if chain:
+        if len(chain) >= sequence.size:
+            raise sequence.too_many(claim.key, len(chain) + 1)
+        claim.assign(sequence.following(claim.key, chain[-1].value))
+    else:
+        _head(claim, UNREAD if fresh or claim.kind != "swap" else remembered(claim))
 
 
 def take_spent(instances: Sequence[Model], opts: Options) -> List[Claim]:
@@ -238,7 +247,7 @@ def retake(claims: Sequence[Claim], current: Dict[ChainId, Any]) -> None:
             else:
                 if claim.kind == "swap":
                     forget(claim)
-                _head(claim, current.get(claim.chain, _UNKNOWN))
+                _head(claim, current.get(claim.chain, UNREAD))
             done.append(claim)
 
 
@@ -247,13 +256,13 @@ def remembered(claim: Claim) -> Any:
     ident = claim.chain[1:]  # counter_id(), as the claim's chain holds it (read outside the lock it takes)
     memory = _memory()
     with memory.lock:
-        return memory.seen.get(ident, _UNKNOWN)
+        return memory.seen.get(ident, UNREAD)
 
 
 def _head(claim: Claim, last: Any) -> None:
     """Give the first claim of a chain the value after ``last`` (read it when unknown)."""
     opts = claim.opts
-    if last is _UNKNOWN:
+    if last is UNREAD:
         last = _query_last(claim.instance, opts) if claim.kind == "query" else opts.counter.currval(claim.key)
     if claim.kind == "swap":
         claim.expected = last
