@@ -83,14 +83,17 @@ def write_connection(model: Type[Model], opts: Any = None) -> Connection:
         return model._get_connection().connection
     region, host = opts.home_region, opts.home_host  # the model's table there, with its other settings
     key = (model.Meta.table_name, region, host, tuple(repr(getattr(model.Meta, s, None)) for s in CONNECTION_SETTINGS))
-    with _tables().lock:
-        found = _tables().connections.get(key)
-        if found is None:
-            local = model._get_connection()
-            settings = {s: getattr(model.Meta, s, None) for s in CONNECTION_SETTINGS if s not in ("region", "host")}
-            found = _tables().connections[key] = TableConnection(
-                model.Meta.table_name, region=region, host=host, meta_table=local.get_meta_table(), **settings)
-        return found.connection
+    tables = _tables()
+    with tables.lock:
+        found = tables.connections.get(key)
+    if found is None:  # described with no lock held: DescribeTable is a request
+        local = model._get_connection()
+        settings = {s: getattr(model.Meta, s, None) for s in CONNECTION_SETTINGS if s not in ("region", "host")}
+        made = TableConnection(model.Meta.table_name, region=region, host=host, meta_table=local.get_meta_table(),
+                               **settings)
+        with tables.lock:
+            found = tables.connections.setdefault(key, made)
+    return found.connection
 
 
 def effective(opts: Any) -> Any:

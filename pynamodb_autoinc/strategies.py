@@ -105,6 +105,7 @@ class _Memory:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # sequence -> [next value, last value]
+        self.refills: Dict[Tuple[Any, ...], threading.Lock] = {}  # sequence -> held while its block is reserved
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
         self.ids: WeakKeyDictionary[type, Dict[str, Tuple[Any, ...]]] = WeakKeyDictionary()  # counter_id()s
 
@@ -294,20 +295,38 @@ def _drop_block(opts: Options, key: str) -> None:
 
 
 def _from_block(opts: Options, key: str) -> int:
-    """The next value of this process's block, reserving a new one when it is used up."""
+    """The next value of this process's block, reserving a new one when it is used up. The reserve goes out with
+    no lock of the process's memory held: only the threads waiting for the same block wait for it."""
     sequence, memory = (counter_id(opts, key), opts.sequence), _memory()
     with memory.lock:
-        block = memory.blocks.get(sequence)
-        if block is None:
-            values = _reserve(opts, key, opts.block, partial=True)
-            block = memory.blocks[sequence] = [values[0], values[-1]]
+        value = _next_in_block(memory, sequence, opts.step)
+        if value is not None:
+            return value
+        refill = memory.refills.setdefault(sequence, threading.Lock())
+    with refill:
+        with memory.lock:  # another thread may have refilled it while this one waited
+            value = _next_in_block(memory, sequence, opts.step)
+        if value is not None:
+            return value
+        values = _reserve(opts, key, opts.block, partial=True)
+        with memory.lock:
+            memory.blocks[sequence] = [values[0], values[-1]]
             _bound(memory.blocks)
-        value = block[0]
-        if value == block[1]:
-            del memory.blocks[sequence]
-        else:
-            block[0] = value + opts.step
-        return value
+            _bound(memory.refills)
+            return _next_in_block(memory, sequence, opts.step)  # type: ignore[return-value]
+
+
+def _next_in_block(memory: _Memory, sequence: Tuple[Any, ...], step: int) -> Optional[int]:
+    """Take the next value of the block of ``sequence`` (the memory's lock held), or None if there is none."""
+    block = memory.blocks.get(sequence)
+    if block is None:
+        return None
+    value = block[0]
+    if value == block[1]:
+        del memory.blocks[sequence]
+    else:
+        block[0] = value + step
+    return value
 
 
 def track(instances: Sequence[Model], opts: Options) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pynamodb_autoinc import (
@@ -161,3 +163,38 @@ def test_block_save_all_keeps_list_order(make_model):
     Item.save_all(bulk)
     ids = [item.id for item in bulk]
     assert ids == sorted(ids)
+
+
+@pytest.mark.modes()  # its models set their own mode
+def test_a_block_reserve_in_flight_holds_up_no_other_counter(make_model):
+    """While one thread's block reserve is in flight (its request slow to answer), another thread saves on another
+    counter: no lock of the process's memory is held across the request."""
+    import threading
+
+    Slow = make_model("Slow", autoinc_block=5)
+    Other = make_model("Other", autoinc_block=5)
+    client = Slow.autoinc_options().counter._get_connection().connection.client
+    entered, release = threading.Event(), threading.Event()
+    slow_key = Slow.autoinc_options().key
+
+    def hold(request: Any = None, **_: Any) -> None:
+        if slow_key.encode() in (request.body or b"") and not entered.is_set():
+            entered.set()
+            release.wait(10)
+
+    client.meta.events.register_first("before-send.dynamodb.UpdateItem", hold)
+    try:
+        slow = threading.Thread(target=lambda: Slow().save())
+        slow.start()
+        assert entered.wait(10)
+        other = Other()
+        done = threading.Thread(target=other.save)
+        done.start()
+        done.join(5)
+        finished = not done.is_alive()
+        release.set()
+        slow.join(10)
+    finally:
+        release.set()
+        client.meta.events.unregister("before-send.dynamodb.UpdateItem", hold)
+    assert finished and other.id == 1
