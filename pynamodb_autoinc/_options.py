@@ -14,6 +14,7 @@ from pynamodb.models import Model
 from . import _calendar as periods
 from ._budget import Budget
 from ._endpoint import CONNECTION_SETTINGS
+from ._sharing import refuse_mixed_modes
 from .counter import RESERVED_PREFIX, NextId, bind_counter, in_table_counter, rebind
 from .exceptions import ConfigurationError, UnassignedIdError
 from .sequence import SequenceOptions, is_int, number_text
@@ -265,6 +266,8 @@ def check_options(model: Type[Model]) -> Options:
     _check_region_scheme(model, opts, region_list, sequence)
     counter = _counter(model, opts, given, attribute)
     _check_one_connection(model, opts, counter)
+    if strategy != "query":  # a query model numbers its partitions, with no counter to share
+        refuse_mixed_modes(model, counter._where(key), key, bool(opts["autoinc_gapless"]))
     return Options(
         model=model, attribute=name, as_string=isinstance(attribute, UnicodeAttribute), key=key, counter=counter,
         gapless=opts["autoinc_gapless"] or strategy == "query", strategy=strategy, sequence=sequence,

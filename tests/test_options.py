@@ -88,3 +88,36 @@ def test_unrelated_meta_attribute_is_accepted(name):
     defaults."""
     model = order_model(**{name: "anything"})
     assert model.autoinc_options().gapless is False
+
+
+def _counter_user(name: str, key: str, **meta: Any) -> Any:
+    """A model class called ``name`` numbering ``id`` from counter ``key`` (not created in any table)."""
+    attrs = {"Meta": type("Meta", (), {"table_name": name.lower(), "region": "us-east-1", "autoinc_key": key,
+                                       **meta}),
+             "id": NumberAttribute(hash_key=True), "__module__": __name__}
+    return type(name, (AutoIncrementMixin, Model), attrs)
+
+
+@pytest.mark.parametrize("fast", [{}, {"autoinc_block": 10}])
+def test_gapless_and_fast_models_on_one_counter_are_refused(fast):
+    """A gapless model and a fast (or block) model drawing from one counter key cannot keep the gapless sequence
+    whole: the second class is refused when it is created, naming both and the fix."""
+    keep = _counter_user("Invoice", "shared-mixed", autoinc_gapless=True)
+    with pytest.raises(ConfigurationError, match=r"counter 'shared-mixed' is also used by Invoice.*autoinc_key"):
+        _counter_user("Receipt", "shared-mixed", **fast)
+    assert keep.autoinc_options().gapless
+
+
+def test_models_of_one_mode_may_share_a_counter():
+    """Two gapless models (or two fast ones) may share one counter key."""
+    first = _counter_user("Left", "shared-same", autoinc_gapless=True)
+    second = _counter_user("Right", "shared-same", autoinc_gapless=True)
+    third, fourth = _counter_user("Up", "shared-fast"), _counter_user("Down", "shared-fast", autoinc_block=5)
+    assert [m.autoinc_options().key for m in (first, second, third, fourth)] == ["shared-same"] * 2 + ["shared-fast"] * 2
+
+
+def test_a_model_redefined_in_another_mode_replaces_its_old_class():
+    """Defining a model again (same module and name, a reload) in the other mode is not a second user."""
+    _counter_user("Ledger", "shared-redefined")
+    again = _counter_user("Ledger", "shared-redefined", autoinc_gapless=True)
+    assert again.autoinc_options().gapless
