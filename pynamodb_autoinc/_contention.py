@@ -81,6 +81,57 @@ class _Standing(NamedTuple):
     at: float
 
 
+# -- a write's place in the counter's queue, as a state machine (h11-style: every move in one table)
+
+#: Holds no ticket: it sends its swap as soon as it has values (first, or after being passed over).
+UNQUEUED = "unqueued"
+#: Comes back on its process's standing ticket, whose number it does not know yet (only a lone gapless save).
+STANDING = "standing"
+#: Holds a ticket (``write.ticket``): it waits for its turn, then sends its swap for that ticket.
+QUEUED = "queued"
+
+#: (place, event) -> place: the only moves a write's place makes. An event not listed for a place is a bug, and
+#: raises naming both.
+TRANSITIONS: Dict[Tuple[str, str], str] = {
+    (UNQUEUED, "come back"): STANDING,  # a lone save of a process holding a standing ticket, before its first send
+    (UNQUEUED, "ticket"): QUEUED,  # took a ticket after a lost race
+    (UNQUEUED, "counter gone"): UNQUEUED,
+    (STANDING, "served as standing"): QUEUED,  # the refusal showed its standing ticket's number: the next is its
+    (STANDING, "passed over"): UNQUEUED,  # its standing ticket was passed over (not in the counter item)
+    (STANDING, "ticket"): QUEUED,
+    (STANDING, "counter gone"): UNQUEUED,
+    (STANDING, "given back"): UNQUEUED,
+    (QUEUED, "ticket"): QUEUED,  # its ticket's own answer did not show the queue: a new one
+    (QUEUED, "passed over"): UNQUEUED,
+    (QUEUED, "counter gone"): UNQUEUED,  # the counter item was deleted (reset), and its queue with it
+    (QUEUED, "given back"): UNQUEUED,
+}
+
+
+def place_of(write: Write) -> str:
+    """Where ``write`` stands in its counter's queue."""
+    if write.ticket is not None:
+        return QUEUED
+    return STANDING if write.by_standing else UNQUEUED
+
+
+def transition(place: str, event: str) -> str:
+    """The place ``event`` moves a write at ``place`` to (pure: it reads the table only)."""
+    try:
+        return TRANSITIONS[place, event]
+    except KeyError:
+        raise AssertionError(f"the queue has no move {event!r} from {place!r}") from None
+
+
+def move(write: Write, event: str, ticket: Optional[int] = None) -> None:
+    """Move ``write``'s place by ``event`` (to :data:`QUEUED` with ``ticket``)."""
+    place = transition(place_of(write), event)
+    write.by_standing = place == STANDING
+    write.ticket = ticket if place == QUEUED else None
+    if place == QUEUED and ticket is None:
+        raise AssertionError(f"the queue's move {event!r} to {QUEUED!r} needs the ticket")
+
+
 class _Process:
     """This process's measure of one round trip and of its requests' pace, and the standing tickets its lone
     saves hold."""
@@ -170,7 +221,7 @@ class Contest:
     def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
         assert self.chain is not None
-        self.write.by_standing = True
+        move(self.write, "come back")
         self.behind = held.behind
         self.write.requeue = self._keeps_place(held.behind)
         wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
@@ -199,12 +250,17 @@ class Contest:
             return current
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):  # no counter item: deleted (reset), and its queue with it
-            self.write.ticket, self.write.by_standing, self.write.requeue = None, False, False
+            if place_of(self.write) != UNQUEUED:
+                move(self.write, "counter gone")
+            self.write.requeue = False
             self.waited = None
             return {self.chain: None}  # claim from a counter with no value
-        if self.write.by_standing:  # its ticket's number is in the counter item (not there: passed over)
+        if place_of(self.write) == STANDING:  # its ticket's number is in the counter item (not there: passed over)
             mine = _number(item, self.write.standing or "")
-            self.write.by_standing, self.write.ticket = False, None if mine is None else mine + 1
+            if mine is None:
+                move(self.write, "passed over")
+            else:
+                move(self.write, "served as standing", mine + 1)
         elif self.write.ticket is None and self.losses == 1 and item is not None and \
                 _number(item, "NextTicket") == _number(item, "NextServed"):
             return current  # a first loss with nobody queued: the refusal showed the value, try it at once
@@ -214,15 +270,21 @@ class Contest:
         """Take a ticket (dropping the process's standing ticket, if any), and wait for its turn."""
         assert self.chain is not None
         head = self._head()
-        self.write.by_standing = False
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
             item = timed(self.write, UPDATE_ITEM, ticket_kwargs(
                 head.opts.counter, head.key, self.write.standing, pace)).get("Attributes")
         except BOTOCORE_EXCEPTIONS:
+            if place_of(self.write) == STANDING:  # it asked for a ticket: its standing one is dropped either way
+                move(self.write, "given back")
             self._sleep(head.opts.budget.wait(self.losses))
             return {}
-        self.write.ticket = _number(item, "NextTicket")
+        ticket = _number(item, "NextTicket")
+        if ticket is None:  # no ticket in the answer (cannot be): queue afresh at the next loss
+            if place_of(self.write) != UNQUEUED:
+                move(self.write, "given back")
+            return {}
+        move(self.write, "ticket", ticket)
         self.waited = None
         return self._wait(item, None)
 
@@ -235,7 +297,7 @@ class Contest:
             return self._queue() if exc is not None else {}  # a ticket's own answer: once, not a ticket per ticket
         ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
-            self.write.ticket = None
+            move(self.write, "passed over")
             return self._queue()
         # those ahead of it now take standing tickets behind it before it is served, if they keep saving
         self.behind = max((_number(item, "NextTicket") or self.write.ticket) - served - 1, 0)
@@ -322,14 +384,14 @@ class Contest:
 
     def give_back(self) -> None:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
-        if self.chain is None or (self.write.ticket is None and not self.write.by_standing):
+        if self.chain is None or place_of(self.write) == UNQUEUED:
             return
-        ticket, self.write.ticket = self.write.ticket, None
+        ticket = self.write.ticket
+        move(self.write, "given back")
         head = self._head()
         counter, standing = head.opts.counter, self.write.standing
         kwargs = (skip_kwargs(counter, head.key, ticket - 1, standing) if ticket is not None
                   else give_back_kwargs(counter, head.key, standing))  # type: ignore[arg-type]
-        self.write.by_standing = False
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
             self.write.send(UPDATE_ITEM, kwargs)
 

@@ -1,11 +1,12 @@
 """The judge (``pynamodb_autoinc._judge``): every cell of request kind x answer -> outcome, checked without moto or a
-network, as h11 tests its state tables; and docs/architecture.md shows the same table."""
+network, as h11 tests its state tables; and docs/architecture.md shows the same table. Also the queue's table of
+moves (``pynamodb_autoinc._contention.TRANSITIONS``)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
@@ -210,3 +211,38 @@ def test_architecture_page_shows_the_table() -> None:
         put, transact = (c.strip().strip("`") for c in cells.split("|")[:2])
         shown[(j.PUT, answer)], shown[(j.TRANSACT, answer)] = put, transact
     assert {cell: shown.get(cell) for cell in j.TABLE} == dict(j.TABLE)
+
+
+# -- the queue's place table (``pynamodb_autoinc._contention``), walked without a counter
+
+
+def test_every_queue_move_leads_to_a_place() -> None:
+    """Each move of the queue's table starts and ends at one of its three places."""
+    from pynamodb_autoinc import _contention as q
+
+    places = {q.UNQUEUED, q.STANDING, q.QUEUED}
+    assert all(start in places and end in places for (start, _), end in q.TRANSITIONS.items())
+
+
+def test_a_queue_move_not_in_the_table_raises_naming_it() -> None:
+    """An event a place has no move for is a bug: it raises, naming the event and the place."""
+    from pynamodb_autoinc import _contention as q
+
+    with pytest.raises(AssertionError, match="'come back' from 'queued'"):
+        q.transition(q.QUEUED, "come back")
+
+
+@pytest.mark.parametrize(("start", "event", "ticket"), [
+    ("unqueued", "ticket", 7), ("unqueued", "come back", None), ("standing", "served as standing", 8),
+    ("standing", "passed over", None), ("queued", "passed over", None), ("queued", "given back", None),
+])
+def test_a_queue_move_sets_the_writes_ticket_as_its_place_says(start: str, event: str, ticket: Optional[int]) -> None:
+    """After a move, the write's ticket and standing flag say the place the table moved it to."""
+    from types import SimpleNamespace
+
+    from pynamodb_autoinc import _contention as q
+
+    write: Any = SimpleNamespace(ticket=3 if start == q.QUEUED else None, by_standing=start == q.STANDING)
+    q.move(write, event, ticket)
+    assert q.place_of(write) == q.transition(start, event)
+    assert write.ticket == (ticket if q.place_of(write) == q.QUEUED else None)

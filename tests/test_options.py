@@ -113,7 +113,8 @@ def test_models_of_one_mode_may_share_a_counter():
     first = _counter_user("Left", "shared-same", autoinc_gapless=True)
     second = _counter_user("Right", "shared-same", autoinc_gapless=True)
     third, fourth = _counter_user("Up", "shared-fast"), _counter_user("Down", "shared-fast", autoinc_block=5)
-    assert [m.autoinc_options().key for m in (first, second, third, fourth)] == ["shared-same"] * 2 + ["shared-fast"] * 2
+    keys = [m.autoinc_options().key for m in (first, second, third, fourth)]
+    assert keys == ["shared-same"] * 2 + ["shared-fast"] * 2
 
 
 def test_a_model_redefined_in_another_mode_replaces_its_old_class():
