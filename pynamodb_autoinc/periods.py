@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.constants import ALL_NEW, UPDATED_NEW
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
@@ -107,7 +108,8 @@ class _InPeriod(_transport.Exchange[int]):
         if seen != self.current:  # a restart, or the current period written another way ("2026-9")
             actions.append(stored.set(self.current))
         held = stored.does_not_exist() if seen is None else stored == seen
-        self.once.aim([*actions, *self.versioned], self.exists & held, "UPDATED_NEW")
+        # moto leaves an attribute that an update did not change out of UPDATED_NEW; DynamoDB names it
+        self.once.aim([*actions, *self.versioned], self.exists & held, ALL_NEW if self.by == 0 else UPDATED_NEW)
         return self.once.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:

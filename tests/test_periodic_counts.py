@@ -521,6 +521,36 @@ def test_a_model_moved_from_months_to_years_numbers_in_the_years_counter(backend
     assert ids == ["INV-2026-12-1", "INV-2026-12-2", "INV-2026-1", "INV-2026-2", "INV-2026-12-3"]
 
 
+def test_next_id_increment_by_zero_returns_the_count(backend):
+    """NextId.increment(by=0) returns the count so far and leaves it as it was (moto leaves an unchanged count
+    out of UPDATED_NEW; DynamoDB does not)."""
+    counter = backend.counter()
+    counter.increment("hits", by=3)
+    assert counter.increment("hits", by=0) == 3
+    assert counter.current("hits") == 3
+
+
+def test_next_id_increment_by_zero_of_a_new_counter_is_zero(backend):
+    """NextId.increment(by=0) of a counter that has counted nothing in the period returns 0."""
+    counter = backend.counter()
+    assert counter.increment("hits", by=0) == 0
+    assert counter.increment("hits") == 1
+
+
+def test_increment_in_period_by_zero_returns_the_count(api_key):
+    """increment_in_period(by=0) within the stored period returns the count and leaves the item as it was."""
+    count_as(api_key, "month", datetime(2026, 11, 3), by=2)
+    assert count_as(api_key, "month", datetime(2026, 11, 4), by=0) == 2
+    assert stored_count(api_key) == (2, "2026-11")
+
+
+def test_increment_in_period_by_zero_in_a_new_period_is_zero(api_key):
+    """increment_in_period(by=0) in a new period returns 0, the count of the new period, and stores it."""
+    count_as(api_key, "month", datetime(2026, 11, 3), by=2)
+    assert count_as(api_key, "month", datetime(2026, 12, 1), by=0) == 0
+    assert stored_count(api_key) == (0, "2026-12")
+
+
 def _spans(kind: str, at: datetime) -> Tuple[str, datetime, datetime]:
     """The reference's period: its label and span, from plain date arithmetic."""
     if kind == "year":
