@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Type, cast
 
 from pynamodb.attributes import Attribute, NumberAttribute
@@ -200,8 +201,8 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if getattr(item, options_for(cls).attribute) is None:
             _at_start(item, counters(type(item)))
             return None
-        item._before_update("save")
-        return item._update_fields
+        item._before_update("bulk")
+        return functools.partial(item._update_fields, operation="bulk")
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = {".".join(getattr(action.values[0], "path", [])) for action in actions}

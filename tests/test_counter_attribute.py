@@ -436,3 +436,24 @@ def test_a_save_all_refused_before_sending_gives_counters_back(make_model):
     with pytest.raises(AttributeNullError):
         Order.save_all([fine, missing])
     assert (fine.edits, missing.edits) == (None, None)
+
+
+@pytest.mark.modes("fast")
+def test_save_all_of_stored_items_sends_bulk_signals(make_model):
+    """save_all() of an item that has its ID sends before_save and after_save with operation "bulk", as it does
+    for new items, not "save"."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute())
+    old = Order()
+    old.save()
+    seen = []
+
+    def before(sender: Any, instance: Any, operation: str, **_: Any) -> None:
+        seen.append(("before", operation))
+
+    def after(sender: Any, instance: Any, operation: str, **_: Any) -> None:
+        seen.append(("after", operation))
+
+    with before_save.connected_to(before, sender=Order), after_save.connected_to(after, sender=Order):
+        Order.save_all([old])
+    assert seen == [("before", "bulk"), ("after", "bulk")]
+    assert old.edits == 1
