@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Type, cast
 
 from pynamodb.attributes import Attribute, NumberAttribute
 from pynamodb.constants import ALL_NEW, UPDATE_ITEM
@@ -17,13 +18,16 @@ from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from ._options import options_for
 from .exceptions import ConfigurationError, CounterValueError, error_code
-from .mixin import AutoIncrementMixin, _Base, _claim, send_after_save
+from .mixin import AutoIncrementMixin, _claim, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
 
 if TYPE_CHECKING:
+    _Base = Model
+
     class _IntegerAttribute(Attribute[int]):
         """A NumberAttribute that holds an int, for type checkers."""
 else:
+    _Base = object
     _IntegerAttribute = NumberAttribute
 
 
@@ -150,18 +154,19 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                 for name, value in before.items():
                     setattr(self, name, value)
                 raise
-        self._before_update()
+        self._before_update("save")
         return self._update_fields(condition, add_version_condition)
 
-    def _before_update(self) -> None:
-        """Before the ``UpdateItem``: ``before_save``, ID tracking and the checks a put would make."""
+    def _before_update(self, operation: str) -> None:
+        """Before the ``UpdateItem``: ``before_save`` (``operation``: ``"save"``, or ``"bulk"`` in ``save_all()``),
+        ID tracking and the checks a put would make."""
         if isinstance(self, AutoIncrementMixin):
-            _claim(self, type(self).autoinc_options(), False, "save")
+            _claim(self, type(self).autoinc_options(), False, operation)
         self.serialize(null_check=True)
 
-    def _update_fields(self, condition: Optional[Condition] = None,
-                       add_version_condition: bool = True) -> Dict[str, Any]:
-        """The ``UpdateItem`` of ``save()`` for an item that has its ID, then ``after_save``."""
+    def _update_fields(self, condition: Optional[Condition] = None, add_version_condition: bool = True, *,
+                       operation: str = "save") -> Dict[str, Any]:
+        """The ``UpdateItem`` of ``save()`` (or ``save_all()``) for an item that has its ID, then ``after_save``."""
         cls = type(self)
         skip = {cls._hash_keyname, cls._range_keyname, cls._version_attribute_name, *counters(cls)}
         serialized = self.serialize(null_check=False)
@@ -169,8 +174,26 @@ class CounterMixin(_Base, metaclass=CheckedModel):
                                  for name, attr in cls.get_attributes().items() if name not in skip]
         data = self.update(actions, condition, add_version_condition=add_version_condition)  # adds the counters
         if isinstance(self, AutoIncrementMixin):
-            send_after_save(cls, instance=self, is_new=False, operation="save")
+            send_after_save(cls, instance=self, is_new=False, operation=operation)
         return data
+
+    @classmethod
+    def save_all(cls, instances: Iterable[Model]) -> None:
+        """``save_all()``; a new instance that is not stored gets its counters back as they were (they were set
+        to ``start`` for its put), as after a failed ``save()``. One that may be stored keeps its ID and them."""
+        items = list(instances)
+        attribute = options_for(cls).attribute if issubclass(cls, AutoIncrementMixin) else None
+        fields = counters(cls)
+        before = [(item, {name: getattr(item, name) for name in fields}) for item in items
+                  if attribute is not None and isinstance(item, cls) and getattr(item, attribute) is None]
+        try:
+            cast(Any, super()).save_all(items)
+        except BaseException:
+            for item, values in before:
+                if getattr(item, str(attribute)) is None:  # its ID was given back: nothing of it was stored
+                    for name, value in values.items():
+                        setattr(item, name, value)
+            raise
 
     @classmethod
     def _autoinc_alone(cls, item: Any) -> Optional[Callable[[], Any]]:
@@ -178,8 +201,8 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         if getattr(item, options_for(cls).attribute) is None:
             _at_start(item, counters(type(item)))
             return None
-        item._before_update()
-        return item._update_fields
+        item._before_update("bulk")
+        return functools.partial(item._update_fields, operation="bulk")
 
     def _with_counters(self, actions: List[Action]) -> List[Action]:
         named = {".".join(getattr(action.values[0], "path", [])) for action in actions}

@@ -308,7 +308,8 @@ class NextId(CounterItem, Model):
         check_int(f"{cls.__name__}.increment({name!r}, by={by!r})", by, rule="by must be an int",
                   error=CounterValueError)
         key = name if period is None else f"{name}#{periods.label(period, now)}"
-        data = cls._once("increment", key, [cls.next_id.add(by)], None, UPDATED_NEW)
+        # moto leaves a count that an ADD of 0 did not change out of UPDATED_NEW; DynamoDB names it
+        data = cls._once("increment", key, [cls.next_id.add(by)], None, ALL_NEW if by == 0 else UPDATED_NEW)
         return cls._count_in(key, data.get("Attributes", {}))
 
     @classmethod

@@ -7,12 +7,13 @@ from datetime import datetime
 from typing import Any, Dict, Optional, Tuple, Type
 
 from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.constants import ALL_NEW, UPDATED_NEW
 from pynamodb.exceptions import UpdateError
 from pynamodb.models import Model
 
 from . import _transport
 from ._budget import Budget, Clock, clock
-from ._calendar import PERIODS, check_period, label
+from ._calendar import PERIODS, Period, check_period, label, parse
 from .counter import Once, Refused, send_update
 from .exceptions import ConfigurationError, CounterError, CounterValueError, HistoryWriteError, error_code
 from .history import HistoryMixin
@@ -22,7 +23,7 @@ from .sequence import check_int, integer
 MOVES = 8
 _FOLLOWING = Budget(attempts=MOVES - 1, seconds=None, backoff=None)
 
-__all__ = ["PERIODS", "Clock", "check_period", "clock", "increment_in_period", "label"]
+__all__ = ["PERIODS", "Clock", "Period", "check_period", "clock", "increment_in_period", "label", "parse"]
 
 
 def _attribute(model: Type[Model], option: str, name: Any, kind: Type[Attribute]) -> Any:
@@ -76,7 +77,9 @@ def increment_in_period(model: Type[Model], hash_key: Any, range_key: Any = None
 
 
 class _InPeriod(_transport.Exchange[int]):
-    """:func:`increment_in_period`'s requests: add within the period, else reset it, else read and count again."""
+    """:func:`increment_in_period`'s requests: add within the current period; refused, judge the period the item
+    holds (as a period, not as text), then count on in it or restart the count, on the condition that it still
+    holds that period; refused again, read the item and judge once more."""
 
     errors = (Refused,)
 
@@ -85,7 +88,8 @@ class _InPeriod(_transport.Exchange[int]):
         self.count = _attribute(model, "count_attribute", count_attribute, NumberAttribute)
         self.stored = _attribute(model, "period_attribute", period_attribute, UnicodeAttribute)
         self.name, self.keys = f"{model.__name__} {hash_key!r}", model._serialize_keys(hash_key, range_key)
-        self.model, self.period_attribute, self.current, self.by = model, period_attribute, label(period, now), by
+        self.period = Period.containing(period, now)
+        self.model, self.period_attribute, self.current, self.by = model, period_attribute, self.period.label, by
         self.connection, meta = model._get_connection(), model.Meta
         self.once = Once((getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name, *self.keys),
                          self.name, lambda actions, condition, values: self.connection.get_operation_kwargs(
@@ -95,16 +99,17 @@ class _InPeriod(_transport.Exchange[int]):
         # a count raises the version, so a save of an instance read before fails instead of writing an old count
         version = model._version_attribute_name
         self.versioned = [model.get_attributes()[version].add(1)] if version else []
-        self.reset, self.tries = False, _FOLLOWING.tries()
+        self.seen: Optional[str] = self.current  # the text the item holds as its period, as far as this call knows
+        self.restart, self.judged, self.tries = False, False, _FOLLOWING.tries()
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
-        count, stored, current, exists = self.count, self.stored, self.current, self.exists
-        if not self.reset:
-            actions, condition = [count.set(count + self.by), *self.versioned], exists & (stored == current)
-        else:
-            actions = [count.set(self.by), stored.set(current), *self.versioned]
-            condition = exists & (stored.does_not_exist() | (stored < current))
-        self.once.aim(actions, condition, "UPDATED_NEW")
+        count, stored, seen = self.count, self.stored, self.seen
+        actions = [count.set(self.by if self.restart else count + self.by)]
+        if seen != self.current:  # a restart, or the current period written another way ("2026-9")
+            actions.append(stored.set(self.current))
+        held = stored.does_not_exist() if seen is None else stored == seen
+        # moto leaves an attribute that an update did not change out of UPDATED_NEW; DynamoDB names it
+        self.once.aim([*actions, *self.versioned], self.exists & held, ALL_NEW if self.by == 0 else UPDATED_NEW)
         return self.once.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -118,29 +123,42 @@ class _InPeriod(_transport.Exchange[int]):
                                     "the limit", exc) from exc
 
     def failed(self, refused: Refused) -> Optional[Dict[str, Any]]:
-        """Refused: reset the period, or read the item and count again. Resent: the item as it is now."""
+        """Refused: judge the period the item holds, from the item the refusal returned or (after a lost restart)
+        from a read. Resent: the item as it is now."""
         try:
             return self.once.failed(refused)  # None: sent again at once, without the idle writers' attributes
         except Refused:
-            if not self.reset:  # the item holds another period, or none
-                self.reset = True
-                return None
-        item = _transport.get(self.connection.connection, self.model.Meta.table_name, *self.keys)  # neither held
-        if not item:
-            raise self.model.DoesNotExist(f"{self.name} does not exist; create it before counting") from None
-        seen = item.get(self.stored.attr_name, {}).get("S")
-        if seen is None or seen > self.current:
-            raise CounterError(f"{self.name}: {self.period_attribute} holds {seen!r}, which is not an older period "
-                               f"than {self.current!r} (is this clock behind the one that wrote it?)") from None
-        self.reset = False  # another process reset it to the current period: count there
-        if not self.tries.lost():
+            pass
+        if self.judged and not self.tries.lost():
             raise CounterError(f"{self.name}: its period moved under {MOVES} requests in a row; the event was not "
                                "counted, try again") from None
+        item = refused.item if not self.judged else None  # another process moved the period: read where to
+        if not item:
+            item = _transport.get(self.connection.connection, self.model.Meta.table_name, *self.keys)
+        if not item:
+            raise self.model.DoesNotExist(f"{self.name} does not exist; create it before counting") from None
+        self.judge(item.get(self.stored.attr_name))
+        self.judged = True
         return None
+
+    def judge(self, raw: Optional[Dict[str, Any]]) -> None:
+        """From the period the item holds (``raw``, as stored), decide the next request: count on within it when it
+        is the current period, restart the count when it is none, an older one or one of another length (the
+        count restarts in the new period: nothing is merged), or refuse a later one."""
+        seen = None if raw is None else raw.get("S")
+        held = parse(seen)
+        if raw is not None and held is None:
+            raise CounterError(f"{self.name}: {self.period_attribute} holds {seen if seen is not None else raw!r}, "
+                               "which names no period (a year '2026', a month '2026-11' or a day '2026-11-22'); "
+                               "set it to the period of the count, or remove it") from None
+        if held is not None and self.period.precedes(held):
+            raise CounterError(f"{self.name}: {self.period_attribute} holds {seen!r}, which is not an older period "
+                               f"than {self.current!r} (is this clock behind the one that wrote it?)") from None
+        self.seen, self.restart = seen, held != self.period
 
     def applied(self, data: Dict[str, Any]) -> int:
         item = self.once.applied(data)["Attributes"]  # a resend's: the whole item as it is now
-        if self.reset and self.count.attr_name not in item:  # UPDATED_NEW may leave out a count a reset kept
+        if self.restart and self.count.attr_name not in item:  # UPDATED_NEW may leave out a count a restart kept
             return self.by
         count = integer((raw := item[self.count.attr_name]).get("N"))
         if count is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List
 
 import pytest
 from pynamodb.attributes import (
@@ -10,7 +10,7 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     VersionAttribute,
 )
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import AttributeNullError, UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
@@ -23,6 +23,7 @@ from pynamodb_autoinc import (
     before_save,
 )
 from pynamodb_autoinc.exceptions import (
+    BulkSaveError,
     ConfigurationError,
     CounterValueError,
     UnassignedIdError,
@@ -390,3 +391,69 @@ def test_counter_attribute_refuses_a_fraction(backend):
         page.views.add(1.5)
     with pytest.raises(CounterValueError, match="bool True"):
         page.views.set(True)
+
+
+def _failing_save_all(model: Any, items: List[Any]) -> BulkSaveError:
+    """``model.save_all(items)`` with its transaction refused (a conflict, no retry left); the error raised."""
+    faults = Faults(model, model.autoinc_options().counter)
+    faults.inject("TransactWriteItems", "cancel:TransactionConflict:0")
+    try:
+        with pytest.raises(BulkSaveError) as raised:
+            model.save_all(items)
+    finally:
+        faults.remove()
+    return raised.value
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_a_failed_save_all_gives_new_items_their_counters_back(make_model):
+    """save_all() whose transaction fails leaves each new instance's counters as they were before (None), as a
+    failed save() does: they were never stored."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute(start=1), autoinc_retries=0)
+    new, other = Order(), Order()
+    error = _failing_save_all(Order, [new, other])
+    assert error.saved == [] and [(o.id, o.edits) for o in (new, other)] == [(None, None), (None, None)]
+    assert list(Order.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast")
+def test_a_failed_save_all_leaves_stored_items_counters_as_stored(make_model):
+    """save_all() whose transaction of new items fails sends no update of an item that has its ID: its counter
+    stays as stored, on the instance and in the table."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute(), autoinc_retries=0)
+    old = Order()
+    old.save()
+    _failing_save_all(Order, [Order(), Order(), old])
+    assert (old.edits, stored(Order, old.id).edits) == (0, 0)
+
+
+@pytest.mark.modes("fast")
+def test_a_save_all_refused_before_sending_gives_counters_back(make_model):
+    """save_all() refused before anything is sent (a required attribute missing) leaves new instances' counters
+    as they were."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute(), name=UnicodeAttribute())
+    fine, missing = Order(name="a"), Order()
+    with pytest.raises(AttributeNullError):
+        Order.save_all([fine, missing])
+    assert (fine.edits, missing.edits) == (None, None)
+
+
+@pytest.mark.modes("fast")
+def test_save_all_of_stored_items_sends_bulk_signals(make_model):
+    """save_all() of an item that has its ID sends before_save and after_save with operation "bulk", as it does
+    for new items, not "save"."""
+    Order = make_model("Order", bases=(CounterMixin,), edits=CounterAttribute())
+    old = Order()
+    old.save()
+    seen = []
+
+    def before(sender: Any, instance: Any, operation: str, **_: Any) -> None:
+        seen.append(("before", operation))
+
+    def after(sender: Any, instance: Any, operation: str, **_: Any) -> None:
+        seen.append(("after", operation))
+
+    with before_save.connected_to(before, sender=Order), after_save.connected_to(after, sender=Order):
+        Order.save_all([old])
+    assert seen == [("before", "bulk"), ("after", "bulk")]
+    assert old.edits == 1
