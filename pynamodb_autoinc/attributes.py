@@ -17,7 +17,9 @@ from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from ._options import options_for
 from .exceptions import ConfigurationError, CounterValueError, error_code
-from .mixin import AutoIncrementMixin, _Base, _claim, send_after_save
+from .mixin import AutoIncrementMixin, send_after_save
+from .mixin import ModelBase as _Base
+from .mixin import claim_for as _claim
 from .sequence import NUMBER_LIMIT, is_int
 
 if TYPE_CHECKING:
