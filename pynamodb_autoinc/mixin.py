@@ -191,7 +191,7 @@ class AutoIncrementMixin(ModelBase, metaclass=CheckedModel):
         items = list(instances)
         opts = options_for(cls) if issubclass(cls, AutoIncrementMixin) else None
         new = _bulk.refuse_unsendable(cls, items, opts)
-        alone = {id(item): write for item in items if (write := cls._autoinc_alone(item)) is not None}
+        alone = _bulk.alone_writes(cls, items)
         batched = [item for item in items if id(item) not in alone]
         transactions = _Transactions(cls, opts, batched, items, new) if opts is not None and batched else None
         saved: List[Model] = []
@@ -244,6 +244,8 @@ def mark_stored(instance: Model) -> None:
 def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
     """Mark a committed instance stored and send ``after_save``, logging (never raising) a receiver's failure."""
     mark_stored(instance)
+    if kwargs.get("operation") == "save" and _bulk.BULK_ITEM.get() is instance:
+        kwargs["operation"] = "bulk"  # save_all() wrote it with its own save
     try:
         after_save.send(sender, instance=instance, **kwargs)
     except Exception:
@@ -253,6 +255,8 @@ def send_after_save(sender: type, *, instance: Model, **kwargs: Any) -> None:
 def claim_for(instance: Model, opts: Options, is_new: bool, operation: str, pending: Optional[List[Claim]] = None,
               *, fresh: bool = False) -> List[Claim]:
     """Send before_save; return the claim the library's receiver took (an empty list: none)."""
+    if operation == "save" and _bulk.BULK_ITEM.get() is instance:
+        operation = "bulk"  # save_all() writes it with its own save
     claims: List[Claim] = list(pending or [])
     before = len(claims)
     token = _pending.set((claims, fresh))
@@ -280,8 +284,10 @@ def assign_id(sender: Type[Model], *, instance: Model, operation: str, **_: Any)
         return
     model = type(instance)
     opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
-    if getattr(instance, opts.attribute) is not None or operation == "bulk":
-        return  # an explicit ID; or save_all(), which claims the IDs of a whole batch at once
+    if getattr(instance, opts.attribute) is not None:
+        return  # an explicit ID
+    if operation == "bulk" and _bulk.BULK_ITEM.get() is not instance:
+        return  # save_all()'s transactions, which claim the IDs of a whole batch at once
     if operation == "batch":
         raise UnassignedIdError(f"{model.__name__} has no {opts.attribute} yet: a batch write cannot carry the "
                                 "condition that keeps a new ID from overwriting an item; save new instances with "
@@ -322,8 +328,9 @@ class _Transactions:
         self.keys: Dict[Any, Model] = {}
         for item in batch:
             _bulk.distinct(cls, item, self.keys, items, [], self.new_ids)
+        sizes = _bulk.measure(cls, opts, batch, items)  # before the counter moves, for track or a claim
         track(self.explicit, opts)
-        self.chunks = _bulk.chunks(opts, batch, self.explicit, groups)
+        self.chunks = _bulk.chunks(opts, batch, self.explicit, groups, sizes)
 
     def write(self, saved: List[Model]) -> None:
         """Claim the new IDs and send the transactions, appending to ``saved`` the items that landed; a failure
