@@ -18,7 +18,7 @@ from ._checked import CheckedModel, overrides_after, refuse_order
 from ._engine import describe as _describe
 from ._options import options_for
 from .exceptions import ConfigurationError, CounterValueError, error_code
-from .mixin import AutoIncrementMixin, _claim, send_after_save
+from .mixin import AutoIncrementMixin, claim_for, send_after_save
 from .sequence import NUMBER_LIMIT, is_int
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class CounterMixin(_Base, metaclass=CheckedModel):
         """Before the ``UpdateItem``: ``before_save`` (``operation``: ``"save"``, or ``"bulk"`` in ``save_all()``),
         ID tracking and the checks a put would make."""
         if isinstance(self, AutoIncrementMixin):
-            _claim(self, type(self).autoinc_options(), False, operation)
+            claim_for(self, type(self).autoinc_options(), False, operation)
         self.serialize(null_check=True)
 
     def _update_fields(self, condition: Optional[Condition] = None, add_version_condition: bool = True, *,

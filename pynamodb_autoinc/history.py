@@ -29,7 +29,9 @@ from .exceptions import (
     VersionConflictError,
     reasons_of,
 )
-from .mixin import AutoIncrementMixin, _Base, _claim, key_absent, put_kwargs, send_after_save
+from .mixin import AutoIncrementMixin, key_absent, put_kwargs, send_after_save
+from .mixin import ModelBase as _Base
+from .mixin import claim_for as _claim
 from .sequence import NUMBER_LIMIT, integer, number_text
 from .strategies import Claim
 

@@ -626,3 +626,105 @@ def test_unknown_outcome_keeps_only_that_transactions_ids(make_model):
     assert all(u.id is None for u in users[len(first):])
     tokens = {token for operation, token in faults.sent if operation == "TransactWriteItems"}
     assert len(tokens) == 1  # the first transaction, its retry and its probes (one token); the next never sent
+
+
+# -- DynamoDB's limits: 100 items and 4 MB per transaction, 400 KB per item, 2,048 / 1,024 bytes per key value --
+
+def _sent(requests: List[Any]) -> List[Any]:
+    """The requests that read or write items (not the tables' descriptions)."""
+    return [op for op, _ in requests if op != "DescribeTable"]
+
+
+#: a value that makes an item of about 300 KB: fifteen of them pass 4 MB, one transaction's limit
+BIG = "x" * 300_000
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_splits_transactions_at_4_mb(make_model, requests):
+    """Fifteen 300 KB items (4.5 MB) are sent in two transactions, each under 4 MB, and all are stored."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    users = [User(name=BIG) for _ in range(15)]
+    requests.clear()
+    User.save_all(users)
+    assert [op for op, _ in requests].count("TransactWriteItems") == 2
+    assert [u.id for u in users] == list(range(1, 16))
+    assert sorted(u.id for u in User.scan(consistent_read=True)) == list(range(1, 16))
+
+
+@pytest.mark.backends("local")
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_past_4_mb_is_stored_by_dynamodb_local(make_model):
+    """On DynamoDB Local, which enforces 4 MB per transaction, fifteen 300 KB items are all stored."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    users = [User(name=BIG) for _ in range(15)]
+    User.save_all(users)
+    assert sorted(u.id for u in User.scan(consistent_read=True)) == list(range(1, 16))
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_save_all_refuses_an_item_past_400_kb_before_claiming(make_model, requests):
+    """An item past 400 KB is refused by name, limit and size before any item is read or written: no value spent."""
+    User = make_model("User", name=UnicodeAttribute(null=True))
+    users = [User(name="a"), User(name="x" * 410_000), User(name="c")]
+    requests.clear()
+    with pytest.raises(BulkSaveError, match=r"0 of 3 saved; User with id=None \(item 2 of 3\) is 410,\d{3} bytes, "
+                                            r"past DynamoDB's limit on an item, attribute names and values "
+                                            r"\(409,600 bytes\)") as info:
+        User.save_all(users)
+    assert info.value.saved == [] and info.value.unsaved == users
+    assert _sent(requests) == [] and [u.id for u in users] == [None, None, None]
+    assert currval(User) is None and ids(User) == []
+
+
+@pytest.mark.modes("fast")
+def test_save_all_refuses_a_partition_key_value_past_2048_bytes(make_model, requests):
+    """A partition key value past 2,048 bytes is refused, naming that limit, before any request."""
+    Issue = make_model("Issue", project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True),
+                       autoinc_attribute="number", autoinc_scope="project")
+    requests.clear()
+    with pytest.raises(BulkSaveError, match=r"the partition key value of Issue with .*\(item 1 of 1\) is 2,049 "
+                                            r"bytes, past DynamoDB's limit on a partition key value \(2,048 bytes\)"):
+        Issue.save_all([Issue(project="p" * 2049)])
+    assert _sent(requests) == []
+
+
+@pytest.mark.modes("fast")
+def test_save_all_refuses_a_sort_key_value_past_1024_bytes(make_model, requests):
+    """A sort key value past 1,024 bytes is refused, naming that limit, before any request."""
+    Page = make_model("Page", slug=UnicodeAttribute(range_key=True))
+    requests.clear()
+    with pytest.raises(BulkSaveError, match=r"the sort key value of Page with .*\(item 2 of 2\) is 1,025 bytes, "
+                                            r"past DynamoDB's limit on a sort key value \(1,024 bytes\)"):
+        Page.save_all([Page(slug="a"), Page(slug="é" * 512 + "b")])
+    assert _sent(requests) == [] and currval(Page) is None
+
+
+@pytest.mark.modes("fast")
+def test_stored_counter_mixin_item_in_save_all_sends_bulk_signals(make_model):
+    """save_all() of a stored CounterMixin item (updated on its own) sends before_save and after_save with
+    operation "bulk", as for every other item of the call."""
+    Order = _order_model(make_model)
+    stored = Order(name="a")
+    stored.save()
+    stored.name = "b"
+    events: List[Any] = []
+    with before_save.connected_to(lambda s, **kw: events.append(("before", kw["operation"])), sender=Order), \
+            after_save.connected_to(lambda s, **kw: events.append(("after", kw["operation"])), sender=Order):
+        Order.save_all([stored])
+    assert events == [("before", "bulk"), ("after", "bulk")]
+
+
+@pytest.mark.modes()
+def test_history_items_in_save_all_send_bulk_signals(backend):
+    """save_all() of HistoryMixin items (each saved on its own), new and stored, sends before_save and after_save
+    with operation "bulk", and the new one still gets its ID."""
+    Doc, _ = auto_history_doc(backend, autoinc_gapless=False)
+    stored = Doc(title="a")
+    stored.save()
+    stored.title, new = "b", Doc(title="new")
+    events: List[Any] = []
+    with before_save.connected_to(lambda s, **kw: events.append(("before", kw["operation"])), sender=Doc), \
+            after_save.connected_to(lambda s, **kw: events.append(("after", kw["operation"])), sender=Doc):
+        Doc.save_all([stored, new])
+    assert events == [("before", "bulk"), ("after", "bulk")] * 2
+    assert new.id == 2 and sorted(d.title for d in Doc.scan(consistent_read=True)) == ["b", "new"]
