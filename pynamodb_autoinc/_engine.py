@@ -318,7 +318,8 @@ def commit(write: Write) -> Dict[str, Any]:
                 log.warning("%s took %.2f s to commit after losing a race (%d races lost); the counter is busy",
                             describe(write.entries[0].instance), waited, contest.losses)
     except BaseException as exc:
-        strategies.abandoned(write.claims, exc)
+        if isinstance(exc, Exception) or not write.maybe_applied:  # interrupted after a try that may have applied:
+            strategies.abandoned(write.claims, exc)  # the claims stay, as the item may be stored under them
         if exchange.contest is not None:
             exchange.contest.give_back()
         raise

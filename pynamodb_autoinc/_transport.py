@@ -106,7 +106,10 @@ _MAYBE_APPLIED = ("lost",) + tuple(code for code, kind in _judge.CODES.items() i
 
 def read_answer(exc: BaseException) -> _judge.Answer:
     """The judge's reading of a failed request (an error from :func:`send`, or an interrupt during it)."""
-    created, fates = getattr(exc, "autoinc_tries", None) or (1, ())  # not sent through send(): the error alone
+    tries = getattr(exc, "autoinc_tries", None)
+    if tries is None:  # not raised in send(): an error read alone, or an interrupt while no request was out
+        tries = (1, ()) if isinstance(exc, Exception) else (0, ())
+    created, fates = tries
     earlier = any(fate in _MAYBE_APPLIED for fate in fates[:-1])
     if not isinstance(exc, Exception):
         in_flight = created > len(fates)  # a try was built and had no answer when the interrupt came

@@ -314,8 +314,10 @@ class _Versioned(Write):
         self.deletes = [item.get_delete_kwargs_from_instance(condition=condition)] if deleted else []
 
     def verdict(self, exc: Exception) -> Any:
-        if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)) and self.tries.lost():
-            return Resend()  # a concurrent transaction held an item, or it was throttled: nothing applied
+        if any(r is not None and r.code in TRANSIENT_REASONS for r in reasons_of(exc)):
+            if self.tries.lost():
+                return Resend()  # a concurrent transaction held an item, or it was throttled: nothing applied
+            raise self.failure(exc, reasons_of(exc), [])  # the history's own budget is spent
         try:
             return super().verdict(exc)
         except VersionConflictError as lost:
