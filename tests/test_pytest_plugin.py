@@ -85,7 +85,8 @@ def test_first_id(autoinc_counter_table, aws):
 ''')
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*request your moto fixture before autoinc_counter_table*testing.dynamodb*"])
-    assert "orders" in real.keys() and real.currval("orders") == 41  # (other tests share this table)
+    kept = real.keys()  # other tests share this table
+    assert "orders" in kept and real.currval("orders") == 41
 
 
 def test_fresh_counters_before_moto_is_refused_at_setup(pytester, monkeypatch):
