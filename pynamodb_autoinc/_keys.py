@@ -137,6 +137,8 @@ def check_length(key: str, what: str, fix: str) -> None:
 #: The digits each integer presentation type of a format's value field writes, and their base.
 _BASES = {"": (10, "0-9"), "d": (10, "0-9"), "n": (10, "0-9"), "x": (16, "0-9a-f"), "X": (16, "0-9A-F"),
           "o": (8, "0-7"), "b": (2, "01")}
+#: The presentation types that show a number in fixed or exponent form (read back as a decimal).
+_FLOATS = ("e", "E", "f", "F", "g", "G")
 _CONVERSIONS: Dict[str, Callable[[Any], str]] = {"s": str, "r": repr, "a": ascii}
 
 
@@ -186,18 +188,19 @@ def format_problem(fmt: str, sequence: SequenceOptions, label: str) -> Optional[
 
 
 def _reads_back(field: Tuple[str, Optional[str]], value: int) -> bool:
-    """Whether the value field ``field`` (spec, conversion) shows ``value`` whole: its digits read back as it."""
+    """Whether the value field ``field`` (spec, conversion) shows ``value`` whole: its digits read back as it (an
+    integer in its base, or a fixed or exponent form whose digits hold the whole number)."""
     spec, conversion = field
     kind = spec[-1:] if spec[-1:].isalpha() else ""
     if conversion is not None:
         kind = "" if kind in ("", "s") else "?"
-    base, digits = _BASES.get(kind, (0, ""))
-    if not base:
-        return False
     shown = format(_CONVERSIONS[conversion](value) if conversion else value, spec)
     try:
+        if kind in _FLOATS:
+            return Decimal(re.sub(r"[^0-9.eE+-]", "", shown)) == value
+        base, digits = _BASES[kind]
         return int(re.sub(f"[^{digits}-]", "", shown), base) == value
-    except ValueError:
+    except (KeyError, ValueError, ArithmeticError):
         return False
 
 
