@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import difflib
 import re
-import string
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
-from pynamodb.attributes import Attribute, JSONAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
+from pynamodb.attributes import Attribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.models import Model
 
 from . import _calendar as periods
 from ._budget import Budget
 from ._endpoint import CONNECTION_SETTINGS
+from ._keys import check_length, format_refusal, period_fields, scope_refusal, text_in
 from ._sharing import refuse_mixed_modes
 from .counter import RESERVED_PREFIX, NextId, bind_counter, in_table_counter, rebind
 from .exceptions import ConfigurationError, UnassignedIdError
-from .sequence import SequenceOptions, is_int, number_text
+from .sequence import SequenceOptions, is_int
 
 #: Every option a model's ``Meta`` may set, with its default.
 DEFAULTS: Dict[str, Any] = {
@@ -116,19 +116,28 @@ class ModelOptions:
         return periods.label(self.period) if self.period else None
 
     def counter_key(self, instance: Model, period: Optional[str]) -> str:
-        """The counter key for ``instance``: the data-type key, its scope values, its period."""
-        parts = [self.key]
+        """The counter key for ``instance``: the data-type key, its scope values, its period (see :mod:`._keys`);
+        :class:`InvalidKeyError` for a scope value its attribute would not store, or a key past 2,048 bytes."""
+        if self.fixed_key is not None:
+            return self.fixed_key
+        parts, model = [self.key], type(instance)
         for name in self.scope:
             value = getattr(instance, name)
             if value is None:
-                raise UnassignedIdError(f"{type(instance).__name__}.{name} is None, but {self.attribute} is numbered "
+                raise UnassignedIdError(f"{model.__name__}.{name} is None, but {self.attribute} is numbered "
                                         f"per {name} (Meta.autoinc_scope); set {name} before saving")
-            # numbers as DynamoDB stores them (1, 1.0 and 1.00 agree)
-            parts.append((number_text(value) or str(value)).replace("\\", "\\\\").replace("#", "\\#"))
+            text = text_in(model, name, value, "the counter key (Meta.autoinc_scope)")
+            parts.append(text.replace("\\", "\\\\").replace("#", "\\#"))
         if period is not None:
             parts.append(period)
         key = "#".join(parts)
-        return key if self.region is None else f"{key}@{self.region}"
+        key = key if self.region is None else f"{key}@{self.region}"
+        if self.scope:
+            check_length(self.counter._autoinc_prefix + key, f"{model.__name__}: the counter key",
+                         f"it holds Meta.autoinc_key and the values of {', '.join(self.scope)} (Meta.autoinc_scope), "
+                         "so it can pass the limit where the item's own key does not; shorten the scope values, or "
+                         "scope by a shorter attribute")
+        return key
 
     def owns(self, key: str, *, any_region: bool = False) -> bool:
         """Whether counter ``key`` is this model's (key, a ``#`` part per scope attribute and period, ``@region``
@@ -254,7 +263,7 @@ def check_options(model: Type[Model]) -> Options:
     scope = _scope(model, opts["autoinc_scope"], name, attribute)
     period, fmt, strategy = opts["autoinc_period"], opts["autoinc_format"], opts["autoinc_strategy"]
     _check(model, "autoinc_period", period)
-    _check_format(model, fmt, attribute)
+    _check_format(model, fmt, attribute, sequence, period)
     _check_period_in_key(model, period, fmt, name, attribute)
     _check(model, "autoinc_strategy", strategy)
     _check_combinations(model, opts, name, attribute, sequence)
@@ -398,10 +407,10 @@ def _scope(model: Type[Model], option: Any, name: str, attribute: Attribute) -> 
     if name in scope:
         raise _fail(model, f"Meta.autoinc_scope cannot contain the auto-increment attribute {name!r} itself")
     for part in scope:
-        kind = attributes[part]
-        if kind.attr_type in ("SS", "NS", "BS", "M", "L") or isinstance(kind, JSONAttribute):  # sets, maps, lists
-            raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(kind).__name__}, which has no single text "
-                               "form, so IDs could repeat; scope by a string, number or binary attribute")
+        refusal = scope_refusal(attributes[part])
+        if refusal is not None:  # sets, maps, lists, JSON, a version
+            raise _fail(model, f"Meta.autoinc_scope names {part!r}, a {type(attributes[part]).__name__}, {refusal}, "
+                               "so IDs could repeat; scope by a string, number, binary, boolean or date attribute")
     if scope and _in_key(attribute):
         _check_scope_in_key(model, scope, name, attribute)
     return scope
@@ -418,18 +427,17 @@ def _check_scope_in_key(model: Type[Model], scope: Tuple[str, ...], name: str, a
                            f"repeat; {where}, or drop autoinc_scope")
 
 
-def _check_format(model: Type[Model], fmt: Any, attribute: Attribute) -> None:
-    """``Meta.autoinc_format``, for a string ID: a format string that shows the value."""
+def _check_format(model: Type[Model], fmt: Any, attribute: Attribute, sequence: SequenceOptions,
+                  period: Optional[str]) -> None:
+    """``Meta.autoinc_format``, for a string ID: a format string that writes each value of the sequence as an ID
+    of its own, which reads back as the value; ``{period}`` only with ``Meta.autoinc_period``."""
     if fmt is None:
         return
     if not isinstance(attribute, UnicodeAttribute):
         raise _fail(model, f"Meta.autoinc_format needs a UnicodeAttribute, not a {type(attribute).__name__}")
-    try:
-        if not isinstance(fmt, str) or fmt.format(value=1, period="2026") == fmt.format(value=2, period="2026"):
-            raise ValueError("the value does not appear in it")
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
-        raise _fail(model, f"Meta.autoinc_format {fmt!r} is not usable ({exc}); use a format string with "
-                           "the fields value and period, e.g. 'INV-{period}-{value:06d}'") from None
+    problem = format_refusal(fmt, sequence, period, periods.label(period) if period else "")
+    if problem is not None:
+        raise _fail(model, problem)
 
 
 def _check_period_in_key(model: Type[Model], period: Optional[str], fmt: Optional[str], name: str,
@@ -437,8 +445,7 @@ def _check_period_in_key(model: Type[Model], period: Optional[str], fmt: Optiona
     """A sequence restarting each period in the key needs the period in the ID, or keys repeat."""
     if period is None or not _in_key(attribute):
         return
-    fields = {f for _, f, _, _ in string.Formatter().parse(fmt or "") if f is not None}
-    if not any(f.split(".")[0].split("[")[0] == "period" for f in fields):
+    if not period_fields(fmt or ""):
         what, more = ("key", "") if attribute.is_hash_key else ("range key", (
             f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
             f", or move {name!r} outside the key"))

@@ -93,6 +93,11 @@ class InvalidIdError(AutoIncrementError, TypeError):
     """An ID set by hand is not a value the auto-increment attribute can hold."""
 
 
+class InvalidKeyError(AutoIncrementError, ValueError):
+    """A value cannot be written into a counter key (``Meta.autoinc_scope``) or a history key: its attribute would
+    not store it as given, or the key would pass DynamoDB's 2,048 bytes for a partition key; nothing was sent."""
+
+
 class CounterError(AutoIncrementError):
     """The counter could not hand out a value."""
 
@@ -183,6 +188,7 @@ __all__ = [
     "AutoIncrementError", "BulkItemExistsError", "BulkSaveError", "BulkSequenceExhaustedError",
     "BulkWriteOutcomeUnknownError", "ConditionFailedError", "ConfigurationError", "ContentionError", "CounterError",
     "CounterTableMissingError", "CounterValueError", "GlobalTableError", "HistoryWriteError", "InvalidIdError",
-    "ItemExistsError", "ItemWriteError", "OutOfBoundsError", "SequenceExhaustedError", "SequenceMismatchError",
-    "TransactionCanceledError", "UnassignedIdError", "VersionConflictError", "WriteOutcomeUnknownError",
+    "InvalidKeyError", "ItemExistsError", "ItemWriteError", "OutOfBoundsError", "SequenceExhaustedError",
+    "SequenceMismatchError", "TransactionCanceledError", "UnassignedIdError", "VersionConflictError",
+    "WriteOutcomeUnknownError",
 ]

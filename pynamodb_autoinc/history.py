@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import json
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type, cast
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
@@ -17,6 +16,7 @@ from . import _engine, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Resend, Write, exists_advice
+from ._keys import KEY_TYPES, attribute_for, check_length, item_text, text_in
 from ._options import options_for
 from .attributes import CounterMixin
 from .exceptions import (
@@ -25,6 +25,7 @@ from .exceptions import (
     AutoIncrementError,
     ConfigurationError,
     HistoryWriteError,
+    InvalidKeyError,
     ItemExistsError,
     VersionConflictError,
     reasons_of,
@@ -32,7 +33,7 @@ from .exceptions import (
 from .mixin import AutoIncrementMixin, key_absent, put_kwargs, send_after_save
 from .mixin import ModelBase as _Base
 from .mixin import claim_for as _claim
-from .sequence import NUMBER_LIMIT, integer, number_text
+from .sequence import NUMBER_LIMIT, integer
 from .strategies import Claim
 
 #: How long a save resends a transaction cancelled by a concurrent one or throttled, or retries merges.
@@ -59,6 +60,12 @@ class _Config:
         for key, kind, need in needs:
             if key is None or not isinstance(attrs.get(key), kind):
                 raise ConfigurationError(f"{history.__name__} (history of {model.__name__}) needs {need}")
+        for key in (model._hash_keyname, model._range_keyname):
+            attribute = model.get_attributes().get(key or "")
+            if attribute is not None and attribute.attr_type not in KEY_TYPES:
+                raise ConfigurationError(f"{model.__name__}.{key} is a {type(attribute).__name__}, which DynamoDB "
+                                         "does not take as a key, so its history has no key; use a string, number "
+                                         "or binary attribute")
         if issubclass(model, AutoIncrementMixin):
             _check_ids(model)
         self.history, self.version = history, version
@@ -118,11 +125,16 @@ def _config(model: Type[Model]) -> _Config:
 
 
 def item_key(hash_key: Any, range_key: Any = None) -> str:
-    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON; a
-    number as DynamoDB stores it (7.0 is ``7``, 2.50 is ``2.5``), so an item has one history however typed."""
-    if range_key is None:
-        return number_text(hash_key) or str(hash_key)
-    return "[" + ", ".join(number_text(part) or json.dumps(part, default=str) for part in (hash_key, range_key)) + "]"
+    """The text an item's key is stored under in its history: the hash key, or ``[hash, range]`` in JSON; each
+    value in the encoding of the attribute that stores a value of its type (see :mod:`pynamodb_autoinc._keys`): a
+    number as DynamoDB stores it (7.0 is ``7``, 2.50 is ``2.5``), a datetime as a ``UTCDateTimeAttribute`` (a
+    naive one as UTC), bytes in base64, so an item has one history however typed. A model's own
+    :meth:`HistoryMixin.history_key` encodes by its key attributes."""
+    values = (hash_key,) if range_key is None else (hash_key, range_key)
+    try:
+        return item_text([(attribute_for(value), value) for value in values])
+    except ValueError as exc:
+        raise InvalidKeyError(f"no history key for {values!r}: {exc}") from None
 
 
 class HistoryMixin(_Base, metaclass=CheckedModel):
@@ -213,8 +225,9 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                                 "one with save()")
 
     def history_key(self) -> str:
-        """The key this item's versions are stored under in the history model."""
-        return item_key(*self._key_values())
+        """The key this item's versions are stored under in the history model: the text of the item's key in its
+        attributes' encoding (the same for a value as given and as read back), at most 2,048 bytes."""
+        return _history_key(type(self), *self._key_values())
 
     def versions(self, *, consistent_read: bool = False, page_size: Optional[int] = None) -> ResultIterator[Model]:
         """This item's versions, newest first (a paged PynamoDB iterator of history model instances)."""
@@ -229,7 +242,7 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
                 page_size: Optional[int] = None, last_evaluated_key: Optional[Dict[str, Any]] = None,
                 ) -> ResultIterator[Model]:
         """The versions of the item with this key, newest first; a paged iterator (``last_evaluated_key``)."""
-        return _config(cls).history.query(item_key(hash_key, range_key), scan_index_forward=False,
+        return _config(cls).history.query(_history_key(cls, hash_key, range_key), scan_index_forward=False,
                                           consistent_read=consistent_read, page_size=page_size,
                                           last_evaluated_key=last_evaluated_key)
 
@@ -280,6 +293,21 @@ class HistoryMixin(_Base, metaclass=CheckedModel):
         finally:
             _writing.reset(writing)
         return {}
+
+
+def _history_key(model: Type[Model], hash_key: Any, range_key: Any) -> str:
+    """The history key of ``model``'s item with this key, in the encoding of its key attributes; refused
+    (:class:`InvalidKeyError`) for a value they would not store, or past DynamoDB's 2,048 bytes."""
+    attributes = model.get_attributes()
+    names = [name for name in (model._hash_keyname, model._range_keyname) if name]
+    parts = list(zip(names, (hash_key, range_key)))
+    for name, value in parts:
+        text_in(model, name, value, "the history key")  # refuses a value the attribute would not store, naming it
+    key = item_text([(attributes[name], value) for name, value in parts])
+    check_length(key, f"{model.__name__}: the history key",
+                 "it holds the item's hash and range keys, so it can pass the limit where the item's own key does "
+                 "not; shorten the key values")
+    return key
 
 
 class _Versioned(Write):

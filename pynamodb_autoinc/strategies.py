@@ -8,7 +8,7 @@ import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 from weakref import WeakKeyDictionary
 
 from pynamodb.constants import QUERY
@@ -156,12 +156,20 @@ def forget_counter(ident: Tuple[Any, ...]) -> None:
 SET_BY_HAND.append(forget_counter)
 
 
+def _described(instance: Model, opts: Options) -> Options:
+    """The options after the global-table check (``DescribeTable``, once per process), which a scope value that
+    no counter key can hold is refused before (:class:`InvalidKeyError`: nothing sent)."""
+    if opts.scope:
+        opts.counter_key(instance, opts.current_period())
+    return cast(Options, regions.effective(opts))
+
+
 def take(instance: Model, opts: Options, pending: Sequence[Claim] = (), *, fresh: bool = False) -> Claim:
     """Claim the next value for ``instance``; ``pending``: the request's earlier claims; ``fresh``: read the
     counter, not the value this process remembers."""
     known = _state.state.parts.get("tables")  # the check's verdict, as this process left it
     verdict = known.checked.get(opts.model) if known is not None else None
-    opts = verdict[1] if verdict is not None and verdict[0] is opts else regions.effective(opts)
+    opts = verdict[1] if verdict is not None and verdict[0] is opts else _described(instance, opts)
     claim = Claim(instance, opts, *_source(instance, opts))
     if claim.kind == "counter":
         claim.assign(_from_block(opts, claim.key) if opts.block > 1

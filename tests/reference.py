@@ -342,6 +342,8 @@ def configuration_problem(schema: Schema, options: Mapping[str, Any], *, counter
     fmt = options.get("autoinc_format")
     if fmt is not None and (kind != "unicode" or not FORMATS[fmt]):
         return "unusable format"
+    if fmt is not None and "{period" in fmt and period is None:
+        return "a format naming {period}, without a period (it would always be empty)"
     if period is not None and is_key and "{period" not in (fmt or ""):
         return "a sequence restarting each period in a key, without the period in its format"
     if strategy not in ("counter", "query"):

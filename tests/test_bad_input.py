@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional, Type
 import pytest
 from pynamodb.attributes import (
     BooleanAttribute,
+    JSONAttribute,
     NumberAttribute,
     UnicodeAttribute,
     VersionAttribute,
@@ -30,6 +31,7 @@ from pynamodb_autoinc.exceptions import (
     CounterTableMissingError,
     CounterValueError,
     InvalidIdError,
+    InvalidKeyError,
     ItemWriteError,
     UnassignedIdError,
 )
@@ -78,6 +80,13 @@ def plain_batch_new(model: Any) -> None:
 def muted_save(model: Any) -> None:
     with before_save.muted():
         model().save()
+
+
+def scoped(tenant: Any = None) -> Dict[str, Any]:
+    """The options of a model numbering ``seq`` per ``tenant`` (a string attribute unless given), fresh
+    attributes each time."""
+    return {"key": UnicodeAttribute(hash_key=True), "seq": NumberAttribute(null=True),
+            "tenant": tenant or UnicodeAttribute(null=True), "autoinc_attribute": "seq", "autoinc_scope": "tenant"}
 
 
 @dataclass
@@ -146,6 +155,21 @@ BAD_INPUTS = {
     "new instance in pynamodb's BatchWrite": Bad({}, UnassignedIdError, "Item has no id yet",
                                                  action=plain_batch_new),
     "before_save muted": Bad({}, UnassignedIdError, "Item.id is still None after before_save", action=muted_save),
+    "format that cuts the number": Bad({"id": UnicodeAttribute(hash_key=True), "autoinc_format": "{value!s:.3}"},
+                                       ConfigurationError, "an ID of its own: 100 and 1000 both give '100'"),
+    "format naming {period} without a period": Bad(
+        {"id": UnicodeAttribute(hash_key=True), "autoinc_format": "{period}-{value}"}, ConfigurationError,
+        "shows {period}, but the model sets no Meta.autoinc_period"),
+    "scope on a JSON attribute": Bad(scoped(JSONAttribute(null=True)), ConfigurationError,
+                                     "Meta.autoinc_scope names 'tenant', a JSONAttribute, whose text follows the "
+                                     "order of its keys"),
+    "boolean scope given a string": Bad(scoped(BooleanAttribute(null=True)), InvalidKeyError,
+                                        "Item.tenant is 'no', a str, which cannot go into the counter key "
+                                        "(Meta.autoinc_scope): a BooleanAttribute holds True or False",
+                                        action=lambda m: m(key="k", tenant="no").save()),
+    "scope value past the counter key's 2,048 bytes": Bad(
+        scoped(), InvalidKeyError, "Item: the counter key 'item",
+        action=lambda m: m(key="k", tenant="t" * 2045).save()),
 }
 
 

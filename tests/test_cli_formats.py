@@ -63,10 +63,11 @@ def test_a_month_label_is_read_whole():
 
 
 @pytest.mark.backends()
-@pytest.mark.parametrize("fmt, why", [("INV-{value:.1f}", "cannot be read back"),
+@pytest.mark.parametrize("fmt, why", [("INV-{value!s}", "cannot be read back"),
                                       ("INV-{value!r}", "cannot be read back")])
 def test_a_format_that_cannot_be_read_back_is_named(fmt, why):
-    """A format whose value is no integer form (a float type, a conversion) is refused, naming the format."""
+    """A format whose value is no plain field (a conversion) is refused, naming the format. (A float type such as
+    ``{value:.1f}`` is refused earlier, when the class is created: it rounds values past 10**16 into one ID.)"""
     assert why in str(unreadable(formatted(fmt, None)))
 
 

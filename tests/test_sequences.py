@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Dict, List
 
@@ -359,6 +360,79 @@ def test_sequence_misconfiguration(make_model, options, message):
     """Unusable sequence options are named when the model class is created."""
     with pytest.raises(ConfigurationError, match=message):
         make_model("Broken", create=False, **options)
+
+
+def formatted_model(fmt: str, **meta: Any) -> Any:
+    """A model whose string hash key is formatted by ``fmt`` (no table, nothing sent)."""
+    options = {"table_name": "formatted", "region": "us-east-1", "autoinc_format": fmt, **meta}
+    return type("Formatted", (AutoIncrementMixin, Model), {"Meta": type("Meta", (), options),
+                                                          "id": UnicodeAttribute(hash_key=True)})
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+@pytest.mark.parametrize("fmt, first, second", [("{value!s:.3}", 100, 1000), ("{value:.2e}", 1000, 1001),
+                                                ("X{value!r:.2}", 10, 100), ("{value:1>4}", 1, 11),
+                                                ("{value:.1f}", 9999999999999999, 10 ** 16)])
+def test_a_format_that_cuts_the_number_is_refused_naming_two_values(fmt, first, second):
+    """A format that writes two values of the sequence as one ID (a precision, a float, a fill of digits) is
+    refused when the class is created, naming the format and the first two values that collide."""
+    with pytest.raises(ConfigurationError, match=rf"autoinc_format '{re.escape(fmt)}' does not give each value .* "
+                                                 rf"{first} and {second} both give"):
+        formatted_model(fmt)
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+@pytest.mark.parametrize("fmt, meta", [("{value!s:.3}", {"autoinc_max": 999}), ("{value:.2e}", {"autoinc_max": 100}),
+                                       ("{value:03d}", {"autoinc_step": -1}), ("{value:+,}", {"autoinc_min": -10**9}),
+                                       ("{value:#x}", {}), ("R{value:_b}", {"autoinc_min": -5})])
+def test_a_format_one_to_one_within_the_bounds_is_accepted(fmt, meta):
+    """A format is judged on the sequence's own bounds: one that would cut values past them is accepted."""
+    assert formatted_model(fmt, **meta).autoinc_options().fmt == fmt
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_a_format_that_does_not_show_the_whole_value_is_refused():
+    """A format that shows no value field as a number (a character) is refused: its IDs do not read back as
+    their numbers, though they differ."""
+    with pytest.raises(ConfigurationError, match=r"no field shows the whole value, so an ID does not read back"):
+        formatted_model("A{value:c}", autoinc_max=1000)
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+def test_a_format_naming_period_without_a_period_is_refused():
+    """``{period}`` in a format of a model without ``Meta.autoinc_period`` is refused: it would always be empty."""
+    with pytest.raises(ConfigurationError, match=r"shows \{period\}, but the model sets no Meta.autoinc_period"):
+        formatted_model("INV-{period}-{value:06d}")
+
+
+SPECS = st.builds("{}{}{}{}{}{}{}".format, st.sampled_from(["", "0", "*", "1", " "]).flatmap(
+    lambda fill: st.sampled_from(["", f"{fill}<", f"{fill}>", f"{fill}^", f"{fill}="] if fill else ["", "<", ">"])),
+    st.sampled_from(["", "+", " "]), st.sampled_from(["", "#"]), st.sampled_from(["", "3", "8", "12"]),
+    st.sampled_from(["", ",", "_"]), st.sampled_from(["", ".1", ".3", ".8"]),
+    st.sampled_from(["", "d", "x", "X", "o", "b", "e", "f", "g", "n"]))
+
+
+@pytest.mark.modes()
+@pytest.mark.backends()
+@given(spec=SPECS, conversion=st.sampled_from(["", "!s", "!r"]), low=st.integers(-10**6, 10**3),
+       span=st.integers(1, 10**13), step=st.sampled_from([1, 2, 7, -1, -3]), data=st.data())
+def test_an_accepted_format_gives_every_value_of_the_sequence_its_own_id(spec, conversion, low, span, step, data):
+    """Whatever format of the value is accepted gives distinct IDs to any values of its sequence; a format it
+    would give one ID twice is refused when the class is created."""
+    fmt = f"ID-{{value{conversion}:{spec}}}"
+    try:
+        model = formatted_model(fmt, autoinc_min=low, autoinc_max=low + span, autoinc_step=step)
+    except ConfigurationError:
+        return
+    sequence = model.autoinc_options().sequence
+    values = data.draw(st.lists(st.integers(0, (sequence.maximum - sequence.minimum) // abs(step)), min_size=2,
+                                max_size=40, unique=True))
+    ids = {fmt.format(value=sequence.start + position * step) for position in values}
+    assert len(ids) == len(values), fmt
 
 
 @pytest.fixture
