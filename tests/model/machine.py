@@ -40,7 +40,9 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Callable, ClassVar, Dict, Hashable, Iterator, List, Optional, Set, Tuple
+from unittest import mock
 
+import pynamodb.settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pynamodb.attributes import Attribute, BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
@@ -73,7 +75,7 @@ from pynamodb_autoinc.testing import reset_state
 from tests.conftest import Backend
 from tests.hypothesis_setup import World, unique
 from tests.model import registry
-from tests.model.transport import Transport, faults
+from tests.model.transport import KINDS, Armed, Transport, faults
 from tests.reference import (
     Counters,
     Exhausted,
@@ -101,12 +103,20 @@ PLACES = ("a", "b")
 FORMATS_WITH_PERIOD = ("{period}-{value}", "INV-{period}-{value:06d}")
 FORMATS = ("T{value}", "{value:05d}")
 
-#: (kind, operation, n): the n-th request of the operation meets the fault ("*": any write).
-FAULT_KINDS = ("lost", "applied", "throttle", "tx-throttle", "conflict", "interrupt")
+#: (kind, operation, n): the n-th request of the operation meets the fault ("*": any write); a step arms one to
+#: three of them (a put applied with its answer lost, then botocore's resend throttled, ...).
+FAULT_KINDS = KINDS
 OPERATIONS = ("*", "UpdateItem", "PutItem", "TransactWriteItems", "GetItem", "BatchWriteItem", "DeleteItem")
-Fault = Optional[Tuple[str, str, int]]
-faults_st = st.none() | st.none() | st.tuples(st.sampled_from(FAULT_KINDS), st.sampled_from(OPERATIONS),
-                                               st.integers(0, 2))
+Fault = Optional[Tuple[Armed, ...]]
+
+
+def fault_lists(operations: Any = st.sampled_from(OPERATIONS), n: Any = st.integers(0, 2)) -> Any:
+    """None (most steps), or one to three faults, each for the n-th request of an operation."""
+    one = st.tuples(st.sampled_from(FAULT_KINDS), operations, n)
+    return st.none() | st.none() | st.lists(one, min_size=1, max_size=3).map(tuple)
+
+
+faults_st = fault_lists()
 
 
 @dataclass(frozen=True)
@@ -372,6 +382,8 @@ class PromiseMachine(RuleBasedStateMachine):
         self.refs: Dict[str, Counters] = {}
         self.synced: Set[str] = set()
         self.rewound: Dict[Hashable, int] = {}
+        self.high: Dict[Hashable, int] = {}
+        """By counter key: the furthest value this process got on it (reset where the counter is set back)."""
         """By counter key: the furthest value stored on it when ``save_onto_taken`` set it back (up to there a
         value may be handed out twice, to keys that differ, as after PostgreSQL's setval back)."""
         self.dead = False
@@ -382,8 +394,12 @@ class PromiseMachine(RuleBasedStateMachine):
             delattr(registry, name)
         self.exits.close()
 
-    @initialize(family=st.deferred(lambda: families(PromiseMachine.big)))
-    def setup(self, family: List[Spec]) -> None:
+    @initialize(family=st.deferred(lambda: families(PromiseMachine.big)), retries=st.sampled_from([3, 0]))
+    def setup(self, family: List[Spec], retries: int) -> None:
+        # botocore's resends (PynamoDB's default: 3) or none (``max_retry_attempts = 0``): a fault then reaches
+        # the library as it came; a resend of an applied write meets the write itself
+        self.exits.enter_context(mock.patch.dict(pynamodb.settings.default_settings_dict,
+                                                 max_retry_attempts=retries))
         for index, spec in enumerate(family):
             problem = configuration_problem(spec.schema, spec.options, history=spec.history)
             try:
@@ -469,7 +485,7 @@ class PromiseMachine(RuleBasedStateMachine):
         """Run a library call at the machine's time with ``fault`` armed; the fault that fired goes in the list."""
         fired: List[Tuple[str, str]] = []
         if fault is not None and self.use_faults:
-            self.transport.arm(*fault)
+            self.transport.arm(fault)
         try:
             with clock.frozen(self.now):
                 yield fired
@@ -488,8 +504,8 @@ class PromiseMachine(RuleBasedStateMachine):
             except AutoIncrementError as exc:
                 return exc, fired, None
             except KeyboardInterrupt as exc:
-                assert any(kind == "interrupt" for kind, _ in self.transport.fired + fired) or \
-                    self.transport.armed is None, "a KeyboardInterrupt no fault raised"
+                assert any(kind.startswith("interrupt") for kind, _ in self.transport.fired + fired) or \
+                    not self.transport.armed, "a KeyboardInterrupt no fault raised"
                 return exc, fired, None
             except PynamoDBException as exc:
                 if plain:
@@ -502,18 +518,31 @@ class PromiseMachine(RuleBasedStateMachine):
         return None, fired, result
 
     def settle(self, news: List[New], error: Any, fired: List[Any], what: str,
-               exact: bool = True) -> None:
-        """Check what became of each new instance, record the stored ones, and move the reference."""
+               exact: bool = True, ordered: bool = True) -> None:
+        """Check what became of each new instance, record the stored ones, and move the reference.
+
+        ``ordered``: the values are checked to lie past every value this process handed out before on their
+        counters (a rival process in the step may have taken later ones first)."""
         errors = error if isinstance(error, list) else [error] * len(news)
-        by_note: Dict[int, Dict[str, Tuple[Any, Any]]] = {}
+        tables: Dict[int, Dict[Tuple[Any, Any], Any]] = {}
         stored_values: Dict[Hashable, List[int]] = {}
         for new, error in zip(news, errors):
             unknown = isinstance(error, WriteOutcomeUnknownError)
             live = new.live
-            if live.index not in by_note:
-                by_note[live.index] = {item.note: (key, item) for key, item in self.table(live).items()}
-            found = by_note[live.index].get(new.item.note)
+            if live.index not in tables:
+                tables[live.index] = self.table(live)
+                self.check_twice(live, tables[live.index], what)
+            table = tables[live.index]
+            found = next(((key, item) for key, item in table.items() if item.note == new.item.note), None)
             auto = self.auto_of(live, new.item)
+            if error is None:
+                mine = table.get(self.key_of(live, new.item))
+                self.verify("own-content", mine is not None and mine.note == new.item.note, (
+                    f"{what}: returned normally, but under its key {self.key_of(live, new.item)} the table holds "
+                    f"{None if mine is None else mine.note!r}, not {new.item.note!r} (another item taken for its "
+                    f"own)"))
+            elif not isinstance(error, KeyboardInterrupt):
+                self.names_its_instance(news, new, error, what)
             if found is None:
                 self.verify("lost", error is not None, f"{what}: succeeded, but {new.item.note} is not stored")
                 self.verify("id-kept", auto is None or unknown, (
@@ -526,7 +555,8 @@ class PromiseMachine(RuleBasedStateMachine):
             # landed leaves that transaction's instances holding their stored IDs (checked just below)
             landed = landed or (isinstance(error, KeyboardInterrupt) and auto is not None)
             self.verify("stored-on-error", error is None or unknown or landed, (
-                f"{what}: raised {type(error).__name__} ({error}), but {new.item.note} was stored under {key}"))
+                f"{what}: raised {type(error).__name__} ({error}), but {new.item.note} was stored under {key} "
+                f"(faults {fired})"))
             self.verify("id-stored", auto == self.auto_of(live, stored), (
                 f"{what}: the instance holds the ID {auto!r}, the table stored it as {self.auto_of(live, stored)!r}"))
             self.verify("overwrite", key not in live.rows,
@@ -537,7 +567,59 @@ class PromiseMachine(RuleBasedStateMachine):
         # the values of each sequence: exactly the reference's
         for seq, values in stored_values.items():
             live = next(n.live for n in news if n.seq == seq)
+            if ordered:
+                self.check_order(live, seq, values, what)
             self.check_values(live, seq, values, bool(fired), what, exact)
+
+    def check_twice(self, live: Live, table: Dict[Tuple[Any, Any], Any], what: str) -> None:
+        """No note (one instance's content) is stored under two keys."""
+        keys: Dict[str, List[Any]] = {}
+        for key, item in table.items():
+            keys.setdefault(item.note, []).append(key)
+        twice = {note: found for note, found in keys.items() if len(found) > 1}
+        self.verify("twice", not twice, f"{what}: stored twice: {twice}")
+
+    def names_its_instance(self, news: List[New], new: New, error: BaseException, what: str) -> None:
+        """A single item's error names its own instance (by model, and by what tells it from the others of the
+        step: its hash key outside the ID, the ID it may be stored under), not another one (a group's leader)."""
+        if isinstance(error, BulkSaveError) or not isinstance(error, AutoIncrementError):
+            return
+        text, live = str(error), new.live
+        name = f"M{live.index} with "
+        if name not in text and not any(f"M{n.live.index} with " in text for n in news):
+            return  # an error that names no instance (a counter's: exhausted, contention)
+        self.verify("names-instance", name in text, f"{what}: {type(error).__name__} names no M{live.index}: {text}")
+        marks = {}
+        for other in news:
+            if other.live.spec.layout == "attr":
+                marks[id(other)] = f"pk={other.item.pk!r}"
+        if isinstance(error, WriteOutcomeUnknownError) and live.spec.layout != "attr":
+            auto = self.auto_of(live, new.item)
+            if auto is not None:
+                marks[id(new)] = f"{live.spec.auto}={auto!r}"
+        own = marks.get(id(new))
+        if own is not None:
+            self.verify("names-instance", own in text, (
+                f"{what}: {type(error).__name__} of {new.item.note} ({own}) names another instance: {text}"))
+        for other in news:
+            mark = marks.get(id(other))
+            if other is not new and mark is not None and mark != own and other.live is live:
+                self.verify("names-instance", mark not in text, (
+                    f"{what}: {type(error).__name__} of {new.item.note} ({own}) names {other.item.note} ({mark}): "
+                    f"{text}"))
+
+    def check_order(self, live: Live, seq: Hashable, values: List[int], what: str) -> None:
+        """docs/modes.md: fast IDs increase in commit order, block IDs within a process, gapless IDs are 1, 2,
+        3: each value this process gets lies past every one it got before on the counter (no cycle, no setval
+        back)."""
+        if live.spec.mode == "query" or live.spec.cycle or not values:
+            return
+        step = live.spec.step
+        high = self.high.get(seq)
+        first = min(values) if step > 0 else max(values)
+        self.verify("order", high is None or (first - high) * step > 0, (
+            f"{what}: got {values} on {seq}, not past {high}, which this process got before"))
+        self.high[seq] = self.furthest(step, high, *values)  # type: ignore[assignment]
 
     def value_of(self, new: New, stored: Any) -> int:
         """The integer a stored new item got, read back from its ID through the format."""
@@ -700,7 +782,9 @@ class PromiseMachine(RuleBasedStateMachine):
         spec = live.spec
         place = PLACES[pick % 2]
         note = self.note()
-        track = spec.track and spec.mode != "query" and ahead > 0
+        # ahead of the counter: tracked (the counter moves past it), or, on a key, left for the counter to reach
+        # (SERIAL's explicit ID: that save is then refused with ItemExistsError)
+        track = spec.mode != "query" and ahead > 0 and (spec.track or spec.layout != "attr")
         if track:
             seq = self.seq_of(live, place)
             assert isinstance(seq, str)
@@ -739,6 +823,8 @@ class PromiseMachine(RuleBasedStateMachine):
             assert error is None, f"{what}: {type(error).__name__}: {error}"
         if stored is not None and stored.note == note:
             old = live.rows.get(key)
+            if track and not spec.track:  # an ID by hand on no sequence (an unscoped range key may hold it twice)
+                value, seq = None, None  # type: ignore[assignment]
             live.rows[key] = Row(note, auto, value, old.seq if old else seq, stored.ref)
             if not read:  # an ID set by hand (one read from the table is no explicit ID)
                 self.tracked(live, key[0] if spec.layout == "range" else place, value)
@@ -760,10 +846,52 @@ class PromiseMachine(RuleBasedStateMachine):
             live.refs.values[seq] = value
             live.refs.blocks.pop(seq, None)
 
-    @precondition(lambda self: any(live.spec.mode != "query" and live.spec.layout != "attr" for live in self.lives))
-    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES))
+    @precondition(lambda self: any(live.spec.layout == "attr" for live in self.lives))
+    @rule(m=st.integers(0, 2), pick=st.integers(0, 50),
+          fault=fault_lists(st.sampled_from(("PutItem", "TransactWriteItems", "*")), st.integers(0, 1)))
     @guarded
-    def save_onto_taken(self, m: int, place: str) -> None:
+    def save_onto_stored_key(self, m: int, pick: int, fault: Fault) -> None:
+        """A new instance on the key of a stored item, the counter filling an attribute outside the key (a user
+        chosen e-mail, say): save() raises ItemExistsError and overwrites nothing, even when its first put is
+        lost and botocore resends it (the stored item is another one, never taken for its own)."""
+        live = next(live for live in itertools.islice(itertools.cycle(self.lives), m, m + len(self.lives))
+                    if live.spec.layout == "attr")
+        picked = self.pick(live, pick)
+        if picked is None:
+            return
+        (pk, _), row = picked
+        place = PLACES[pick % 2]
+        new = New(live, live.cls(pk=pk, group=place, note=self.note()), place, self.seq_of(live, place),
+                  self.label(live.spec))
+        if isinstance(new.seq, str):
+            self.fresh(live, new.seq)
+        error, fired, _ = self.attempt(new.item.save, fault)
+        what = f"M{live.index}.save() of a new item on the stored key pk={pk!r} ({live.spec}, faults {fired})"
+        table = self.table(live)
+        self.check_twice(live, table, what)
+        stored = table[(pk, None)]
+        self.verify("overwrite", stored.note == row.note, f"{what}: overwrote {pk!r}: it holds {stored.note!r}, "
+                    f"not {row.note!r}")
+        auto = self.auto_of(live, new.item)
+        self.verify("own-content", error is not None, (
+            f"{what}: returned normally with the ID {auto!r}, but {pk!r} holds {stored.note!r}: another item taken "
+            "for its own"))
+        unknown = isinstance(error, WriteOutcomeUnknownError)
+        if not fired:
+            self.verify("exists", isinstance(error, (ItemExistsError, SequenceExhaustedError, HistoryWriteError)),
+                        f"{what}: expected ItemExistsError, got {error!r}")
+        self.verify("id-kept", auto is None or unknown, f"{what}: raised {error!r}, but the instance kept the "
+                    f"ID {auto!r}")
+        if not isinstance(error, KeyboardInterrupt):
+            self.names_its_instance([new], new, error, what)
+        if live.spec.mode in ("fast", "block"):
+            self.resync()  # the failed put spent its value
+
+    @precondition(lambda self: any(live.spec.mode != "query" and live.spec.layout != "attr" for live in self.lives))
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES),
+          fault=fault_lists(st.sampled_from(("PutItem", "TransactWriteItems", "*")), st.integers(0, 1)))
+    @guarded
+    def save_onto_taken(self, m: int, place: str, fault: Fault) -> None:
         """The counter set back (setval) to hand out the ID of a stored item: a new save() fails with
         ItemExistsError and overwrites nothing (every new-ID write carries ``attribute_not_exists``)."""
         live = next(live for live in itertools.islice(itertools.cycle(self.lives), m, m + len(self.lives))
@@ -786,9 +914,10 @@ class PromiseMachine(RuleBasedStateMachine):
                                           *stored) or 0  # never None: taken[-1] is one of them
         error = self.attempt(lambda: live.opts.counter.setval(seq, value, sequence=live.opts.sequence), None)[0]
         assert error is None, f"setval({seq!r}, {value}) ({spec}): {error!r}"
+        self.high.pop(seq, None)
         live.refs.setval(seq, value, is_called=True)
         self.synced.add(seq)
-        self.save_one(self.lives.index(live), place, None)
+        self.save_one(self.lives.index(live), place, fault)
 
     @precondition(lambda self: any(live.spec.track and live.spec.period for live in self.lives))
     @rule(pick=st.integers(0, 50), ahead=st.integers(1, 3), at=st.integers(0, len(TIMES) - 1))
@@ -896,6 +1025,11 @@ class PromiseMachine(RuleBasedStateMachine):
                 if key in by_hand:  # its scope value (range: the key's; attr: none given)
                     self.tracked(live, key[0] if live.spec.layout == "range" else None, live.rows[key].value)
         self.settle(news, error, fired, what, exact=False)
+        if not live.spec.cycle and live.spec.mode != "query":
+            # one counter request per counter key, the values handed out in list order (docs/transactions.md)
+            values = [row.value for new in news for row in live.rows.values() if row.note == new.item.note]
+            self.verify("list-order", values == sorted(values, reverse=live.spec.step < 0), (
+                f"{what}: the new items, in list order, got {values}"))
         if live.spec.mode in ("fast", "block"):
             self.resync()
 
@@ -955,8 +1089,9 @@ class PromiseMachine(RuleBasedStateMachine):
         saved = self.saved_notes(news)
         if rival_new is not None and rival_new.item.note in saved:
             news.remove(rival_new)
-            self.settle([rival_new], None, fired, f"{what}: the rival's save", exact=False)
-        self.settle(news, error, [*fired, ("rival", "")] if rival_new else fired, what, exact=False)
+            self.settle([rival_new], None, fired, f"{what}: the rival's save", exact=False, ordered=False)
+        self.settle(news, error, [*fired, ("rival", "")] if rival_new else fired, what, exact=False,
+                    ordered=rival_new is None)
         stored_line = next((row for row in line_live.rows.values() if row.note == line.item.note), None)
         if stored_line is not None:
             stored_order = next(row for row in order_live.rows.values() if row.note == order.item.note)
@@ -1007,7 +1142,7 @@ class PromiseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.lives)
     @rule(m=st.integers(0, 2), count=st.integers(2, 3), place=st.sampled_from(PLACES),
-          fault=st.none() | st.tuples(st.sampled_from(FAULT_KINDS), st.just("TransactWriteItems"), st.integers(0, 1)))
+          fault=fault_lists(st.just("TransactWriteItems"), st.integers(0, 1)))
     @guarded
     def threads(self, m: int, count: int, place: str, fault: Fault) -> None:
         """Threads of this process save new items at once (gapless: one group commit); Ctrl-C may hit the one
@@ -1035,11 +1170,12 @@ class PromiseMachine(RuleBasedStateMachine):
                 worker.join(60)
         what = f"{count} threads saving M{live.index} ({live.spec})"
         interrupted = sum(isinstance(e, KeyboardInterrupt) for e in errors)
-        assert interrupted <= sum(kind == "interrupt" for kind, _ in fired), f"{what}: {errors}"
+        assert interrupted <= sum(kind.startswith("interrupt") for kind, _ in fired), f"{what}: {errors}"
         for i, error in enumerate(errors):
             if error is not None and not isinstance(error, (AutoIncrementError, KeyboardInterrupt)):
                 raise Unexpected(f"{what}: thread {i} raised {type(error).__name__}: {error}")
-            cycled = live.spec.cycle and isinstance(error, ItemExistsError)
+            # a counter come round, or reaching an ID stored by hand ahead of it
+            cycled = isinstance(error, ItemExistsError)
             if not fired and error is not None and not isinstance(error, SequenceExhaustedError) and not cycled:
                 raise AssertionError(f"{what}: thread {i} raised {type(error).__name__}: {error}")
         self.settle(news, list(errors), fired, what, exact=False)
@@ -1062,7 +1198,7 @@ class PromiseMachine(RuleBasedStateMachine):
             except SystemExit as exc:
                 status = int(exc.code or 0)
             except KeyboardInterrupt:  # an interrupt fault: the command stops, as a shell's Ctrl-C stops it
-                assert any(kind == "interrupt" for kind, _ in self.transport.fired), \
+                assert any(kind.startswith("interrupt") for kind, _ in self.transport.fired), \
                     "a KeyboardInterrupt no fault raised"
                 status = 130
         return status, out.getvalue() + err.getvalue()
@@ -1107,6 +1243,7 @@ class PromiseMachine(RuleBasedStateMachine):
         what = f"{how} {seq} to {value} (is_called={called}) ({spec})"
         if not fired:
             assert error is None, f"{what}: {error}"
+        self.high.pop(seq, None)  # setval with is_called=False may name the value handed out last
         if error is None:
             if how.startswith("restart"):
                 live.refs.setval(seq, value, is_called=False)
