@@ -110,9 +110,10 @@ OPERATIONS = ("*", "UpdateItem", "PutItem", "TransactWriteItems", "GetItem", "Ba
 Fault = Optional[Tuple[Armed, ...]]
 
 
-def fault_lists(operations: Any = st.sampled_from(OPERATIONS), n: Any = st.integers(0, 2)) -> Any:
-    """None (most steps), or one to three faults, each for the n-th request of an operation."""
-    one = st.tuples(st.sampled_from(FAULT_KINDS), operations, n)
+def fault_lists(operations: Any = None, n: Any = None) -> Any:
+    """None (most steps), or one to three faults, each for the n-th request of an operation (any of OPERATIONS,
+    0 to 2, unless given)."""
+    one = st.tuples(st.sampled_from(FAULT_KINDS), operations or st.sampled_from(OPERATIONS), n or st.integers(0, 2))
     return st.none() | st.none() | st.lists(one, min_size=1, max_size=3).map(tuple)
 
 
