@@ -743,7 +743,8 @@ class PromiseMachine(RuleBasedStateMachine):
         expected = self.expected_value(new)
         error, fired, _ = self.attempt(new.item.save, fault)
         what = f"M{live.index}.save() of a new item at {place} ({live.spec})"
-        if error is None or not fired:
+        # a fault in fast mode may spend values (a resent counter update moves it again: a gap, documented)
+        if not fired or (error is None and live.spec.mode not in ("fast", "block")):
             self.expect_single(new, expected, error, what)
         self.settle([new], error, fired, what)
         if fired and live.spec.mode in ("fast", "block"):

@@ -99,8 +99,12 @@ def run_check(package_parent: Path, examples: int, seconds: float, tolerate: Lis
     if done.returncode == 0:
         return "pass", took, ""
     out = done.stdout + done.stderr
-    found = re.search(r"AssertionError: \[([\w-]+)\]", out) or re.search(r"E\s+(\w*Error\b.{0,160})", out)
-    return "fail", took, found.group(1) if found else out[-400:]
+    found = re.search(r"AssertionError: \[([\w-]+)\]", out)
+    if found:  # a named check
+        return "fail", took, found.group(1)
+    # an unnamed assertion: the rule it failed in (the first machine frame below the guard)
+    rules = [r for r in re.findall(r'machine\.py", line \d+, in (\w+)', out) if r not in ("run", "guarded")]
+    return "fail", took, rules[0] if rules else out[-400:]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
