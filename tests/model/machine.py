@@ -113,7 +113,8 @@ Fault = Optional[Tuple[Armed, ...]]
 def fault_lists(operations: Any = None, n: Any = None) -> Any:
     """None (most steps), or one to three faults, each for the n-th request of an operation (any of OPERATIONS,
     0 to 2, unless given)."""
-    one = st.tuples(st.sampled_from(FAULT_KINDS), operations or st.sampled_from(OPERATIONS), n or st.integers(0, 2))
+    operations = st.sampled_from(OPERATIONS) if operations is None else operations
+    one = st.tuples(st.sampled_from(FAULT_KINDS), operations, st.integers(0, 2) if n is None else n)
     return st.none() | st.none() | st.lists(one, min_size=1, max_size=3).map(tuple)
 
 

@@ -99,6 +99,8 @@ def run_check(package_parent: Path, examples: int, seconds: float, tolerate: Lis
     if done.returncode == 0:
         return "pass", took, ""
     out = done.stdout + done.stderr
+    if "Falsifying example" not in out:  # the check did not run (an import or collection error)
+        return "error", took, out[-400:]
     found = re.search(r"AssertionError: \[([\w-]+)\]", out)
     if found:  # a named check
         return "fail", took, found.group(1)
@@ -123,6 +125,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         while not args.no_baseline:
             verdict, took, what = run_check(clean, args.examples, args.seconds, tolerate)
             print(f"{'baseline':28} {verdict:8} {took:6.1f} s  {what}", flush=True)
+            if verdict == "error":
+                print(what)
+                return 1
             if verdict != "fail" or not re.fullmatch(r"[\w-]+", what) or what in tolerate:
                 break
             tolerate.append(what)
@@ -138,7 +143,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 continue
             applicable += 1
             verdict, took, what = run_check(mutant, args.examples, args.seconds, tolerate)
-            result = "caught" if verdict == "fail" else "missed" if verdict == "pass" else "missed (time)"
+            result = {"fail": "caught", "pass": "missed", "timeout": "missed (time)"}.get(verdict, "error")
             caught += verdict == "fail"
             print(f"{bug.name:28} {result:14} {took:6.1f} s  {bug.module}: {bug.effect}"
                   + (f"  [{what}]" if what else ""), flush=True)
