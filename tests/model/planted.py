@@ -105,7 +105,8 @@ def run_check(package_parent: Path, examples: int, seconds: float, tolerate: Lis
     if found:  # a named check
         return "fail", took, found.group(1)
     # an unnamed assertion: the rule it failed in (the first machine frame below the guard)
-    rules = [r for r in re.findall(r'machine\.py", line \d+, in (\w+)', out) if r not in ("run", "guarded")]
+    frames = re.findall(r'machine\.py", line \d+, in (\w+)|machine\.py:\d+: in (\w+)', out)
+    rules = [a or b for a, b in frames if (a or b) not in ("run", "guarded", "attempt", "settle", "verify")]
     return "fail", took, rules[0] if rules else out[-400:]
 
 
