@@ -107,6 +107,9 @@ def run_check(package_parent: Path, examples: int, seconds: float, tolerate: Lis
     # an unnamed assertion: the rule it failed in (the first machine frame below the guard)
     frames = re.findall(r'machine\.py", line \d+, in (\w+)|machine\.py:\d+: in (\w+)', out)
     rules = [a or b for a, b in frames if (a or b) not in ("run", "guarded", "attempt", "settle", "verify")]
+    detail = re.search(r"(?:Unexpected|AssertionError): (.{0,300})", out)
+    if rules and detail:
+        print(f"{'':28} ({rules[0]}: {detail.group(1)})", flush=True)
     return "fail", took, rules[0] if rules else out[-400:]
 
 
