@@ -531,6 +531,7 @@ class PromiseMachine(RuleBasedStateMachine):
         errors = error if isinstance(error, list) else [error] * len(news)
         tables: Dict[int, Dict[Tuple[Any, Any], Any]] = {}
         stored_values: Dict[Hashable, List[int]] = {}
+        pending: List[New] = []
         for new, error in zip(news, errors):
             unknown = isinstance(error, WriteOutcomeUnknownError)
             live = new.live
@@ -549,6 +550,8 @@ class PromiseMachine(RuleBasedStateMachine):
             elif not isinstance(error, KeyboardInterrupt):
                 self.names_its_instance(news, new, error, what)
             if found is None:
+                if unknown and auto is not None:
+                    pending.append(new)
                 self.verify("lost", error is not None, f"{what}: succeeded, but {new.item.note} is not stored")
                 self.verify("id-kept", auto is None or unknown, (
                     f"{what}: raised {type(error).__name__} ({error}), the item was not stored, but the instance "
@@ -569,12 +572,28 @@ class PromiseMachine(RuleBasedStateMachine):
             value = self.value_of(new, stored)
             live.rows[key] = Row(new.item.note, self.auto_of(live, stored), value, new.seq, stored.ref)
             stored_values.setdefault(new.seq, []).append(value)
+        for new in pending:  # "may be stored" under its ID: that ID is no other item's
+            self.unknown_is_no_other(new, tables[new.live.index], what)
         # the values of each sequence: exactly the reference's
         for seq, values in stored_values.items():
             live = next(n.live for n in news if n.seq == seq)
             if ordered:
                 self.check_order(live, seq, values, what)
             self.check_values(live, seq, values, bool(fired), what, exact)
+
+    def unknown_is_no_other(self, new: New, table: Dict[Tuple[Any, Any], Any], what: str) -> None:
+        """A WriteOutcomeUnknownError leaves the instance with the ID it may be stored under: no other item of
+        the step or before may hold it (else that item, read back, is not this one, or the ID is stored twice)."""
+        live, auto = new.live, self.auto_of(new.live, new.item)
+        if live.spec.layout != "attr":
+            other = table.get(self.key_of(live, new.item))
+            holder = None if other is None else other.note
+        else:
+            holder = next((row.note for row in live.rows.values()
+                           if row.note != new.item.note and row.seq == new.seq and row.auto == auto), None)
+        self.verify("unknown-taken", holder is None or holder == new.item.note, (
+            f"{what}: {new.item.note} raised WriteOutcomeUnknownError keeping the ID {auto!r} it may be stored "
+            f"under, but {holder!r} is stored with that ID"))
 
     def check_twice(self, live: Live, table: Dict[Tuple[Any, Any], Any], what: str) -> None:
         """No note (one instance's content) is stored under two keys."""
