@@ -1174,7 +1174,8 @@ class PromiseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.lives)
     @rule(m=st.integers(0, 2), count=st.integers(2, 3), place=st.sampled_from(PLACES),
-          fault=fault_lists(st.just("TransactWriteItems"), st.integers(0, 1)))
+          fault=fault_lists(st.sampled_from(("TransactWriteItems", "TransactWriteItems", "GetItem")),
+                            st.integers(0, 1)))
     @guarded
     def threads(self, m: int, count: int, place: str, fault: Fault) -> None:
         """Threads of this process save new items at once (gapless: one group commit); Ctrl-C may hit the one
