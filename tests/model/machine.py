@@ -6,19 +6,32 @@ counter in the model's own table, ``HistoryMixin``, ``CounterAttribute``,
 and models sharing a counter. ``tests.reference.configuration_problem``
 says whether the library must refuse the combination at class creation.
 
-The rules run every public write path and counter operation, each with at
-most one fault at the transport (``tests/model/transport.py``): lost
-requests, lost answers, throttling and cancellations as AWS sends them,
-Ctrl-C, a rival process saving in the middle of a transaction, a counter
-broken by hand and repaired.
+The rules run every public write path and counter operation, each with up
+to three faults at the transport (``tests/model/transport.py``): every answer
+DynamoDB gives (throttling, 500, 503, 409, TransactionInProgress, each
+cancellation reason), each applied first or not, lost requests and answers,
+Ctrl-C before or after the write applied; botocore resends them (PynamoDB's
+default) or not (``max_retry_attempts = 0``, drawn per example). Also a rival
+process saving in the middle of a transaction, a counter broken by hand and
+repaired, new items on the key of a stored item (the ID outside the key),
+explicit IDs stored ahead of the counter, and models of different modes on
+one counter key (the library accepts them; the reference shares the counter).
 
 What a rule checks (and, after every step, the invariants):
 
 - the table holds exactly the items written, each with its own content: no
   new-ID write overwrote an item, nothing that raised was stored (except
-  with ``WriteOutcomeUnknownError``), nothing that succeeded is missing;
+  with ``WriteOutcomeUnknownError``), nothing that succeeded is missing,
+  nothing is stored twice; a save that returned normally finds its own
+  content under its key (``own-content``), never another item's;
 - an instance whose write raised has its ID at None, unless the error is
-  ``WriteOutcomeUnknownError``; a stored one holds the stored ID;
+  ``WriteOutcomeUnknownError``, whose ID no other item holds
+  (``unknown-taken``); a stored one holds the stored ID;
+- an error names its own instance (``names-instance``: a group commit's
+  member, not its leader);
+- each value this process gets on a counter lies past those it got before
+  (``order``, docs/modes.md), and ``save_all()`` numbers in list order
+  (``list-order``);
 - every error is a class of ``pynamodb_autoinc.exceptions``;
 - gapless and query sequences hold exactly the reference's values; a fast
   one, when no fault met the step, the reference's next value;
