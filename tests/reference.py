@@ -166,16 +166,18 @@ class Counters:
             values += self.nextval(key, count - len(values), partial=True)
         return values
 
-    def take(self, key: Hashable) -> int:
-        """Fast mode: the value a new item gets, from this process's block or one counter request."""
-        if self.sequence.block == 1:
+    def take(self, key: Hashable, block: Optional[int] = None) -> int:
+        """Fast mode: the value a new item gets, from this process's block or one counter request. ``block``: the
+        taking model's ``autoinc_block`` (models of other modes may share the counter; default: the sequence's)."""
+        block = self.sequence.block if block is None else block
+        if block == 1:
             return self.nextval(key, partial=self.sequence.cycle)[0]
-        block = self.blocks.get(key)
-        if not block:
+        taken = self.blocks.get(key)
+        if not taken:
             # near the end bound: what is left before it, in one request
-            block = self.blocks[key] = self.nextval(key, self.sequence.block, partial=True)
-        value = block.pop(0)
-        if not block:
+            taken = self.blocks[key] = self.nextval(key, block, partial=True)
+        value = taken.pop(0)
+        if not taken:
             del self.blocks[key]
         return value
 

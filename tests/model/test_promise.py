@@ -9,7 +9,8 @@ validated for real.
 To measure the check on a scratch copy of the library around a defect it
 already finds, ``MODEL_SKIP=rule,...`` turns rules off and
 ``MODEL_TOLERATE=check,...`` ends an example quietly where a named check or
-rule fails (both empty in the suite).
+rule fails (both empty in the suite). ``MODEL_EXAMPLES=n`` runs ``n`` examples
+(``python -m tests.model.planted`` runs the check against planted bugs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.hypothesis_setup import budget, worlds
@@ -34,4 +36,14 @@ def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_n
         "skip": frozenset(filter(None, os.environ.get("MODEL_SKIP", "").split(","))),
         "tolerate": frozenset(filter(None, os.environ.get("MODEL_TOLERATE", "").split(","))),
     })
-    run_state_machine_as_test(machine, settings=budget(backend_name, moto=160, local=4))
+    # the grown alphabet (every DynamoDB answer, several faults a step, retries on and off) costs about twice as
+    # much per example: half the examples keep CI's time; HYPOTHESIS_PROFILE=full or soak, or MODEL_EXAMPLES=n
+    chosen = budget(backend_name, moto=80, local=4)
+    if os.environ.get("MODEL_EXAMPLES"):  # a planted bug's budget (tests/model/planted.py), or a longer run
+        chosen = settings(chosen, max_examples=int(os.environ["MODEL_EXAMPLES"]))
+    if os.environ.get("MODEL_SHRINK") == "0":  # a catch is enough
+        chosen = settings(chosen, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    if os.environ.get("MODEL_PACKAGE"):  # the package the run must test (a planted copy)
+        import pynamodb_autoinc
+        assert pynamodb_autoinc.__file__.startswith(os.environ["MODEL_PACKAGE"]), pynamodb_autoinc.__file__
+    run_state_machine_as_test(machine, settings=chosen)

@@ -1,0 +1,160 @@
+"""Does the model-based check have teeth? Plant one bug at a time in a copy of the package and run the check.
+
+``python -m tests.model.planted`` copies ``pynamodb_autoinc`` to a temporary directory, applies one one-line
+mutation (found by the text of its line, so that it survives refactors; a line that no longer exists is
+reported "not applicable"), runs ``tests/model/test_promise.py`` on moto against the mutant with a fixed
+budget (``--examples``, ``--seconds``; shrinking off: a catch is enough), and prints caught / missed and the
+time per bug.
+
+The check must pass on the unmutated package for a catch to mean anything: the harness runs it first, and
+while it fails, passes over the check that failed (``MODEL_TOLERATE``) in every later run, and says so.
+``--only NAME`` plants the named bugs alone; ``--tolerate check,...`` starts from those checks passed over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, NamedTuple, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Bug(NamedTuple):
+    name: str
+    module: str
+    old: str
+    """The text of the line to change (stripped of its indentation)."""
+    new: str
+    """What it becomes (indented as the old line was)."""
+    effect: str
+
+
+BUGS = (
+    Bug("cycle-wrap-off-by-one", "sequence.py", "return self.restart_value",
+        "return self.restart_value + self.step", "duplicating: CYCLE wraps to the value after the restart value"),
+    Bug("block-overlaps-next", "strategies.py", "block = memory.blocks[sequence] = [values[0], values[-1]]",
+        "block = memory.blocks[sequence] = [values[0], values[-1] + opts.step]",
+        "duplicating: a block ends one value into the next block"),
+    Bug("release-keeps-id", "strategies.py", 'setattr(self.instance, self.opts.attribute, None)',
+        'setattr(self.instance, self.opts.attribute, getattr(self.instance, self.opts.attribute))',
+        "losing: a failed save keeps the ID it claimed"),
+    Bug("counter-request-overlaps", "counter.py", "value = (attr | (seq.start - step)) + step * count",
+        "value = (attr | (seq.start - step)) + step * (count - 1)",
+        "duplicating: a counter request for n values moves it n-1"),
+    Bug("key-check-dropped", "mixin.py", "absent: Condition = type(instance)._hash_key_attribute().does_not_exist()",
+        "absent: Condition = type(instance)._hash_key_attribute().does_not_exist() | "
+        "type(instance)._hash_key_attribute().exists()", "overwriting: attribute_not_exists dropped"),
+    Bug("first-try-judged-applied", "_engine.py",
+        'if was_retried(exc) and self.sent[0] == PUT_ITEM and getattr(reasons[first_put], "raw_item", None) is '
+        'not None:',
+        'if self.sent[0] == PUT_ITEM and getattr(reasons[first_put], "raw_item", None) is not None:',
+        "overwriting/duplicating: a put refused on its first try misjudged as a resend that applied"),
+    Bug("unknown-judged-not-written", "_engine.py", "if stored is None:", "if True:",
+        "losing: a write that landed, its answer lost, reported as not written"),
+    Bug("refused-value-off-by-one", "_contention.py", 'value = integer(raw.get("N"))',
+        'value = integer(raw.get("N")) + 1', "losing: a lost race retries from a counter value one off"),
+    Bug("version-check-dropped", "history.py",
+        "version = record.get_save_kwargs_from_instance(condition=config.history._range_key_attribute()"
+        ".does_not_exist())",
+        "version = record.get_save_kwargs_from_instance(condition=None)",
+        "overwriting: a history version overwrites the stored one"),
+)
+
+
+def plant(package: Path, bug: Bug) -> bool:
+    """Apply ``bug`` to the first line whose text is ``bug.old``; False if there is none."""
+    path = package / bug.module
+    lines = path.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() == bug.old:
+            indent = line[:len(line) - len(line.lstrip())]
+            lines[i] = f"{indent}{bug.new}\n"
+            path.write_text("".join(lines))
+            return True
+    return False
+
+
+def run_check(package_parent: Path, examples: int, seconds: float, tolerate: List[str]) -> Tuple[str, float, str]:
+    """Run the model check with the package imported from ``package_parent``: ("pass" | "fail" | "timeout",
+    seconds, the failing check's name or the output's tail)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package_parent), str(ROOT)]),
+               MODEL_EXAMPLES=str(examples), MODEL_SHRINK="0", MODEL_TOLERATE=",".join(tolerate),
+               PYTHONDONTWRITEBYTECODE="1", MODEL_PACKAGE=str(package_parent))
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--import-mode=append",
+               "-k", "moto",
+               str(ROOT / "tests" / "model" / "test_promise.py")]
+    began = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=package_parent, env=env, capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - began, ""
+    took = time.monotonic() - began
+    if done.returncode == 0:
+        return "pass", took, ""
+    out = done.stdout + done.stderr
+    if "Falsifying example" not in out:  # the check did not run (an import or collection error)
+        return "error", took, out[-400:]
+    found = re.search(r"AssertionError: \[([\w-]+)\]", out)
+    if found:  # a named check
+        return "fail", took, found.group(1)
+    # an unnamed assertion: the rule it failed in (the first machine frame below the guard)
+    frames = re.findall(r'machine\.py", line \d+, in (\w+)|machine\.py:\d+: in (\w+)', out)
+    rules = [a or b for a, b in frames if (a or b) not in ("run", "guarded", "attempt", "settle", "verify")]
+    detail = re.search(r"(?:Unexpected|AssertionError): (.{0,300})", out)
+    if rules and detail:
+        print(f"{'':28} ({rules[0]}: {detail.group(1)})", flush=True)
+    return "fail", took, rules[0] if rules else out[-400:]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--tolerate", default="")
+    parser.add_argument("--no-baseline", action="store_true", help="trust --tolerate; do not run the package as is")
+    args = parser.parse_args(argv)
+    tolerate = [t for t in args.tolerate.split(",") if t]
+    # the running module must be the copy's, not the worktree's
+    with tempfile.TemporaryDirectory(prefix="planted-") as scratch:
+        clean = Path(scratch) / "clean"
+        shutil.copytree(ROOT / "pynamodb_autoinc", clean / "pynamodb_autoinc")
+        while not args.no_baseline:
+            verdict, took, what = run_check(clean, args.examples, args.seconds, tolerate)
+            print(f"{'baseline':28} {verdict:8} {took:6.1f} s  {what}", flush=True)
+            if verdict == "error":
+                print(what)
+                return 1
+            if verdict != "fail" or not re.fullmatch(r"[\w-]+", what) or what in tolerate:
+                break
+            tolerate.append(what)
+            print(f"{'':28} the package as is fails [{what}]: passed over from now on", flush=True)
+        caught = applicable = 0
+        for bug in BUGS:
+            if args.only and bug.name not in args.only:
+                continue
+            mutant = Path(scratch) / bug.name
+            shutil.copytree(clean, mutant)
+            if not plant(mutant / "pynamodb_autoinc", bug):
+                print(f"{bug.name:28} not applicable ({bug.module}: no line {bug.old!r})", flush=True)
+                continue
+            applicable += 1
+            verdict, took, what = run_check(mutant, args.examples, args.seconds, tolerate)
+            result = {"fail": "caught", "pass": "missed", "timeout": "missed (time)"}.get(verdict, "error")
+            caught += verdict == "fail"
+            print(f"{bug.name:28} {result:14} {took:6.1f} s  {bug.module}: {bug.effect}"
+                  + (f"  [{what}]" if what else ""), flush=True)
+        print(f"caught {caught} of {applicable} applicable; passed over: {','.join(tolerate) or 'nothing'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
