@@ -368,6 +368,20 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         return None
 
 
+def explicit_failure(instance: Model, exc: Exception) -> AutoIncrementError:
+    """The error for PynamoDB's failed save of an instance whose ID was given (an ordinary put): what the judge
+    makes of its answer, named as this library's errors name a write."""
+    answer = _transport.read_answer(exc.__cause__ or getattr(exc, "cause", None) or exc)
+    verdict = _judge.judge(_judge.Plan(_judge.PUT), answer)
+    what = describe(instance)
+    if answer.kind == _judge.CONDITION_FAILED:
+        return ConditionFailedError(f"{what}: the condition passed to save() failed; nothing was written", exc)
+    if verdict.outcome in (_judge.UNKNOWN, _judge.UNDECIDABLE):
+        return WriteOutcomeUnknownError(f"{what}: the save may or may not be stored ({answer.code or answer.kind}); "
+                                        "read the item before saving again", exc)
+    return ItemWriteError(f"{what}: {_failed_with(exc, instance)}; nothing was written", exc)
+
+
 def describe(instance: Model) -> str:
     """How errors name an instance: ``Member with pk='User#Alex', num=4``."""
     model = type(instance)

@@ -15,7 +15,7 @@ from pynamodb.pagination import ResultIterator
 from . import _engine, regions, strategies
 from ._budget import Budget
 from ._checked import CheckedModel, refuse_order
-from ._engine import Entry, Resend, Write, exists_advice
+from ._engine import Entry, Resend, Write, describe, exists_advice
 from ._keys import KEY_TYPES, attribute_for, check_length, item_text, text_in
 from ._options import options_for
 from .attributes import CounterMixin
@@ -384,8 +384,7 @@ class _Versioned(Write):
             return HistoryWriteError(f"{name}: the transaction writing version {new} failed: {exc}", exc)
         raw = reasons[0].raw_item  # type: ignore[union-attr]
         if self.claims and raw is not None:  # the new auto-increment ID's item exists already
-            claim = self.claims[0]
-            return ItemExistsError(f"{type(item).__name__} with {claim.opts.attribute}={claim.value!r}: "
+            return ItemExistsError(f"{describe(item)}: "
                                    f"{exists_advice(self.entries[0])}; nothing was written, no version "
                                    f"recorded{self.spent()}", exc, cancellation_reasons=reasons)
         if self.deletes:

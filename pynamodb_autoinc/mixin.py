@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 from pynamodb.constants import ITEM, PUT
+from pynamodb.exceptions import PutError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
@@ -84,7 +85,12 @@ class AutoIncrementMixin(ModelBase, metaclass=CheckedModel):
         is_new = getattr(self, opts.attribute) is None
         claims = claim_for(self, opts, is_new, "save")
         if not claims:
-            data = super().save(condition, add_version_condition=add_version_condition)
+            try:
+                data = super().save(condition, add_version_condition=add_version_condition)
+            except PutError as exc:  # PynamoDB's own: named as the library's errors name a write
+                if isinstance(exc, AutoIncrementError):
+                    raise
+                raise _engine.explicit_failure(self, exc) from exc
         else:
             try:  # whatever ends the write; the engine commits or releases the claim
                 connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
