@@ -786,6 +786,15 @@ class PromiseMachine(RuleBasedStateMachine):
         """save() of a new instance with no fault (most saves meet none): sequences reach their end bound."""
         self.save_one(m, place, None)
 
+    @precondition(lambda self: self.lives)
+    @rule(m=st.integers(0, 2), place=st.sampled_from(PLACES), count=st.integers(3, 12))
+    @guarded
+    def save_run(self, m: int, place: str, count: int) -> None:
+        """Several saves in a row with no fault, as an application saves: a block is used up and the next one
+        taken, a cycling sequence wraps, each value checked against the reference as it comes."""
+        for _ in range(count):
+            self.save_one(m, place, None)
+
     def save_one(self, m: int, place: str, fault: Fault) -> None:
         live = self.livest(m)
         new = self.new_item(live, place)
