@@ -6,7 +6,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Protocol, Tuple, Type
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Generator,
+    List,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
 from pynamodb.constants import UPDATE_ITEM
@@ -15,10 +28,11 @@ from pynamodb.expressions.operand import Path
 from . import _budget, _state
 from .exceptions import TRANSIENT_REASONS, AutoIncrementError, ContentionError, reasons_of
 from .sequence import integer
-from .signals import contention_failed, notify, race_lost
+from .signals import contention_failed, race_lost
 from .strategies import UNREAD, ChainId, Claim
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from .counter import NextId
@@ -186,10 +200,42 @@ def patience(item: Optional[Dict[str, Any]], owner: Optional[str]) -> float:
     return TURN
 
 
+class Sleep(NamedTuple):
+    """A step of the queue: wait ``seconds`` on the library's clock."""
+
+    seconds: float
+
+
+class Send(NamedTuple):
+    """A step of the queue: send this request of the write; its answer (``Attributes`` and all) comes back to the
+    step. ``timed``: it counts towards the process's round trip and pace (:func:`timed`). A failure is thrown into
+    the step, which may catch it."""
+
+    operation: str
+    kwargs: Dict[str, Any]
+    timed: bool = False
+
+
+class Signal(NamedTuple):
+    """A step of the queue: send the library's ``signal`` for ``model`` with ``details``."""
+
+    signal: Any
+    model: type
+    details: Dict[str, Any]
+
+
+#: What a :class:`Contest` hands the engine's driver to do: its answer to a Send is sent back into the steps.
+Steps = Generator[Union[Sleep, Send, Signal], Any, _T]
+
+
 class Contest:
     """One write's struggle for its counter: the races it lost, its time budget, its place in the queue (its
     ticket is ``write.ticket``). The engine makes one at the write's first lost race (``lost``), whose time its
-    budget counts from, or before its first request when this process holds a standing ticket."""
+    budget counts from, or before its first request when this process holds a standing ticket.
+
+    It decides and does no I/O: each of its steps (:meth:`start`, :meth:`lost`, :meth:`passing`,
+    :meth:`give_back`) is a generator of :class:`Sleep`, :class:`Send` and :class:`Signal` that the engine's driver
+    carries out (``_engine.carry_out``), as tenacity's ``iter()`` hands its loop DoSleep and DoAttempt."""
 
     def __init__(self, write: Write, *, lost: bool = False) -> None:
         self.write = write
@@ -212,13 +258,15 @@ class Contest:
             began = self.began - _queue().round_trip if lost else self.began
             self.hot = write.previous_end is not None and began - write.previous_end < HOT
 
-    def start(self) -> Optional[Dict[ChainId, Any]]:
+    def start(self) -> Steps[Optional[Dict[ChainId, Any]]]:
         """Before the first send: come back on this process's standing ticket, if it holds one (the values to
         claim from)."""
         held = _queue().standing.pop(self.place, None) if self.place is not None else None
-        return None if held is None else self._come_back(held)
+        if held is None:
+            return None
+        return (yield from self._come_back(held))
 
-    def _come_back(self, held: _Standing) -> Dict[ChainId, Any]:
+    def _come_back(self, held: _Standing) -> Steps[Dict[ChainId, Any]]:
         """Sleep until about the standing ticket's turn; return the value the counter should hold by then."""
         assert self.chain is not None
         move(self.write, "come back")
@@ -226,7 +274,7 @@ class Contest:
         self.write.requeue = self._keeps_place(held.behind)
         wait = self._until(held.behind) - (_budget.clock.monotonic() - held.at)
         if wait > 0:
-            self._sleep(min(wait, TURN))
+            yield self._sleep(min(wait, TURN))
         return self._expect(held.value, held.behind)
 
     def done(self) -> None:
@@ -235,18 +283,19 @@ class Contest:
             last = next(last for chain, _, last in self.write.chains() if chain == self.chain)
             _queue().standing[self.place] = _Standing(last.value, self.behind, _budget.clock.monotonic())
 
-    def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Dict[ChainId, Any]:
+    def lost(self, exc: Exception, current: Dict[ChainId, Any]) -> Steps[Dict[ChainId, Any]]:
         """After a lost race: wait as the queue asks, and return the counter values to claim from (raises the
         write's contention error once the budget is spent)."""
         self.losses += 1
-        self.check(exc)
+        yield from self.check(exc)
         claim = self.write.claims[0]
         elapsed = _budget.clock.monotonic() - self.began
         log.debug("%s lost race %d on counter %r after %.3f s; trying again", type(claim.instance).__name__,
                   self.losses, claim.key, elapsed)
-        notify(race_lost, type(claim.instance), instance=claim.instance, attempts=self.losses, elapsed=elapsed)
+        yield Signal(race_lost, type(claim.instance),
+                     {"instance": claim.instance, "attempts": self.losses, "elapsed": elapsed})
         if self.chain is None:
-            self._sleep(claim.opts.budget.wait(self.losses))
+            yield self._sleep(claim.opts.budget.wait(self.losses))
             return current
         item = self.write.counter_items.pop(self.chain, None)
         if item is None and not _conflict(exc):  # no counter item: deleted (reset), and its queue with it
@@ -264,21 +313,22 @@ class Contest:
         elif self.write.ticket is None and self.losses == 1 and item is not None and \
                 _number(item, "NextTicket") == _number(item, "NextServed"):
             return current  # a first loss with nobody queued: the refusal showed the value, try it at once
-        return self._queue() if self.write.ticket is None else self._wait(item, exc)
+        return (yield from (self._queue() if self.write.ticket is None else self._wait(item, exc)))
 
-    def _queue(self) -> Dict[ChainId, Any]:
+    def _queue(self) -> Steps[Dict[ChainId, Any]]:
         """Take a ticket (dropping the process's standing ticket, if any), and wait for its turn."""
         assert self.chain is not None
         head = self._head()
         pace = round(_queue().pace * 1000) if self.write.standing is not None and _queue().slow() else None
         try:
-            item = timed(self.write, UPDATE_ITEM, ticket_kwargs(
-                head.opts.counter, head.key, self.write.standing, pace)).get("Attributes")
+            answer = yield Send(UPDATE_ITEM, ticket_kwargs(head.opts.counter, head.key, self.write.standing, pace),
+                                timed=True)
         except BOTOCORE_EXCEPTIONS:
             if place_of(self.write) == STANDING:  # it asked for a ticket: its standing one is dropped either way
                 move(self.write, "given back")
-            self._sleep(head.opts.budget.wait(self.losses))
+            yield self._sleep(head.opts.budget.wait(self.losses))
             return {}
+        item = answer.get("Attributes")
         ticket = _number(item, "NextTicket")
         if ticket is None:  # no ticket in the answer (cannot be): queue afresh at the next loss
             if place_of(self.write) != UNQUEUED:
@@ -286,19 +336,20 @@ class Contest:
             return {}
         move(self.write, "ticket", ticket)
         self.waited = None
-        return self._wait(item, None)
+        return (yield from self._wait(item, None))
 
-    def _wait(self, item: Optional[Dict[str, Any]], exc: Optional[Exception]) -> Dict[ChainId, Any]:
+    def _wait(self, item: Optional[Dict[str, Any]], exc: Optional[Exception]) -> Steps[Dict[ChainId, Any]]:
         """Sleep until about the ticket's turn; return the value the counter should hold by then."""
         assert self.chain is not None and self.write.ticket is not None
         head = self._head()
         served, value = _number(item, "NextServed"), item_value(item, head.opts.counter)
         if served is None or value is UNREAD:  # a refusal that did not show the queue: a new ticket's does
-            return self._queue() if exc is not None else {}  # a ticket's own answer: once, not a ticket per ticket
+            # a ticket's own answer: once, not a ticket per ticket
+            return (yield from self._queue()) if exc is not None else {}
         ahead = self.write.ticket - served - 1
         if ahead < 0:  # passed over: queue again
             move(self.write, "passed over")
-            return self._queue()
+            return (yield from self._queue())
         # those ahead of it now take standing tickets behind it before it is served, if they keep saving
         self.behind = max((_number(item, "NextTicket") or self.write.ticket) - served - 1, 0)
         self.write.requeue = self._keeps_place(self.behind)
@@ -309,11 +360,11 @@ class Contest:
         if self.waited is None or self.waited[0] != served:
             self.waited = (served, now)
         elif now - self.waited[1] >= patience(item, owner):
-            self._skip(served, owner)
+            yield from self._skip(served, owner)
         # until the writers ahead are about done: an early swap is refused and shows the queue again
-        self._sleep(min(max(self._until(ahead), min(_queue().round_trip, TURN) / 2), TURN))
+        yield self._sleep(min(max(self._until(ahead), min(_queue().round_trip, TURN) / 2), TURN))
         if exc is not None:
-            self.check(exc)
+            yield from self.check(exc)
         # the value expected once the writers ahead have each stored one item
         return self._expect(value, ahead)
 
@@ -331,13 +382,13 @@ class Contest:
         its ticket requests declare its pace instead)."""
         return self.hot and behind > 0 and not _queue().slow()
 
-    def _skip(self, served: int, owner: Optional[str]) -> None:
+    def _skip(self, served: int, owner: Optional[str]) -> Steps[None]:
         """Pass over ticket ``served + 1``, which has kept the queue waiting a whole turn (a standing ticket,
         recorded in ``owner``: a shorter one)."""
         head = self._head()
         self.waited = None
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # it moved after all: the next answer shows the queue
-            self.write.send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
+            yield Send(UPDATE_ITEM, skip_kwargs(head.opts.counter, head.key, served, owner))
 
     def _expect(self, value: Optional[int], writers: int) -> Dict[ChainId, Any]:
         """The counter value to claim from once ``writers`` more have each stored one item after ``value``
@@ -350,39 +401,40 @@ class Contest:
     def _head(self) -> Claim:
         return next(c for c in self.write.claims if c.chain == self.chain)
 
-    def _sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` on the library's clock, saying so in the log."""
+    def _sleep(self, seconds: float) -> Sleep:
+        """The step waiting ``seconds``, said in the log."""
         claim = self.write.claims[0] if self.write.claims else None
         log.debug("%s waits %.4f s (races lost: %d, ticket: %s, counter %r)",
                   claim and type(claim.instance).__name__, seconds, self.losses, self.write.ticket, claim and claim.key)
-        _budget.clock.sleep(seconds)
+        return Sleep(seconds)
 
-    def passing(self, exc: Exception) -> None:
+    def passing(self, exc: Exception) -> Steps[None]:
         """After a failure that passes (throttled, or a conflict on an item; nothing applied), for a write that
         may not claim other values: wait the budget's backoff before it is sent again as it was (raises the
         write's contention error once the budget is spent)."""
         self.losses += 1
-        self.check(exc, same_values=True)
+        yield from self.check(exc, same_values=True)
         budget = self.write.claims[0].opts.budget if self.write.claims else DEFAULT_BUDGET
-        self._sleep(budget.wait(self.losses))
+        yield self._sleep(budget.wait(self.losses))
 
-    def check(self, exc: Exception, *, same_values: bool = False) -> None:
+    def check(self, exc: Exception, *, same_values: bool = False) -> Steps[None]:
         """Raise the contention error if the retries or the time are used up (or the write may not be sent
         again with other values, unless ``same_values``)."""
         budget = self.write.claims[0].opts.budget if self.write.claims else DEFAULT_BUDGET
-        if not (self.write.retry or same_values) or budget.spent(self.losses, self.began):
-            self.give_back()
-            elapsed = _budget.clock.monotonic() - self.began
-            error = self.write.contention(exc, self.losses, elapsed)
-            claim = self.write.claims[0] if self.write.claims else None
-            if claim is not None and isinstance(error, ContentionError):
-                log.warning("%s gave up after losing %d races in %.2f s on counter %r", type(claim.instance).__name__,
-                            self.losses, elapsed, claim.key)
-                notify(contention_failed, type(claim.instance), instance=claim.instance, attempts=self.losses,
-                       elapsed=elapsed)
-            raise error from exc
+        if (self.write.retry or same_values) and not budget.spent(self.losses, self.began):
+            return
+        yield from self.give_back()
+        elapsed = _budget.clock.monotonic() - self.began
+        error = self.write.contention(exc, self.losses, elapsed)
+        claim = self.write.claims[0] if self.write.claims else None
+        if claim is not None and isinstance(error, ContentionError):
+            log.warning("%s gave up after losing %d races in %.2f s on counter %r", type(claim.instance).__name__,
+                        self.losses, elapsed, claim.key)
+            yield Signal(contention_failed, type(claim.instance),
+                         {"instance": claim.instance, "attempts": self.losses, "elapsed": elapsed})
+        raise error from exc
 
-    def give_back(self) -> None:
+    def give_back(self) -> Steps[None]:
         """Serve this write's ticket if it is next, so that the queue need not wait for it to be passed over."""
         if self.chain is None or place_of(self.write) == UNQUEUED:
             return
@@ -393,7 +445,7 @@ class Contest:
         kwargs = (skip_kwargs(counter, head.key, ticket - 1, standing) if ticket is not None
                   else give_back_kwargs(counter, head.key, standing))  # type: ignore[arg-type]
         with contextlib.suppress(*BOTOCORE_EXCEPTIONS):  # not next yet: the writer behind passes over it later
-            self.write.send(UPDATE_ITEM, kwargs)
+            yield Send(UPDATE_ITEM, kwargs)
 
 
 def _conflict(exc: Exception) -> bool:

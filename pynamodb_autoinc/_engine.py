@@ -8,7 +8,7 @@ import logging
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, cast
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -35,9 +35,11 @@ from .exceptions import (
     returned_item,
 )
 from .sequence import SequenceOptions
+from .signals import notify
 from .strategies import UNREAD, ChainId, Claim
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: A write that takes longer than this (seconds) to commit is logged as a WARNING.
 SLOW_SAVE = 1.0
@@ -301,7 +303,7 @@ def commit(write: Write) -> Dict[str, Any]:
         queue = _state.state.parts.get("queue")
         if write.grouped and queue is not None and queue.standing:
             exchange.contest = _contention.Contest(write)
-            queued = exchange.contest.start()
+            queued = carry_out(write, exchange.contest.start())
             if queued is not None:
                 write.retake(queued)
         operation, kwargs = write.request()
@@ -321,7 +323,7 @@ def commit(write: Write) -> Dict[str, Any]:
         if isinstance(exc, Exception) or not write.maybe_applied:  # interrupted after a try that may have applied:
             strategies.abandoned(write.claims, exc)  # the claims stay, as the item may be stored under them
         if exchange.contest is not None:
-            exchange.contest.give_back()
+            carry_out(write, exchange.contest.give_back())
         raise
     return response
 
@@ -362,10 +364,33 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         if self.contest is None:
             self.contest = _contention.Contest(write, lost=True)
         if outcome is PASSING or write.maybe_applied:
-            self.contest.passing(exc)
+            carry_out(write, self.contest.passing(exc))
             return None
-        write.retake(self.contest.lost(exc, outcome))
+        write.retake(carry_out(write, self.contest.lost(exc, outcome)))
         return None
+
+
+def carry_out(write: Write, steps: _contention.Steps[_T]) -> _T:
+    """The driver of the queue's steps: it sleeps on the library's clock, sends the write's requests and the
+    library's signals, and hands each answer (or failure) back to the steps, whose result is its own."""
+    answer: Any = None
+    failure: Optional[Exception] = None
+    while True:
+        try:
+            action = steps.send(answer) if failure is None else steps.throw(failure)
+        except StopIteration as done:
+            return cast(_T, done.value)
+        answer, failure = None, None
+        if isinstance(action, _contention.Sleep):
+            _budget.clock.sleep(action.seconds)
+        elif isinstance(action, _contention.Signal):
+            notify(action.signal, action.model, **action.details)
+        else:
+            try:
+                answer = (_contention.timed(write, action.operation, action.kwargs) if action.timed
+                          else write.send(action.operation, action.kwargs))
+            except BOTOCORE_EXCEPTIONS as exc:
+                failure = exc
 
 
 def explicit_failure(instance: Model, exc: Exception) -> AutoIncrementError:

@@ -42,6 +42,7 @@ LOOPS_ALLOWED = {
     ("_transport", "drive"): "the driver: the library's one retry loop",
     ("_transport", "scan"): "a scan's pages, not retries of one request (bounded by _transport.PAGES)",
     ("_budget", "__iter__"): "Tries itself: what `for _ in budget.tries()` runs on; sends nothing",
+    ("_engine", "carry_out"): "the driver of the queue's steps: each round is one step the queue decided",
     ("_group", "joined"): "a thread waits its turn to lead its process's group commit; each round is one commit",
     ("strategies", "_reserve"): "a cycling sequence's passes round its wrap, each taking at least one value",
     ("strategies", "_bound"): "forgets a dict's oldest entries; sends nothing",

@@ -1511,6 +1511,26 @@ class PromiseMachine(RuleBasedStateMachine):
 
     @invariant()
     @guarded
+    def history_follows_each_item(self) -> None:
+        """A HistoryMixin model's history holds, for each stored item at revision n, a version n with the item's
+        content, and no version after it."""
+        for live in self.lives:
+            if not live.spec.history:
+                continue
+            versions: Dict[Any, Dict[int, Any]] = {}
+            for record in live.cls.Meta.history_model.scan(consistent_read=True):
+                versions.setdefault(record.item, {})[int(record.version)] = record
+            for key, item in self.table(live).items():
+                if item.revision is None:
+                    continue  # stored before any history write (a rival's plain put)
+                mine = versions.get(item.history_key(), {})
+                last = mine.get(int(item.revision))
+                assert last is not None and last.note == item.note and max(mine) == item.revision, (
+                    f"M{live.index} {key} at revision {item.revision} (note {item.note!r}): its history holds "
+                    f"{sorted((v, r.note) for v, r in mine.items())}")
+
+    @invariant()
+    @guarded
     def counters_are_the_reference(self) -> None:
         """Every counter holds the reference's value (fast: when the reference has kept track)."""
         for live in self.lives:
