@@ -610,6 +610,14 @@ class PromiseMachine(RuleBasedStateMachine):
         if live.spec.layout != "attr":
             other = table.get(self.key_of(live, new.item))
             holder = None if other is None else other.note
+            mark = self.rewound.get(new.seq)
+            if holder is not None and mark is not None and any(
+                    (mark - value) * live.spec.step >= 0 for value in self.candidates(new)
+                    if self.render(live, value, new.label) == auto):
+                # the counter was set back onto stored keys (save_onto_taken): the put met an item under the key
+                # it claimed after a try that may have applied, which nothing tells from its own item changed
+                # since (docs/architecture.md, the judge: "the value is the key itself")
+                return
         else:
             holder = next((row.note for row in live.rows.values()
                            if row.note != new.item.note and row.seq == new.seq and row.auto == auto), None)
