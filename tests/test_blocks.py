@@ -88,6 +88,17 @@ def test_block_leaves_unused_values_as_gaps(make_model):
     assert ids_of(Item, 1) == [11]
 
 
+@pytest.mark.modes()  # its models set their own mode
+def test_reserve_on_the_counter_keeps_the_process_block(make_model):
+    """NextId.reserve() takes values past this process's block, which stays: the next save() takes the block's
+    next value, never one reserve() returned (only setval, restart, alter and save_all() drop a block)."""
+    Item = make_model("Item", autoinc_gapless=False, autoinc_block=3)
+    assert ids_of(Item, 1) == [1]  # reserves 1..3
+    opts = Item.autoinc_options()
+    assert opts.counter.reserve(opts.key, 3, opts.sequence) == [4, 5, 6]
+    assert ids_of(Item, 3) == [2, 3, 7]
+
+
 @pytest.mark.parametrize("options", [{"autoinc_gapless": True}, {"autoinc_block": 0}])
 @pytest.mark.modes()  # its models set their own mode
 def test_block_misconfiguration(make_model, options):

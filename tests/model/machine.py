@@ -610,6 +610,14 @@ class PromiseMachine(RuleBasedStateMachine):
         if live.spec.layout != "attr":
             other = table.get(self.key_of(live, new.item))
             holder = None if other is None else other.note
+            mark = self.rewound.get(new.seq)
+            if holder is not None and mark is not None and any(
+                    (mark - value) * live.spec.step >= 0 for value in self.candidates(new)
+                    if self.render(live, value, new.label) == auto):
+                # the counter was set back onto stored keys (save_onto_taken): the put met an item under the key
+                # it claimed after a try that may have applied, which nothing tells from its own item changed
+                # since (docs/architecture.md, the judge: "the value is the key itself")
+                return
         else:
             holder = next((row.note for row in live.rows.values()
                            if row.note != new.item.note and row.seq == new.seq and row.auto == auto), None)
@@ -896,7 +904,8 @@ class PromiseMachine(RuleBasedStateMachine):
     def tracked(self, live: Live, scope: Any, value: Optional[int]) -> None:
         """``Meta.autoinc_track_explicit``: an ID set by hand, stored, moved the counter of its scope value in the
         current period past it; one copied from a stored item too, which another scope value or an earlier
-        period may have numbered (the library cannot tell it from a new one)."""
+        period may have numbered (the library cannot tell it from a new one). An ID inside this process's block
+        drops the block (``strategies.track``)."""
         spec = live.spec
         if not spec.track or spec.mode == "query" or value is None or not spec.sequence.fits(value):
             return
@@ -907,6 +916,9 @@ class PromiseMachine(RuleBasedStateMachine):
         if (spec.mode == "gapless" or seq in self.synced) and (last is None or (value - last) * spec.step > 0):
             live.refs.values[seq] = value
             live.refs.blocks.pop(seq, None)
+        block = live.refs.blocks.get(seq)
+        if block and min(block) <= value <= max(block):  # behind the counter, inside this process's block: the
+            live.refs.blocks.pop(seq)  # block is dropped, so that no save hands the ID out again (its rest: gaps)
 
     @precondition(lambda self: any(live.spec.layout == "attr" for live in self.lives))
     @rule(m=st.integers(0, 2), pick=st.integers(0, 50),
@@ -1351,8 +1363,10 @@ class PromiseMachine(RuleBasedStateMachine):
                 assert isinstance(error, SequenceExhaustedError), f"{what}: reference exhausted, got {got} {error!r}"
             else:
                 assert error is None and got == expected, f"{what}: got {got} / {error!r}, the reference {expected}"
+                # the counter moves past this process's block, which stays: its values are still unused and no
+                # other request can take them (only setval, restart, alter and save_all() drop a block,
+                # docs/modes.md); the next save() goes on from it, as when a fast model shares the counter
                 live.refs.values[seq] = refs.values[seq]
-                live.refs.blocks.pop(seq, None)
         else:
             self.resync() if live.spec.mode != "gapless" else self.reread(live, seq)
 
