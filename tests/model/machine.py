@@ -554,8 +554,11 @@ class PromiseMachine(RuleBasedStateMachine):
         tables: Dict[int, Dict[Tuple[Any, Any], Any]] = {}
         stored_values: Dict[Hashable, List[int]] = {}
         pending: List[New] = []
+        # Ctrl-C while a request was out (the fault interrupt-applied) may have stored it: the ID is kept
+        sent_then_stopped = any(kind == "interrupt-applied" for kind, *_ in fired)
         for new, error in zip(news, errors):
-            unknown = isinstance(error, WriteOutcomeUnknownError)
+            unknown = isinstance(error, WriteOutcomeUnknownError) or (
+                isinstance(error, KeyboardInterrupt) and sent_then_stopped)
             live = new.live
             if live.index not in tables:
                 tables[live.index] = self.table(live)
