@@ -138,6 +138,11 @@ class NextId(CounterItem, Model):
         check_int(call, expected, optional=True, rule="the values must be ints (expected may be None)")
         check_int(call, value, rule="the values must be ints")
         check_sequence(call, sequence, optional=True)
+        if sequence is not None and not (sequence.contains(value) or sequence.contains(value + sequence.step)):
+            raise OutOfBoundsError(  # every save would refuse such a counter
+                f"{call}: {value} lies outside sequence {key!r} ({sequence.minimum}..{sequence.maximum}), and so "
+                "does the value after it; nothing was changed. Set a value within the bounds (or one step before "
+                "the first)")
         try:
             cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
         except Refused as refused:

@@ -402,6 +402,24 @@ def test_compare_and_set_refuses_values_that_are_not_ints(backend, expected, val
     assert counter.currval("orders") == 1
 
 
+@pytest.mark.modes()
+@pytest.mark.parametrize("value, allowed", [(5, True), (36, True), (1, True), (0, False), (37, False), (99, False)])
+def test_compare_and_set_keeps_the_counter_within_its_sequence(backend, value, allowed):
+    """``NextId.compare_and_set`` under sequence options sets a value within the bounds, or one step before the
+    first (the next save gets the first); any other value raises OutOfBoundsError and changes nothing, since every
+    save would refuse the counter."""
+    counter = backend.counter()
+    sequence = SequenceOptions(start=5, step=4, minimum=5, maximum=36)
+    counter.nextval("b", sequence)
+    if allowed:
+        assert counter.compare_and_set("b", 5, value, sequence)
+        assert counter.currval("b") == value
+    else:
+        with pytest.raises(OutOfBoundsError, match="outside sequence 'b'"):
+            counter.compare_and_set("b", 5, value, sequence)
+        assert counter.currval("b") == 5
+
+
 #: ``CREATE SEQUENCE s START 24 INCREMENT 4 MINVALUE 5 MAXVALUE 36``
 UP = SequenceOptions.of(24, 4, 5, 36)
 
