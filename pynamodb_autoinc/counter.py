@@ -43,6 +43,9 @@ from .sequence import (
 _C = TypeVar("_C", bound="NextId")
 log = logging.getLogger(__name__)
 
+#: The most values one :meth:`NextId.reserve` takes: its list is built after the counter moved, and must fit.
+RESERVE_LIMIT = 1_000_000
+
 #: Called with a counter's :meth:`NextId._where` when it is set by hand, to drop what this process holds of it.
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
@@ -120,8 +123,9 @@ class NextId(CounterItem, Model):
         """Take ``count`` consecutive values of counter ``key`` in one UpdateItem, all or nothing (``partial``: fewer
         when fewer are left); a cycle wraps as PostgreSQL's ``CYCLE`` (``[49, 50, 1, 2]`` of 1..50). Without
         ``sequence``, the recorded options. :class:`OutOfBoundsError` (nothing sent) for a ``count`` no int above 0."""
-        if not is_int(count) or count < 1:
-            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
+        if not is_int(count) or not 1 <= count <= RESERVE_LIMIT:  # the list of values is built once it is taken
+            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int from 1 to {RESERVE_LIMIT:,}; "
+                                   "nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
         if not isinstance(partial, bool):
             raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False; "
