@@ -47,3 +47,12 @@ def _other_kind(model: Type[Any], where: Tuple[Any, ...], gapless: bool) -> Opti
         other = next((cls for ref, flag in alive if flag != gapless and (cls := ref()) is not None), None)
         users[where] = alive if other is not None else [*alive, (weakref.ref(model), gapless)]
     return other
+
+
+def sharing(model: Type[Any], where: Tuple[Any, ...]) -> List[type]:
+    """The other live model classes drawing from the counter at ``where`` (so that an audit of the counter counts
+    their IDs too)."""
+    users: Users = _state.state.parts.get("counter users") or {}
+    with _lock:
+        found = [ref() for ref, _ in users.get(where, [])]
+    return [cls for cls in found if cls is not None and cls is not model]

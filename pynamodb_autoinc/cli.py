@@ -23,6 +23,7 @@ from ._cli_plans import plan_alter, plan_restart, plan_seed, plan_set
 from ._cli_progress import progress
 from ._cli_report import Description, audit, by_counter, print_check, print_table, shown
 from ._options import Options, options_for
+from ._sharing import sharing
 from ._version import __version__
 from .counter import NextId, bind_counter
 from .exceptions import CounterTableMissingError, error_code, error_responses
@@ -529,7 +530,11 @@ def _check(args: argparse.Namespace) -> int:
     opts = options_for(model)
     _readable(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
     counter = _watched(opts.counter) if opts.sequence.cycle else None
-    groups = by_counter(opts, _ids_by_counter(model, args.segments, quiet=args.json))
+    ids = _ids_by_counter(model, args.segments, quiet=args.json)
+    for other in sharing(model, opts.counter._where(opts.key)):  # models sharing the counter: their IDs are no holes
+        for key, values in _ids_by_counter(other, args.segments, quiet=args.json).items():
+            ids.setdefault(key, []).extend(values)
+    groups = by_counter(opts, ids)
     report = [{"key": key, **audit(values, sequence, counter.currval(key) if counter else None)}
               for key, (sequence, values) in sorted(groups.items())]
     if args.json:

@@ -130,3 +130,27 @@ class YearlyInvoice(AutoIncrementMixin, Model):
         region = "us-east-1"
 
     id = UnicodeAttribute(hash_key=True)
+
+
+class Sale(AutoIncrementMixin, Model):
+    """Gapless, sharing its counter with Refund: together they number 1, 2, 3, ..."""
+
+    class Meta:
+        table_name = f"{PREFIX}-sales"
+        autoinc_key = f"{PREFIX}-ledger"
+        autoinc_gapless = True
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)
+
+
+class Refund(AutoIncrementMixin, Model):
+    class Meta:
+        table_name = f"{PREFIX}-refunds"
+        autoinc_key = f"{PREFIX}-ledger"
+        autoinc_gapless = True
+        host = HOST
+        region = "us-east-1"
+
+    id = NumberAttribute(hash_key=True)

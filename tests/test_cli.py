@@ -358,6 +358,21 @@ def test_check_reports_holes_and_duplicates(cli):
     assert "(first: 3, 5..6)" in done.stdout
 
 
+def test_check_of_a_gapless_counter_shared_by_two_models_counts_both(cli):
+    """Two gapless models numbering one counter together: check of either counts the other's IDs (defined in the
+    same module), so they are no holes, and exits 0."""
+    models = cli.models()
+    cli("create-table", table=False)
+    for model in (models.Sale, models.Refund):
+        model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    for model in (models.Sale, models.Refund, models.Sale, models.Sale, models.Refund):
+        model().save()
+    done = cli("check", "--model", "tests.cli_models:Sale", "--json", table=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["holes"] == 0 and row["items"] == 5
+
+
 def test_check_and_seed_leave_out_text_ids_that_are_no_ids_the_library_writes(cli):
     """A model holding its IDs as text counts "3", but not "007" nor "1e3" (other keys than "7" and "1000", set by
     hand): check leaves them out and says so, and seed moves the counter to 3, not to 1000."""
