@@ -164,7 +164,7 @@ class CounterItem(_Model):
                                             "(Meta.autoinc_counter_in_table), does not exist; create it", exc)
         reached = cls._reached_as()
         made = f"{reached}.create_table(billing_mode='PAY_PER_REQUEST', wait=True)" if reached == cls.__name__ \
-            else "pynamodb_autoinc.testing.create_counter_table(Model), Model being the model that uses it"
+            else "NextId.create_table_for(Model), Model being the model that uses it"
         return CounterTableMissingError(
             f"counter table {table!r} does not exist; create it with {made}, or {cls._command('create-table')}", exc)
 

@@ -1003,7 +1003,7 @@ def test_the_fix_for_a_missing_counter_table_at_a_models_host_works(moto_server,
     with pytest.raises(CounterTableMissingError) as missing:
         model().save()
     message = str(missing.value)
-    assert "testing.create_counter_table(Model)" in message and f"{counter.__name__}.create_table" not in message
+    assert "NextId.create_table_for(Model)" in message and f"{counter.__name__}.create_table(" not in message
     command = re.search(r"`pynamodb-autoinc (create-table)` \(with ([^)]*)\)", message)
     assert command, message
     code, _, err = run(capsys, *command.group(2).split(), command.group(1))
