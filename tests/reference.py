@@ -155,15 +155,20 @@ class Counters:
         self.values[key] = values[-1]
         return values
 
-    def spend(self, key: Hashable, count: int) -> List[int]:
-        """Fast mode's save_all(): ``count`` values of one counter; a cycling sequence wraps between requests."""
+    def spend(self, key: Hashable, count: int, *, drop_block: bool = False) -> List[int]:
+        """Fast mode's save_all() (and ``reserve()``): ``count`` values of one counter; a cycling sequence wraps
+        between requests. ``drop_block``: a block model's save_all(), whose values lie past this process's block,
+        which it drops (docs/modes.md)."""
         if not self.sequence.cycle:
-            return self.nextval(key, count)
-        if count > self.sequence.size:
+            values = self.nextval(key, count)
+        elif count > self.sequence.size:
             raise Exhausted  # one request cannot number more items than one pass of a cycle holds
-        values: List[int] = []
-        while len(values) < count:
-            values += self.nextval(key, count - len(values), partial=True)
+        else:
+            values = []
+            while len(values) < count:
+                values += self.nextval(key, count - len(values), partial=True)
+        if drop_block:
+            self.blocks.pop(key, None)
         return values
 
     def take(self, key: Hashable, block: Optional[int] = None) -> int:

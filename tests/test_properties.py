@@ -38,6 +38,7 @@ from pynamodb_autoinc.exceptions import (
     AutoIncrementError,
     BulkSaveError,
     ConditionFailedError,
+    ConfigurationError,
     InvalidIdError,
     ItemExistsError,
     OutOfBoundsError,
@@ -480,7 +481,8 @@ class SequenceMachine(RuleBasedStateMachine):
         assigned: Dict[int, Tuple[Hashable, Row]] = {}
         for seq, group in groups.items():
             try:
-                values = trial.peek(seq, len(group)) if self.config.gapless else trial.spend(seq, len(group))
+                values = trial.peek(seq, len(group)) if self.config.gapless else trial.spend(
+                    seq, len(group), drop_block=self.config.block > 1)
             except Exhausted:
                 return trial, assigned, SequenceExhaustedError
             for (item, place, pk), value in zip(group, values):
@@ -767,8 +769,8 @@ def sharers(draw: st.DrawFn) -> Dict[str, Any]:
 
 
 def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, request: pytest.FixtureRequest) -> None:
-    """Models sharing one autoinc_key and sequence, with their own blocks or gapless, never repeat a value or
-    pass the counter."""
+    """Models sharing one autoinc_key and sequence, with their own blocks or both gapless, never repeat a value or
+    pass the counter; a gapless model beside a fast or block one is refused when it is created."""
     world = worlds(backend_name, request)
 
     @budget(backend_name, moto=60, local=5)
@@ -788,6 +790,11 @@ def test_models_sharing_a_counter_hand_out_each_value_once(backend_name: str, re
                 meta = type("Meta", (), {"table_name": backend.table_name(name), **backend.meta, "autoinc_key": key,
                                          "autoinc_start": start, "autoinc_step": step, "autoinc_backoff": 0,
                                          **bound, **options})
+                if name == "second" and first["autoinc_gapless"] != second["autoinc_gapless"]:
+                    attrs = {"Meta": meta, "id": NumberAttribute(hash_key=True)}
+                    with pytest.raises(ConfigurationError, match="is also used by First"):  # docs/options.md
+                        type(name.title(), (AutoIncrementMixin, Model), attrs)
+                    return
                 models[name] = type(name.title(), (AutoIncrementMixin, Model),
                                     {"Meta": meta, "id": NumberAttribute(hash_key=True)})
                 backend.create(models[name])
