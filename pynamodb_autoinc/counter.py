@@ -31,6 +31,7 @@ from .exceptions import (
 )
 from .sequence import (
     DEFAULT,
+    NUMBER_LIMIT,
     SequenceOptions,
     check_int,
     check_sequence,
@@ -123,14 +124,16 @@ class NextId(CounterItem, Model):
         """Take ``count`` consecutive values of counter ``key`` in one UpdateItem, all or nothing (``partial``: fewer
         when fewer are left); a cycle wraps as PostgreSQL's ``CYCLE`` (``[49, 50, 1, 2]`` of 1..50). Without
         ``sequence``, the recorded options. :class:`OutOfBoundsError` (nothing sent) for a ``count`` no int above 0."""
-        if not is_int(count) or not 1 <= count <= RESERVE_LIMIT:  # the list of values is built once it is taken
-            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int from 1 to {RESERVE_LIMIT:,}; "
-                                   "nothing taken")
+        if not is_int(count) or count < 1:
+            raise OutOfBoundsError(f"reserve({key!r}, {count!r}): count must be an int of 1 or more; nothing taken")
         check_sequence(f"reserve({key!r}, ...)", sequence, optional=True)
         if not isinstance(partial, bool):
             raise ConfigurationError(f"reserve({key!r}, {count}, partial={partial!r}): partial must be True or False; "
                                      "nothing was taken")
         seq = sequence if sequence is not None else cls.stored_options(key) or DEFAULT
+        if count > RESERVE_LIMIT and abs(seq.step * count) < NUMBER_LIMIT:  # (past 38 digits: Reserve says so)
+            raise OutOfBoundsError(f"reserve({key!r}, {count}): at most {RESERVE_LIMIT:,} values at once, as their "
+                                   "list is built once the counter has moved; nothing taken. Reserve in parts")
         return _transport.drive(Reserve(cls, key, count, seq, partial))
 
     @classmethod

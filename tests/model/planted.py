@@ -46,7 +46,7 @@ BUGS = (
     Bug("release-keeps-id", "strategies.py", 'setattr(self.instance, self.opts.attribute, None)',
         'setattr(self.instance, self.opts.attribute, getattr(self.instance, self.opts.attribute))',
         "losing: a failed save keeps the ID it claimed"),
-    Bug("counter-request-overlaps", "counter.py", "value = (attr | (seq.start - step)) + step * count",
+    Bug("counter-request-overlaps", "_reserve.py", "value = (attr | (seq.start - step)) + step * count",
         "value = (attr | (seq.start - step)) + step * (count - 1)",
         "duplicating: a counter request for n values moves it n-1"),
     Bug("key-check-dropped", "mixin.py", "absent: Condition = type(instance)._hash_key_attribute().does_not_exist()",
