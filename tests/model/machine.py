@@ -850,6 +850,8 @@ class PromiseMachine(RuleBasedStateMachine):
             assert isinstance(error, ItemExistsError), (
                 f"{what}: the next value {expected} is stored already (the sequence came round, or an explicit "
                 f"ID), so ItemExistsError; got {error!r} / {self.auto_of(live, new.item)!r}")
+            claimed = f"={self.render(live, expected, new.label)!r}"  # the error names the value it claimed
+            assert claimed in str(error), f"{what}: the refusal should name the value {expected}: {error}"
             if live.spec.mode in ("fast", "block"):
                 live.refs.take(new.seq, live.spec.sequence.block)  # a failed put spends its value
             return
