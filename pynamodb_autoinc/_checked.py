@@ -31,6 +31,7 @@ class CheckedModel(MetaModel):
         for klass in reversed(mro):
             if "_autoinc_check_class" in klass.__dict__:
                 klass.__dict__["_autoinc_check_class"].__func__(cls)
+        cls._autoinc_accepted = True  # every check passed: the class is in use (a refused one never is)
 
 
 def overrides_after(model: type, mixin: type, method: str) -> List[type]:

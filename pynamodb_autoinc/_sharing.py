@@ -44,7 +44,8 @@ def _other_kind(model: Type[Any], where: Tuple[Any, ...], gapless: bool) -> Opti
     with _lock:
         alive = [(ref, flag) for ref, flag in users.get(where, [])
                  if (cls := ref()) is not None and (cls.__module__, cls.__qualname__) != name]
-        other = next((cls for ref, flag in alive if flag != gapless and (cls := ref()) is not None), None)
+        other = next((cls for ref, flag in alive if flag != gapless and (cls := ref()) is not None
+                      and cls.__dict__.get("_autoinc_accepted")), None)  # a class refused later is not in use
         users[where] = alive if other is not None else [*alive, (weakref.ref(model), gapless)]
     return other
 

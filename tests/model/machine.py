@@ -554,8 +554,13 @@ class PromiseMachine(RuleBasedStateMachine):
         tables: Dict[int, Dict[Tuple[Any, Any], Any]] = {}
         stored_values: Dict[Hashable, List[int]] = {}
         pending: List[New] = []
-        # Ctrl-C while a request was out (the fault interrupt-applied) may have stored it: the ID is kept
-        sent_then_stopped = any(kind == "interrupt-applied" for kind, *_ in fired)
+        # Ctrl-C while a request was out, or after a try whose answer could not say "not applied" (lost, 5xx), may
+        # have stored it: the ID is kept
+        # (a plain "interrupt" too: raised inside moto's before-send handler, it meets the library's tracking of
+        # tries before or after it, as each version of moto and botocore orders their handlers)
+        maybe = ("interrupt", "interrupt-applied", "lost", "applied", "500", "503", "500-applied", "503-applied",
+                 "tip-applied")
+        sent_then_stopped = any(kind in maybe for kind, *_ in fired)
         for new, error in zip(news, errors):
             unknown = isinstance(error, WriteOutcomeUnknownError) or (
                 isinstance(error, KeyboardInterrupt) and sent_then_stopped)
