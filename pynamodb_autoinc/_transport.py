@@ -94,11 +94,14 @@ def _created(**_: Any) -> None:
 def _received(exception: Optional[BaseException] = None, parsed_response: Optional[Dict[str, Any]] = None,
               **_: Any) -> None:
     if exception is not None:
-        fate = "unsent" if isinstance(exception, (EndpointConnectionError, ConnectTimeoutError)) else "lost"
+        fate = "unsent" if isinstance(exception, NEVER_LEFT) else "lost"
     else:
         fate = (parsed_response or {}).get("Error", {}).get("Code") or "ok"
     _tries.fates.append(fate)
 
+
+#: The failures of a request that never left: no connection to the endpoint was made.
+NEVER_LEFT = (EndpointConnectionError, ConnectTimeoutError)
 
 #: The answers of a try after which an earlier try cannot be known unapplied.
 _MAYBE_APPLIED = ("lost",) + tuple(code for code, kind in _judge.CODES.items() if kind == _judge.SERVER_ERROR)
@@ -118,7 +121,7 @@ def read_answer(exc: BaseException) -> _judge.Answer:
         return _judge.Answer(_judge.UNSENT, earlier_may_have_applied=earlier)
     code = error_code(exc)
     answered = bool(error_responses(exc))
-    sent = not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
+    sent = not isinstance(exc, NEVER_LEFT)
     kind = _judge.answer_kind(code, sent=sent, answered=answered)
     reasons = tuple(_judge.Reason("None") if r is None else _judge.Reason(r.code, r.raw_item)
                     for r in reasons_of(exc)) if kind == _judge.CANCELLED else ()
