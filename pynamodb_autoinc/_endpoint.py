@@ -23,6 +23,10 @@ CONNECTION_SETTINGS = ("region", "host", "aws_access_key_id", "aws_secret_access
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_DYNAMODB"
 #: botocore's variables that reach DynamoDB elsewhere than AWS when no ``Meta.host`` is set, most specific first.
 ENDPOINT_VARIABLES = (ENDPOINT_VARIABLE, "AWS_ENDPOINT_URL")
+#: botocore's variable that, "true", makes it ignore the endpoint variables and the AWS config file's ``endpoint_url``.
+IGNORE_CONFIGURED_VARIABLE = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
+#: botocore's variables that choose another of AWS's endpoints (FIPS, dual-stack), which moto does not serve.
+VARIANT_VARIABLES = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
 #: botocore's variable for the region of a client given none.
 REGION_VARIABLE = "AWS_DEFAULT_REGION"
 #: The region given to an explicit endpoint that has none: DynamoDB Local ignores it (only its name is needed).
@@ -33,7 +37,8 @@ _MOTO_SERVES = re.compile(r"https?://(dynamodb\.[^/]+|[^/]+\.ddb\.[^/]+)\.amazon
 #: The hosts of AWS's own endpoints: only moto may stand in for them in a test.
 _AWS_HOST = re.compile(r"(^|\.)(amazonaws\.com(\.cn)?|api\.aws)$")
 
-#: The hosts of the :func:`pynamodb_autoinc.testing.dynamodb` blocks running now (None: a block on moto).
+#: The hosts of the :func:`pynamodb_autoinc.testing.dynamodb` blocks running now (None: a block on moto); the last,
+#: the innermost, is the one a test names.
 named: List[Optional[str]] = []
 
 
@@ -62,6 +67,16 @@ def resolve(meta: Any) -> Endpoint:
         region = os.environ.get(REGION_VARIABLE) or None
         region_from = REGION_VARIABLE if region else "none"
     return Endpoint(host, host_from, region, region_from)
+
+
+def block_variables(host: Optional[str]) -> Dict[str, Optional[str]]:
+    """The variables a ``testing.dynamodb(host)`` block sets (None: unsets), whatever the environment and the AWS
+    config file say: with ``host``, :data:`ENDPOINT_VARIABLE` at it and botocore told to read it; on moto (no
+    ``host``), no endpoint variable and the config file's ``endpoint_url`` ignored. Either way AWS's standard
+    endpoint, not its FIPS or dual-stack one (which moto does not serve, and which a host cannot be)."""
+    endpoint: Dict[str, Optional[str]] = {ENDPOINT_VARIABLE: host} if host else dict.fromkeys(ENDPOINT_VARIABLES)
+    return {**endpoint, IGNORE_CONFIGURED_VARIABLE: "false" if host else "true",
+            **dict.fromkeys(VARIANT_VARIABLES, "false")}
 
 
 def inherited(own: FrozenSet[str], counter_meta: Any, model_meta: Any) -> Dict[str, Any]:
@@ -127,10 +142,11 @@ def check_test_endpoint(table: Type[Model], action: str, fixture: Optional[str] 
 
         patch_client(made)
         return
-    if any(same(url, host) for host in named) or (same(url, getattr(table.Meta, "host", None)) and not is_aws(url)):
+    if (named and same(url, named[-1])) or (same(url, getattr(table.Meta, "host", None)) and not is_aws(url)):
         return
     where = resolve(table.Meta)
-    source = "" if where.host_from == "AWS" else f" (from {where.host_from})"
+    source = f" (from {where.host_from})" if where.host_from != "AWS" else \
+        "" if is_aws(url) else " (from the AWS config file's endpoint_url)"
     first = f"request your moto fixture before {fixture}" if fixture else "run it inside your moto mock_aws()"
     raise ConfigurationError(
         f"{action} refused: table {table.Meta.table_name!r} would be reached at {url}{source}, which this test did "

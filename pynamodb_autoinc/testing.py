@@ -27,7 +27,8 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
     """Run the block against DynamoDB at ``host`` (DynamoDB Local, say), or on moto's in-process ``mock_aws()`` when
     ``host`` is None (moto comes with ``pip install 'pynamodb-autoinc[demo]'``). Where unset, it sets test AWS
     credentials and ``AWS_DEFAULT_REGION``; with ``host`` it sets botocore's ``AWS_ENDPOINT_URL_DYNAMODB`` to it (so
-    that ``NextId`` and a model without ``Meta.host`` reach ``host`` too), on moto it unsets the endpoint variables.
+    that ``NextId`` and a model without ``Meta.host`` reach ``host`` too), on moto it unsets the endpoint variables and
+    has botocore ignore the AWS config file's ``endpoint_url``; FIPS and dual-stack endpoints are off in both.
     Models and counters start the block with no cached connection and this process's memory of counters empty; the
     block's are dropped after it, and everything is put back as it was."""
     mock: Any = contextlib.nullcontext()
@@ -41,7 +42,7 @@ def dynamodb(host: Optional[str] = None, *, region: str = "us-east-1") -> Iterat
         mock = mock_aws()
     secret = "local" if host else "testing"
     defaults = {"AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": secret, "AWS_SECRET_ACCESS_KEY": secret}
-    forced = {ENDPOINT_VARIABLE: host} if host else dict.fromkeys(_endpoint.ENDPOINT_VARIABLES)
+    forced = _endpoint.block_variables(host)
     before = {name: os.environ.get(name) for name in (*defaults, *forced)}
     _set_environment({**{name: value for name, value in defaults.items() if name not in os.environ}, **forced})
     connections, parts = _forget_connections({}), _state.state.parts

@@ -216,3 +216,94 @@ def test_create_counter_table_on_an_endpoint_variable_under_moto_is_refused(monk
         testing.create_counter_table()
     monkeypatch.setattr(NextId, "_connection", None)
     assert sent == []
+
+
+#: botocore's variables: ignore the endpoint variables and config file; choose AWS's FIPS or dual-stack endpoints.
+IGNORE = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
+VARIANTS = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
+
+#: AWS config files naming an endpoint for every service, or for DynamoDB in a ``services`` section (``{url}``).
+CONFIG_FILES = {
+    "endpoint_url": "[default]\nendpoint_url = {url}\n",
+    "services": "[default]\nservices = elsewhere\n\n[services elsewhere]\ndynamodb =\n  endpoint_url = {url}\n",
+}
+
+
+@pytest.fixture(params=sorted(CONFIG_FILES))
+def config_endpoint(request: pytest.FixtureRequest, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An AWS config file (AWS_CONFIG_FILE) naming an endpoint, a closed port, which botocore would reach."""
+    url = f"http://127.0.0.1:{closed_port()}"
+    path = tmp_path / "config"
+    path.write_text(CONFIG_FILES[request.param].format(url=url))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(path))
+    monkeypatch.delenv(IGNORE, raising=False)
+    return url
+
+
+@pytest.mark.backends()
+def test_moto_block_ignores_an_endpoint_in_the_aws_config_file(config_endpoint, no_endpoint, monkeypatch):
+    """With the AWS config file naming an endpoint (botocore goes there outside the block), testing.dynamodb()
+    still runs on moto: the counter table is created there and a counter moves; after the block botocore reads
+    the config file again."""
+    monkeypatch.setattr(NextId, "_connection", None)
+    assert endpoint_url(NextId) == config_endpoint  # botocore reads it
+    monkeypatch.setattr(NextId, "_connection", None)
+    with testing.dynamodb():
+        assert "amazonaws.com" in endpoint_url(NextId)
+        testing.create_counter_table()
+        assert NextId.nextval("config") == 1
+    assert IGNORE not in os.environ
+    assert endpoint_url(NextId) == config_endpoint
+
+
+@pytest.mark.backends()
+def test_host_block_reaches_its_host_whatever_the_config_file_and_the_ignore_variable(config_endpoint, monkeypatch):
+    """testing.dynamodb(host) reaches host even with AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true outside it (which
+    would have botocore ignore the block's endpoint variable) and an endpoint in the AWS config file."""
+    monkeypatch.setenv(IGNORE, "true")
+    host = f"http://127.0.0.1:{closed_port()}"
+    with testing.dynamodb(host):
+        assert endpoint_url(NextId) == host
+    assert os.environ[IGNORE] == "true"
+
+
+@pytest.mark.backends()
+@pytest.mark.parametrize("variable", VARIANTS)
+def test_moto_block_reaches_moto_when_fips_or_dual_stack_is_asked_for(variable, no_endpoint, monkeypatch):
+    """With AWS_USE_FIPS_ENDPOINT or AWS_USE_DUALSTACK_ENDPOINT true (AWS endpoints moto does not serve, so a
+    save would go to AWS itself), testing.dynamodb() still runs on moto; the variable is back after it."""
+    monkeypatch.setenv(variable, "true")
+    monkeypatch.setattr(NextId, "_connection", None)
+    with testing.dynamodb():
+        testing.create_counter_table()
+        assert NextId.nextval("variant") == 1
+    assert os.environ[variable] == "true"
+    monkeypatch.setattr(NextId, "_connection", None)
+
+
+@pytest.mark.backends()
+def test_a_refusal_names_the_aws_config_file(config_endpoint, no_endpoint, monkeypatch, sent):
+    """reset_counters() outside any block, NextId reaching the endpoint of the AWS config file, is refused
+    naming that file as where the endpoint came from; nothing is sent."""
+    monkeypatch.setattr(NextId, "_connection", None)
+    with pytest.raises(ConfigurationError, match=f"{config_endpoint} \\(from the AWS config file's endpoint_url\\)"):
+        testing.reset_counters()
+    monkeypatch.setattr(NextId, "_connection", None)
+    assert sent == []
+
+
+@pytest.mark.backends()
+def test_a_moto_block_inside_a_host_block_does_not_write_to_the_host(no_endpoint, monkeypatch, sent):
+    """Inside a moto block nested in a testing.dynamodb(host) block, a counter table reaching host (its
+    Meta.host unset, so only the outer block named it) is refused: the test names moto now."""
+    host = f"http://127.0.0.1:{closed_port()}"
+    counters: Any = type("HostCounters", (NextId,), {"Meta": type("Meta", (), {"table_name": "NextId"})})
+    with testing.dynamodb(host):
+        connection = counters._get_connection()
+        assert endpoint_url(counters) == host  # its client made for host
+        with testing.dynamodb():
+            monkeypatch.setattr(counters, "_connection", connection)  # as if kept from the outer block
+            with pytest.raises(ConfigurationError, match=f"reached at {host}"):
+                testing.reset_counters(counter=counters)
+            monkeypatch.setattr(counters, "_connection", None)
+    assert sent == []
