@@ -146,3 +146,13 @@ def test_reset_counters_on_a_missing_table_names_it_and_still_forgets_state(back
     with pytest.raises(CounterTableMissingError, match="counter table 'NextId' does not exist.*create_counter_table"):
         testing.reset_counters(counter=counter)
     assert resets == [1]
+
+
+@pytest.mark.backends("moto")
+def test_create_counter_table_made_meanwhile_by_another_process_waits_for_it(backend, monkeypatch):
+    """create_counter_table() whose table another process (an xdist worker) created between its check and its
+    create (DynamoDB answers ResourceInUseException) waits for that table instead of failing."""
+    counter = backend.counter()  # the table the other process made
+    answers = iter([False])  # the first check saw no table
+    monkeypatch.setattr(counter, "exists", classmethod(lambda cls: next(answers, True)))
+    assert testing.create_counter_table(counter=counter) is counter
