@@ -4,11 +4,12 @@ answer means. The threads' group commit sits above it (:mod:`pynamodb_autoinc._g
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, cast
 
 from pynamodb.connection import Connection
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -90,8 +91,14 @@ class Write:
         self.previous_end: Optional[float] = None  # with grouped: when (_budget.clock) its group's last write ended
         self.counter_items: Dict[ChainId, Dict[str, Any]] = {}  # the counter items refused swaps showed, by chain
         self.sent: Tuple[str, Dict[str, Any]] = ("", {})  # the request last built (an unknown outcome resends it)
-        self.maybe_applied = False  # an earlier request of this write may have applied: it is resent unchanged
+        self.record: List[str] = []  # what each try of this write's own requests came to (_judge's answer kinds)
         self.refusal: Tuple[List[Optional[CancellationReason]], List[int]] = ([], [])  # the last busy answer's
+
+    @property
+    def maybe_applied(self) -> bool:
+        """Whether a try of this write may have applied, as its record shows (it is then resent unchanged)."""
+        return bool(self.record) and _judge.in_doubt(
+            self.record, _judge.TRANSACT if self.sent[0] == TRANSACT_WRITE_ITEMS else _judge.PUT)
 
     def chains(self) -> List[Tuple[ChainId, Claim, Claim]]:
         """Each chain of swap claims as (chain, head, last): its counter moves from head.expected to last.value."""
@@ -111,10 +118,9 @@ class Write:
                 self.puts[entry.index][ITEM][attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
         chains = self.chains()
         self.queue = self.retry and len(chains) == 1
-        claims = self.claims
-        if self.purpose != "transaction" and len(self.puts) == 1 and not chains and (not claims or (
-                claims[0].kind == "counter" and not claims[0].opts.sequence.cycle)):
-            # the value the counter gave this writer alone tells its write apart (a cycling one's token instead)
+        if self.purpose != "transaction" and len(self.puts) == 1 and not chains:
+            # one PutItem (fast, block, the query strategy): the value the counter gave this writer alone tells its
+            # write apart; where another may hold it (a cycle, a partition's next value), the judge cannot tell
             self.sent = PUT_ITEM, dict(self.puts[0])
             return self.sent
         items = [{kind: part} for kind, parts in (("ConditionCheck", self.checks), ("Delete", self.deletes),
@@ -145,8 +151,11 @@ class Write:
             attributes = model.get_attributes()
             claimed = attributes[entry.claim.opts.attribute].attr_name if entry.claim is not None else None
             keys = tuple(attributes[n].attr_name for n in (model._hash_keyname, model._range_keyname) if n)
+            kind = entry.claim.kind if entry.claim is not None else None
+            unique = kind == "counter" and not entry.claim.opts.sequence.cycle  # type: ignore[union-attr]
             return _judge.Plan(_judge.PUT, item=self.puts[0][ITEM], claimed=claimed, keys=keys,
-                               maybe_applied=self.maybe_applied)
+                               maybe_applied=self.maybe_applied, unique=unique or kind is None,
+                               contested=kind == "query" and self.retry)
         new = {e.index: e.claim for e in self.entries if e.claim is not None}
         chains = [chain for chain, _, _ in self.chains()]
         roles = [_judge.OTHER] * (len(self.checks) + len(self.deletes))
@@ -167,6 +176,9 @@ class Write:
         is), a lost race ({chain: counter value}), or it raises the error naming what failed."""
         answer = _transport.read_answer(exc)
         verdict = _judge.judge(self.plan(), answer)
+        self.record.extend(answer.tries)
+        if verdict.outcome == _judge.NOT_APPLIED:
+            self.record.append(_judge.SETTLED)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s answered %s: %s (%s)", self.sent[0], answer.code or answer.kind, verdict.outcome,
                       verdict.why)
@@ -176,9 +188,6 @@ class Write:
             return UNKNOWN
         if verdict.outcome == _judge.UNDECIDABLE:
             raise self.unknown(exc)
-        # an earlier try may have applied (a put is then resent as it is); a transaction resent with its token
-        # answers success if it applied, so its cancellation says that none did
-        self.maybe_applied = (self.maybe_applied or answer.earlier_may_have_applied) and answer.kind != _judge.CANCELLED
         reasons = self._reasons(exc, answer)
         if verdict.outcome == _judge.NOT_APPLIED:
             return self.blocked(exc, reasons, list(verdict.positions), self._current(reasons))
@@ -220,6 +229,10 @@ class Write:
                 current: Dict[ChainId, Any]) -> Any:
         """A failure no retry can mend: raise the error that names what failed."""
         raise self.failure(exc, reasons, blocking)
+
+    def each(self, error: Callable[[Write], AutoIncrementError]) -> AutoIncrementError:
+        """The error ``error`` makes for this write (a group: one for each member's own write)."""
+        return error(self)
 
     def unknown(self, exc: BaseException) -> AutoIncrementError:
         """The error when even the probe could not tell whether this write is stored: it names each instance and
@@ -297,9 +310,12 @@ class Write:
 
 def commit(write: Write) -> Dict[str, Any]:
     """Send ``write`` until applied, retrying lost races; commit its claims, or release them on failure. A contest
-    starts before the first request only for a lone save (grouped) while this process holds a standing ticket."""
+    starts before the first request only for a lone save (grouped) while this process holds a standing ticket.
+    Every exit keeps what the write's tries showed: after a try that may have applied, the claims stay, an error
+    becomes WriteOutcomeUnknownError and an interrupt is marked so (``autoinc_in_doubt``)."""
     exchange = _Commit(write)
     try:
+        settle_doubts(write)
         queue = _state.state.parts.get("queue")
         if write.grouped and queue is not None and queue.standing:
             exchange.contest = _contention.Contest(write)
@@ -320,12 +336,98 @@ def commit(write: Write) -> Dict[str, Any]:
                 log.warning("%s took %.2f s to commit after losing a race (%d races lost); the counter is busy",
                             describe(write.entries[0].instance), waited, contest.losses)
     except BaseException as exc:
-        if isinstance(exc, Exception) or not write.maybe_applied:  # interrupted after a try that may have applied:
-            strategies.abandoned(write.claims, exc)  # the claims stay, as the item may be stored under them
-        if exchange.contest is not None:
-            carry_out(write, exchange.contest.give_back())
+        error = _ended(write, exchange, exc)
+        if error is not None:
+            raise error from exc
         raise
     return response
+
+
+def _ended(write: Write, exchange: _Commit, exc: BaseException) -> Optional[AutoIncrementError]:
+    """A write left by ``exc``: release its claims unless its record is in doubt (then keep them, remember the
+    doubt, and mark an interrupt so); the error to raise instead of ``exc``, if any: WriteOutcomeUnknownError for
+    any other error after a try that may have applied (the budget ran out while probing, ...)."""
+    doubt = write.maybe_applied or isinstance(exc, WriteOutcomeUnknownError)
+    if not doubt:
+        for claim in write.claims:
+            claim.release()
+    if exchange.contest is not None:
+        carry_out(write, exchange.contest.give_back())
+    if not isinstance(exc, Exception):
+        exc.autoinc_in_doubt = doubt  # type: ignore[attr-defined]  # read by the callers' own exits
+        return None
+    if doubt:
+        keep_doubt(write)
+        if not isinstance(exc, WriteOutcomeUnknownError):
+            return write.unknown(exc)
+    return None
+
+
+#: How long DynamoDB keeps a transaction's ClientRequestToken (10 minutes), less a margin: within it, a resend of
+#: a transaction in doubt answers success if it applied.
+TOKEN_LIFE = 540.0
+
+
+def keep_doubt(write: Write) -> None:
+    """Remember a transaction whose outcome stayed unknown, by each counter it swaps: the next write on one of
+    them settles it first (:func:`settle_doubts`), so that its values are not handed to another save meanwhile."""
+    if write.sent[0] != TRANSACT_WRITE_ITEMS or not write.chains():
+        return
+    state = _state.state
+    doubts: Dict[ChainId, Tuple[Write, float]] = state.parts.get("doubts") or state.part("doubts", dict)
+    for chain, _, _ in write.chains():
+        doubts[chain] = (write, _budget.clock.monotonic())
+
+
+def settle_doubts(write: Write) -> None:
+    """Before ``write`` claims from a counter that a write in doubt swaps, find out what became of that one: resend
+    it as it was, with its token (applied: its claims are committed and ``write`` takes the values after them; not
+    applied: its instances' IDs go back to None). Past the token's life, the counter tells: a transaction does not
+    apply minutes late, so a counter still at the value it expected means it did not. Still unknown: ``write`` is
+    not sent (ItemWriteError), as it would take a value another instance holds."""
+    doubts: Optional[Dict[ChainId, Tuple[Write, float]]] = _state.state.parts.get("doubts")
+    if not doubts:
+        return
+    for chain, _, last in write.chains():
+        found = doubts.pop(chain, None)
+        if found is None:
+            continue
+        old, since = found
+        for other, _, _ in old.chains():
+            doubts.pop(other, None)
+        outcome = _settle(old, _budget.clock.monotonic() - since)
+        if outcome == _judge.APPLIED:
+            strategies.commit(old.claims)
+            write.retake({c: s.value for c, _, s in old.chains() if c in {ch for ch, _, _ in write.chains()}})
+        elif outcome == _judge.NOT_APPLIED:
+            for claim in old.claims:
+                claim.release()
+        else:
+            keep_doubt(old)
+            held = describe(old.entries[0].instance)
+            why = (f"counter {last.key!r} has a write whose outcome is still unknown ({held}), and this save would "
+                   "take its ID; nothing was written. Save again later")
+            raise write.each(functools.partial(_refused_in_doubt, why))
+
+
+def _refused_in_doubt(why: str, one: Write) -> AutoIncrementError:
+    return ItemWriteError(f"{describe(one.entries[0].instance)}: {why}")
+
+
+def _settle(old: Write, age: float) -> str:
+    """Whether the write in doubt ``old`` is stored: applied, not applied, or unknown (one request)."""
+    try:
+        if age < TOKEN_LIFE:
+            _transport.send(old.connection, *old.sent, raw=True)
+            return _judge.APPLIED
+        (_, head, _), = old.chains()[:1]
+        stored = head.opts.counter.currval(head.key)
+        return _judge.NOT_APPLIED if stored == head.expected else _judge.UNKNOWN
+    except BOTOCORE_EXCEPTIONS as exc:
+        kind = _transport.read_answer(exc).kind
+        return _judge.NOT_APPLIED if kind == _judge.CANCELLED else _judge.UNKNOWN
+    except AutoIncrementError:
+        return _judge.UNKNOWN
 
 
 class _Commit(_transport.Exchange[Dict[str, Any]]):
@@ -342,9 +444,15 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         return self.write.request()
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        if self.contest is None:
-            return _transport.send(self.write.connection, operation, kwargs, raw=True)
-        return _contention.timed(self.write, operation, kwargs)
+        """Send the write's own request; an interrupt is entered in the write's record (a failure is, when judged)."""
+        try:
+            if self.contest is None:
+                return _transport.send(self.write.connection, operation, kwargs, raw=True)
+            return _contention.timed(self.write, operation, kwargs)
+        except BaseException as stop:
+            if not isinstance(stop, Exception):
+                self.write.record.extend(_transport.read_answer(stop).tries)
+            raise
 
     def failed(self, exc: Exception) -> Optional[Dict[str, Any]]:
         write = self.write
@@ -352,7 +460,6 @@ class _Commit(_transport.Exchange[Dict[str, Any]]):
         if outcome is APPLIED:
             return {}
         if outcome is UNKNOWN:  # probe: the same request again; its answer tells, or the probes run out
-            write.maybe_applied = True
             self.probes += 1
             if self.probes > PROBES:
                 raise write.unknown(exc)

@@ -86,11 +86,15 @@ class GroupWrite(Write):
             self.failures[id(member)] = member.contention(exc, attempts, elapsed)
         return self.members[0].contention(exc, attempts, elapsed)
 
+    def each(self, error: Callable[[Write], AutoIncrementError]) -> AutoIncrementError:
+        """Each member its own error, naming its own instance."""
+        for member in self.members[1:]:
+            self.failures[id(member)] = error(member)
+        return error(self.members[0])
+
     def unknown(self, exc: BaseException) -> AutoIncrementError:
         """Each member its own error, naming its own instance and the ID it keeps."""
-        for member in self.members[1:]:
-            self.failures[id(member)] = member.unknown(exc)
-        return self.members[0].unknown(exc)
+        return self.each(lambda member: member.unknown(exc))
 
 
 class _Member:

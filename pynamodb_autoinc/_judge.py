@@ -44,12 +44,16 @@ CONFLICT = "conflict"  # TransactionConflictException: a PutItem met a transacti
 IN_PROGRESS = "in-progress"  # TransactionInProgressException: the same token's transaction is still running
 REPLICATED_CONFLICT = "replicated-conflict"  # ReplicatedWriteConflictException (409): another region wrote it
 REFUSED = "refused"  # any other 4xx (ValidationException, ResourceNotFound, AccessDenied, ...): nothing applied
-LOST = "lost"  # sent, but no answer came (connection closed, read timeout)
-UNSENT = "unsent"  # the request never left (no connection to the endpoint)
+LOST = "lost"  # sent, but no readable answer came (connection closed, read timeout, a body botocore cannot read)
+UNSENT = "unsent"  # the request never left (no connection; signing, credentials or parameters failed first)
 INTERRUPTED = "interrupted"  # Ctrl-C (or another BaseException) while the request was in flight
+UNCLEAR = "unclear"  # an answer outside what DynamoDB documents (a 4xx page with no code of DynamoDB's, a 3xx)
+#: Not an answer but an entry of a write's record: the judge found the write not applied (a not-applied verdict,
+#: which it gives after a try that may have applied only on proof: the item under the key is another's).
+SETTLED = "settled"
 
 ANSWERS = (OK, CONDITION_FAILED, CANCELLED, SERVER_ERROR, THROTTLED, CONFLICT, IN_PROGRESS, REPLICATED_CONFLICT,
-           REFUSED, LOST, UNSENT, INTERRUPTED)
+           REFUSED, LOST, UNSENT, INTERRUPTED, UNCLEAR)
 
 # -- outcomes
 
@@ -90,6 +94,21 @@ CODES: Dict[str, str] = {
     "ReplicatedWriteConflictException": REPLICATED_CONFLICT,
 }
 
+#: The 4xx codes DynamoDB documents for a request it refused without applying any of it. Any other answer that is
+#: not a 5xx (which may have applied) is :data:`UNCLEAR`: nothing proves that nothing was written.
+REFUSALS = frozenset({
+    "ValidationException", "ResourceNotFoundException", "ResourceInUseException", "AccessDeniedException",
+    "UnrecognizedClientException", "MissingAuthenticationTokenException", "IncompleteSignatureException",
+    "InvalidSignatureException", "InvalidClientTokenId", "ExpiredTokenException", "RequestExpired",
+    "SerializationException", "UnknownOperationException", "ItemCollectionSizeLimitExceededException",
+    "LimitExceededException", "InvalidEndpointException", "RequestEntityTooLarge", "TableNotFoundException",
+    "MissingAction", "InvalidAction", "InvalidParameterValue", "InvalidParameterCombination", "OptInRequired",
+})
+
+#: The answers that prove the try they answer applied nothing. Every other (ok, a 5xx, lost, unclear, in progress,
+#: interrupted in flight) leaves a try that may have applied.
+PROOFS = frozenset({UNSENT, THROTTLED, CONFLICT, REPLICATED_CONFLICT, REFUSED, CONDITION_FAILED, CANCELLED})
+
 #: Request kind x answer -> outcome, for every answer but the two that need a closer look: a failed condition of a
 #: put (:func:`judge_put_condition`) and a cancelled transaction (:data:`REASON_OUTCOMES`). ``maybe`` marks the
 #: cells that become ``unknown`` when an earlier try of the same write may have applied.
@@ -114,6 +133,8 @@ TABLE: Dict[Tuple[str, str], str] = {
     (TRANSACT, LOST): UNKNOWN,
     (TRANSACT, UNSENT): NOT_APPLIED,
     (TRANSACT, INTERRUPTED): UNKNOWN,
+    (PUT, UNCLEAR): UNKNOWN,
+    (TRANSACT, UNCLEAR): UNKNOWN,
 }
 
 #: The outcomes that mean "nothing of this try applied" but say nothing of an earlier try that may have.
@@ -156,6 +177,7 @@ class Answer:
     reasons: Tuple[Reason, ...] = ()
     item: Optional[Mapping[str, Any]] = None
     earlier_may_have_applied: bool = False
+    tries: Tuple[str, ...] = ()  # what each try of the request came to, this answer's last (the write's record)
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,8 @@ class Plan:
     claimed: Optional[str] = None  # a put: the attribute holding the claimed value (its stored name)
     keys: Tuple[str, ...] = ()  # a put: the item's key attributes (stored names)
     maybe_applied: bool = False
+    unique: bool = True  # a put: no other writer was given its value (False: a cycle's, or a partition's next value)
+    contested: bool = False  # a put: its value came from a read that racing writers share (the query strategy)
 
 
 @dataclass(frozen=True)
@@ -192,7 +216,7 @@ def judge(plan: Plan, answer: Answer) -> Verdict:
     if answer.kind == CANCELLED and plan.kind == TRANSACT:
         # a transaction resent with its token would have succeeded had an earlier try applied: the reasons are final
         return judge_cancelled(plan, answer)
-    outcome = TABLE.get((plan.kind, answer.kind), NOT_APPLIED)
+    outcome = TABLE.get((plan.kind, answer.kind), UNKNOWN)  # an answer the table does not know proves nothing
     if maybe_applied and outcome in _SILENT_ON_EARLIER:
         return Verdict(UNKNOWN, f"{answer.kind} after a try that may have applied")
     return Verdict(outcome, answer.kind)
@@ -206,13 +230,17 @@ def judge_put_condition(plan: Plan, answer: Answer, maybe_applied: bool) -> Verd
     value is the key, which anyone may have stored by hand: then nothing tells."""
     if answer.item is None:
         return Verdict(NOT_APPLIED, "condition", (0,))
+    if not maybe_applied and plan.contested:
+        return Verdict(RETAKE, "a racing writer took the value")
     if not maybe_applied or plan.item is None:
         return Verdict(NOT_APPLIED, "exists", (0,))
-    if same_item(answer.item, plan.item):
-        return Verdict(APPLIED, "own item")
     claimed = plan.claimed
     if claimed is None or stored_form(answer.item.get(claimed)) != stored_form(plan.item.get(claimed)):
         return Verdict(NOT_APPLIED, "exists: another value", (0,))
+    if not plan.unique:  # another writer (an earlier pass of a cycle, a racing writer) may hold this value too
+        return Verdict(UNDECIDABLE, "the value is not this writer's alone")
+    if same_item(answer.item, plan.item):
+        return Verdict(APPLIED, "own item")
     if claimed in plan.keys:
         return Verdict(UNDECIDABLE, "the claimed key holds another item")
     return Verdict(APPLIED, "own value, changed since")
@@ -274,9 +302,32 @@ def _binary(value: Any) -> Any:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-def answer_kind(code: Optional[str], *, sent: bool, answered: bool) -> str:
-    """The answer kind of a failure with DynamoDB error ``code`` (None: no answer); ``sent``: the request left;
-    ``answered``: an answer came."""
-    if answered:
-        return CODES.get(code or "", REFUSED)
-    return LOST if sent else UNSENT
+def answer_kind(code: Optional[str], *, sent: bool, answered: bool, status: Optional[int] = None) -> str:
+    """The answer kind of a failure, by what happened on the wire first: never sent; sent with no readable answer
+    (lost); an HTTP 5xx, whatever its body (may have applied); a documented code (its meaning); anything else
+    (unclear). ``code``: DynamoDB's error code; ``status``: the HTTP status, when known."""
+    if not sent:
+        return UNSENT
+    if not answered:
+        return LOST
+    if status is not None and status >= 500:
+        return SERVER_ERROR
+    kind = CODES.get(code or "")
+    if kind is not None:
+        return kind
+    if code in REFUSALS and (status is None or 400 <= status < 500):
+        return REFUSED
+    return UNCLEAR
+
+
+def in_doubt(fates: Sequence[str], kind: str = PUT) -> bool:
+    """Whether a write whose tries came to ``fates`` (answer kinds, in order) may be stored: some try's answer
+    proves nothing (:data:`PROOFS`). A transaction's cancellation answers its token's resend, which would have
+    succeeded had an earlier try applied: it settles every try before it."""
+    doubt = False
+    for fate in fates:
+        if fate == SETTLED or (kind == TRANSACT and fate == CANCELLED):
+            doubt = False
+        elif fate not in PROOFS:
+            doubt = True
+    return doubt

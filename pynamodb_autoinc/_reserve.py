@@ -77,6 +77,13 @@ class Reserve(_transport.Exchange[List[int]]):
             self._conflict(refused)  # raises unless a region conflict may be resent
             return None
         key, seq = self.key, self.seq
+        if refused.cause is not None and _transport.read_answer(refused.cause).earlier_may_have_applied:
+            # botocore resent it after a try whose answer was lost or a 5xx: that try may have moved the counter,
+            # and the refusal may be its own doing. Wrapping or taking fewer now could move it twice
+            raise CounterError(f"counter {key!r} in table {self.counter.Meta.table_name!r}: a try of the request "
+                               "may have applied (its answer was lost) and the next was refused; no value was "
+                               "handed out, and the counter may have moved. Read it (currval) before trying "
+                               "again", refused.cause) from None
         last = self.counter._refused_value(key, refused.item, seq)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
             self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other

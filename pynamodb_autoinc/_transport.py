@@ -18,7 +18,7 @@ from pynamodb.expressions.projection import create_projection_expression
 
 from . import _endpoint, _judge
 from ._budget import Budget
-from .exceptions import error_code, error_responses, reasons_of, returned_item
+from .exceptions import causes, error_code, error_responses, reasons_of, returned_item
 
 #: The error a failed request raises, as PynamoDB's method for its operation raises it.
 ERRORS: Dict[str, Tuple[Type[PynamoDBException], str]] = {
@@ -59,7 +59,7 @@ def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw:
 class _Tries(threading.local):
     """What became of each try of the request this thread is sending: ``created`` counts the tries that went to
     the wire (every other ``before-send`` handler had run, moto's included); ``fates`` holds, per try answered or
-    failed, "ok", an error code, "lost" or "unsent"."""
+    failed, its answer kind (:func:`._judge.answer_kind`, read from the wire: the HTTP status first)."""
 
     def __init__(self) -> None:
         self.created = 0
@@ -82,9 +82,15 @@ def _watch(connection: Connection) -> None:
     client = connection.client
     if client not in _watched:
         events = client.meta.events
+        # each API call starts a record of its own (a request a receiver of pre_dynamodb_send sent first is not ours)
+        events.register("before-call.dynamodb", _began, unique_id="pynamodb_autoinc.tries.began")
         events.register_last("before-send.dynamodb", _created, unique_id="pynamodb_autoinc.tries.created")
         events.register("response-received.dynamodb", _received, unique_id="pynamodb_autoinc.tries.received")
         _watched.add(client)
+
+
+def _began(**_: Any) -> None:
+    _tries.reset()
 
 
 def _created(**_: Any) -> None:
@@ -92,45 +98,63 @@ def _created(**_: Any) -> None:
 
 
 def _received(exception: Optional[BaseException] = None, parsed_response: Optional[Dict[str, Any]] = None,
-              **_: Any) -> None:
+              response_dict: Optional[Dict[str, Any]] = None, **_: Any) -> None:
     if exception is not None:
-        fate = "unsent" if isinstance(exception, NEVER_LEFT) else "lost"
-    else:
-        fate = (parsed_response or {}).get("Error", {}).get("Code") or "ok"
-    _tries.fates.append(fate)
+        _tries.fates.append(_judge.answer_kind(None, sent=not isinstance(exception, NEVER_LEFT), answered=False))
+        return
+    status = (response_dict or {}).get("status_code")
+    code = (parsed_response or {}).get("Error", {}).get("Code")
+    ok = status is not None and 200 <= status < 300 and not code
+    _tries.fates.append(_judge.OK if ok else _judge.answer_kind(code, sent=True, answered=True, status=status))
 
 
 #: The failures of a request that never left: no connection to the endpoint was made.
 NEVER_LEFT = (EndpointConnectionError, ConnectTimeoutError)
 
-#: The answers of a try after which an earlier try cannot be known unapplied.
-_MAYBE_APPLIED = ("lost",) + tuple(code for code, kind in _judge.CODES.items() if kind == _judge.SERVER_ERROR)
-
 
 def read_answer(exc: BaseException) -> _judge.Answer:
-    """The judge's reading of a failed request (an error from :func:`send`, or an interrupt during it)."""
-    tries = getattr(exc, "autoinc_tries", None)
+    """The judge's reading of a failed request (an error from :func:`send`, or an interrupt during it): the kind of
+    its last answer, classified by what happened on the wire, and the record of every try botocore made."""
+    tries = next((t for e in causes(exc) if (t := getattr(e, "autoinc_tries", None)) is not None), None)
     if tries is None:  # not raised in send(): an error read alone, or an interrupt while no request was out
         tries = (1, ()) if isinstance(exc, Exception) else (0, ())
     created, fates = tries
-    earlier = any(fate in _MAYBE_APPLIED for fate in fates[:-1])
     if not isinstance(exc, Exception):
         in_flight = created > len(fates)  # a try was built and had no answer when the interrupt came
-        if in_flight or (fates and fates[-1] in _MAYBE_APPLIED):
-            return _judge.Answer(_judge.INTERRUPTED, earlier_may_have_applied=earlier)
-        return _judge.Answer(_judge.UNSENT, earlier_may_have_applied=earlier)
+        last = _judge.INTERRUPTED if in_flight or (fates and fates[-1] not in _judge.PROOFS) else _judge.UNSENT
+        record = fates + (last,) if in_flight or not fates else fates[:-1] + (last,)
+        return _judge.Answer(last, earlier_may_have_applied=_judge.in_doubt(record[:-1]), tries=record)
+    kind, record = _last_try(exc, created, fates, tries == (1, ()))
     code = error_code(exc)
-    answered = bool(error_responses(exc))
-    sent = not isinstance(exc, NEVER_LEFT)
-    kind = _judge.answer_kind(code, sent=sent, answered=answered)
     reasons = tuple(_judge.Reason("None") if r is None else _judge.Reason(r.code, r.raw_item)
                     for r in reasons_of(exc)) if kind == _judge.CANCELLED else ()
     item = returned_item(exc) if kind == _judge.CONDITION_FAILED else None
-    return _judge.Answer(kind, code, reasons, item, earlier)
+    return _judge.Answer(kind, code, reasons, item, _judge.in_doubt(record[:-1]), record)
+
+
+def _last_try(exc: Exception, created: int, fates: Tuple[str, ...], alone: bool) -> Tuple[str, Tuple[str, ...]]:
+    """What the last try of a failed request came to, and the record of all its tries: by the HTTP status first,
+    then the code, for an answer; lost or never left for none (``alone``: an error not raised in :func:`send`)."""
+    responses = error_responses(exc)
+    if responses:
+        status = next((r.get("ResponseMetadata", {}).get("HTTPStatusCode") for r in responses
+                       if r.get("ResponseMetadata", {}).get("HTTPStatusCode")), None)
+        kind = _judge.answer_kind(error_code(exc), sent=True, answered=True, status=status)
+        return kind, fates[:-1] + (kind,) if fates else (kind,)
+    if fates and len(fates) >= created:  # its last try failed with no answer: lost, or never left
+        return fates[-1], fates
+    if created > len(fates) or alone:  # a try went out and no answer was read
+        kind = _judge.answer_kind(None, sent=not isinstance(exc, NEVER_LEFT), answered=False)
+        return kind, fates + (kind,)
+    return _judge.UNSENT, (_judge.UNSENT,)  # it failed before any try was made: signing, credentials, parameters
 
 
 def may_have_applied(exc: BaseException) -> bool:
-    """Whether an interrupt stopped a request that may have applied (a try was in flight, or went unanswered)."""
+    """Whether an interrupt stopped a write that may have applied. The engine marks an interrupt with what its
+    write's tries showed (``autoinc_in_doubt``); unmarked, the interrupt's own request is read."""
+    marked = getattr(exc, "autoinc_in_doubt", None)
+    if marked is not None:
+        return bool(marked)
     return not isinstance(exc, Exception) and read_answer(exc).kind == _judge.INTERRUPTED
 
 

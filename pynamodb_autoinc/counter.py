@@ -150,8 +150,8 @@ class NextId(CounterItem, Model):
                 f"{call}: {value} lies outside sequence {key!r} ({sequence.minimum}..{sequence.maximum}), and so "
                 "does the value after it; nothing was changed. Set a value within the bounds (or one step before "
                 "the first)")
-        try:
-            cls._send_update("advance", key, cls._update_kwargs(key, *cls._swap(expected, value, sequence)))
+        try:  # marked (Once): a resend of an applied set is known for this call's own, not refused as another's
+            cls._once("advance", key, *cls._swap(expected, value, sequence))
         except Refused as refused:
             if sequence is not None:
                 cls._refused_value(key, refused.item, sequence)  # raises on other options or no integer

@@ -14,7 +14,7 @@ from pynamodb.models import BatchWrite, Model
 from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
-from . import _bulk, _engine, _group, regions, strategies
+from . import _bulk, _engine, _group, _transport, regions, strategies
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Write
 from ._item import STORED, check_explicit, track
@@ -352,8 +352,9 @@ class _Transactions:
             for claiming, chunk in self.chunks:  # a transaction that fits is written even if a later one will not
                 try:
                     self._send(claiming, chunk, spent, claims, saved)
-                except WriteOutcomeUnknownError:
-                    unknown.extend(chunk)
+                except BaseException as exc:  # its IDs stay where the transaction may be stored (an interrupt too)
+                    if isinstance(exc, WriteOutcomeUnknownError) or _transport.may_have_applied(exc):
+                        unknown.extend(chunk)
                     raise
                 saved.extend(chunk)
         except BaseException:

@@ -34,6 +34,8 @@ EXPECTED: Dict[Tuple[str, str], str] = {
     (j.TRANSACT, j.LOST): j.UNKNOWN,
     (j.TRANSACT, j.UNSENT): j.NOT_APPLIED,
     (j.TRANSACT, j.INTERRUPTED): j.UNKNOWN,
+    (j.PUT, j.UNCLEAR): j.UNKNOWN,  # nothing DynamoDB documents: nothing proves that nothing was written
+    (j.TRANSACT, j.UNCLEAR): j.UNKNOWN,
 }
 
 ITEM = {"id": {"N": "5"}, "name": {"S": "Kirk"}}
@@ -192,8 +194,44 @@ def test_the_gravest_item_decides() -> None:
     ("ValidationException", j.REFUSED), ("ResourceNotFoundException", j.REFUSED),
 ])
 def test_error_codes_are_read_as_their_answer(code: str, answer: str) -> None:
-    """Each error code DynamoDB documents is read as its answer kind; an unknown code as a refusal."""
+    """Each error code DynamoDB documents is read as its answer kind."""
     assert j.answer_kind(code, sent=True, answered=True) == answer
+
+
+@pytest.mark.parametrize(("code", "status"), [("500", 500), ("503", 503), ("", 502), ("ValidationException", 500),
+                                              ("ConditionalCheckFailedException", 504), (None, 500)])
+def test_a_5xx_may_have_applied_whatever_its_body(code: Optional[str], status: int) -> None:
+    """An HTTP 5xx is a server error (it may have applied), whatever code its body carries: a proxy's HTML page
+    gives botocore no code but the status, and a code in a 5xx proves nothing."""
+    assert j.answer_kind(code, sent=True, answered=True, status=status) == j.SERVER_ERROR
+
+
+@pytest.mark.parametrize(("code", "status"), [("403", 403), ("400", 400), ("", 404), ("SomethingNew", 400),
+                                              ("IdempotentParameterMismatchException", 400), ("301", 301)])
+def test_an_answer_dynamodb_does_not_document_is_unclear(code: str, status: int) -> None:
+    """A 4xx without a code DynamoDB documents (an HTML or empty page, a new code) or a 3xx is unclear: it proves
+    nothing, and the judge probes it (unknown), never reads it as a refusal."""
+    assert j.answer_kind(code, sent=True, answered=True, status=status) == j.UNCLEAR
+    assert j.judge(_put(), j.Answer(j.UNCLEAR)).outcome == j.UNKNOWN
+
+
+@pytest.mark.parametrize(("fates", "kind", "doubt"), [
+    ((j.OK, j.CONDITION_FAILED), j.PUT, True),  # a 200 that failed its CRC32 check, then resent
+    ((j.UNSENT, j.THROTTLED, j.REFUSED), j.PUT, False),
+    ((j.LOST, j.CONDITION_FAILED), j.PUT, True),
+    ((j.UNCLEAR,), j.PUT, True),
+    ((j.IN_PROGRESS,), j.TRANSACT, True),  # the token's transaction is running: it may still apply
+    ((j.SERVER_ERROR, j.IN_PROGRESS, j.CONFLICT), j.TRANSACT, True),
+    ((j.SERVER_ERROR, j.CANCELLED), j.TRANSACT, False),  # the token's resend was cancelled: none applied
+    ((j.SERVER_ERROR, j.CANCELLED), j.PUT, True),
+    ((j.INTERRUPTED,), j.TRANSACT, True),
+])
+def test_a_write_is_in_doubt_after_any_try_whose_answer_proves_nothing(fates: Tuple[str, ...], kind: str,
+                                                                       doubt: bool) -> None:
+    """A write's record is in doubt once a try's answer does not prove it applied nothing (an ok answer that
+    botocore resent, a 5xx, lost, unclear, in progress, interrupted); only a transaction's cancellation, the answer
+    to its token's resend, settles the tries before it."""
+    assert j.in_doubt(fates, kind) is doubt
 
 
 def test_no_answer_is_lost_if_sent_and_unsent_if_not() -> None:

@@ -150,15 +150,15 @@ def query_model(make_model):
 
 @pytest.mark.modes()  # its models set their own mode
 def test_query_strategy_numbers_each_partition(query_model, requests):
-    """The query strategy reads the largest range key and puts the next (in a transaction, whose token tells a
-    resend of it apart); no counter item is written."""
+    """The query strategy reads the largest range key and puts the next in one PutItem (one write unit, as
+    docs/modes.md says); no counter item is written."""
     Issue = query_model
     assert save_many(Issue, 3, project="A") == [1, 2, 3]
     assert save_many(Issue, 1, project="B") == [1]
     assert not [op for op, table in requests if table == "NextId"]
     requests.clear()
     save_many(Issue, 1, project="A")
-    assert [op for op, _ in requests] == ["Query", "TransactWriteItems"]  # with a token: its resend is told apart
+    assert [op for op, _ in requests] == ["Query", "PutItem"]
 
 
 @pytest.mark.modes()  # its models set their own mode
@@ -169,7 +169,7 @@ def test_query_strategy_retries_a_collision(query_model):
     rivals = [2]
 
     def rival(_: Any, operation_name: str, **__: Any) -> None:
-        if operation_name == "TransactWriteItems" and rivals:
+        if operation_name == "PutItem" and rivals:
             Issue._get_connection().put_item("A", range_key=str(rivals.pop()), attributes={})
 
     with pre_dynamodb_send.connected_to(rival):
@@ -186,7 +186,7 @@ def test_query_strategy_gives_up_after_retries(make_model):
     busy: List[bool] = []
 
     def rival(_: Any, operation_name: str, **__: Any) -> None:
-        if operation_name == "TransactWriteItems" and not busy:
+        if operation_name == "PutItem" and not busy:
             busy.append(True)
             last = max([i.number for i in Issue.query("A", consistent_read=True)], default=0)
             taken.append(last + 1)
