@@ -51,13 +51,16 @@ from botocore.httpsession import URLLib3Session
 from botocore.signers import RequestSigner
 
 __all__ = [
-    "ERRORS", "TARGET_PREFIX", "Fault", "Interrupt", "Rule", "Try", "Wire", "bad_crc", "before", "cancelled",
-    "delay", "error", "failing_credentials", "interrupt", "items", "lost", "moto_server", "never_sent",
+    "ERRORS", "TARGET_PREFIX", "WRITES", "Fault", "Interrupt", "Rule", "Try", "Wire", "bad_crc", "before", "cancelled",
+    "delay", "error", "failing_credentials", "interrupt", "items", "lost", "moto_server", "named", "never_sent",
     "no_credentials", "page", "passthrough", "target", "wire", "writes",
 ]
 
 #: The X-Amz-Target of DynamoDB's operations: ``DynamoDB_20120810.PutItem``.
 TARGET_PREFIX = "DynamoDB_20120810."
+
+#: The requests that store a new item, whichever the library sends for a write: ``wire.on(WRITES, ...)``.
+WRITES = ("PutItem", "TransactWriteItems")
 
 #: The error codes DynamoDB documents (the API reference's common errors and each operation's), with the HTTP
 #: status it sends them with and a message as it words it.
@@ -340,6 +343,16 @@ def target(table: str) -> Predicate:
     return lambda body: body.get("TableName") == table
 
 
+def named(*names: str, attribute: str = "name") -> Predicate:
+    """A write (a PutItem, or a TransactWriteItems with a Put) storing an item whose string ``attribute`` is one of
+    ``names``: the write of one record, whichever request carries it."""
+    def check(body: Dict[str, Any]) -> bool:
+        puts = [body.get("Item", {})] + [i["Put"]["Item"] for i in body.get("TransactItems", []) if "Put" in i]
+        return any(put.get(attribute, {}).get("S") in names for put in puts)
+
+    return check
+
+
 def writes(attribute: str) -> Predicate:
     """An UpdateItem whose UpdateExpression sets or adds ``attribute`` (the queue's ticket request writes
     ``NextTicket``; a counter advance ``NextId``)."""
@@ -406,11 +419,11 @@ def _body(request: Any) -> Dict[str, Any]:
 
 @dataclass
 class Rule:
-    """Faults for the requests of one operation that ``when`` holds for: the ``nth`` such request (1-based) gets
+    """Faults for the requests of ``operations`` that ``when`` holds for: the ``nth`` such request (1-based) gets
     the first fault, the next one the second, and so on (``times`` rounds of them; None: for ever). Every request
     that matches counts towards ``nth``, whichever rule gave it a fault."""
 
-    operation: str
+    operations: Tuple[str, ...]
     faults: Sequence[Fault]
     nth: int = 1
     when: Optional[Predicate] = None
@@ -419,7 +432,7 @@ class Rule:
     given: int = 0
 
     def matches(self, operation: str, body: Dict[str, Any]) -> bool:
-        return operation == self.operation and (self.when is None or bool(self.when(body)))
+        return operation in self.operations and (self.when is None or bool(self.when(body)))
 
     def left(self) -> Optional[int]:
         """How many faults this rule has yet to give (None: for ever)."""
@@ -483,14 +496,16 @@ class Wire:
 
     # the plan
 
-    def on(self, operation: str, *faults: Fault, nth: int = 1, when: Optional[Predicate] = None,
-           times: Optional[int] = 1) -> Rule:
-        """Give ``faults`` to the requests of ``operation`` ("TransactWriteItems", or the whole X-Amz-Target) that
-        ``when`` (a predicate on the JSON body) holds for, from the ``nth`` on, one each (``times`` rounds; None:
-        for ever). Rules are asked in the order they were added; the first with a fault for a request gives it."""
+    def on(self, operation: Union[str, Sequence[str]], *faults: Fault, nth: int = 1,
+           when: Optional[Predicate] = None, times: Optional[int] = 1) -> Rule:
+        """Give ``faults`` to the requests of ``operation`` ("TransactWriteItems", the whole X-Amz-Target, or several:
+        ``WRITES``, whichever of them the library sends) that ``when`` (a predicate on the JSON body) holds for, from
+        the ``nth`` on, one each (``times`` rounds; None: for ever). Rules are asked in the order they were added;
+        the first with a fault for a request gives it."""
         if not faults or nth < 1 or (times is not None and times < 1):
             raise ValueError("on(): give at least one fault, nth >= 1 and times >= 1 (or None)")
-        rule = Rule(_operation_name(operation), list(faults), nth, when, times)
+        names = (operation,) if isinstance(operation, str) else tuple(operation)
+        rule = Rule(tuple(_operation_name(name) for name in names), list(faults), nth, when, times)
         with self.lock:
             self.rules.append(rule)
         return rule
@@ -500,20 +515,24 @@ class Wire:
         with self.lock:
             self.rules = []
 
-    def left(self) -> List[Tuple[str, Optional[int]]]:
-        """The rules with faults still to give: (operation, how many; None: for ever)."""
+    def left(self) -> List[Tuple[Tuple[str, ...], Optional[int]]]:
+        """The rules with faults still to give: (operations, how many; None: for ever)."""
         with self.lock:
-            return [(r.operation, r.left()) for r in self.rules if r.left() != 0]
+            return [(r.operations, r.left()) for r in self.rules if r.left() != 0]
 
     # what happened
 
-    def sent(self, operation: Optional[str] = None) -> List[Try]:
-        """The tries of ``operation`` (default: all) that reached the wire, in order."""
+    def sent(self, operation: Union[None, str, Sequence[str]] = None,
+             when: Optional[Predicate] = None) -> List[Try]:
+        """The tries of ``operation`` (default: all; or several) that ``when`` holds for, in order."""
+        names = None if operation is None else {_operation_name(n) for n in (
+            (operation,) if isinstance(operation, str) else operation)}
         with self.lock:
-            return [t for t in self.tries if operation is None or t.operation == _operation_name(operation)]
+            return [t for t in self.tries if (names is None or t.operation in names)
+                    and (when is None or when(t.body))]
 
-    def count(self, operation: str) -> int:
-        return len(self.sent(operation))
+    def count(self, operation: Union[str, Sequence[str]], when: Optional[Predicate] = None) -> int:
+        return len(self.sent(operation, when))
 
     def fired(self) -> List[Tuple[str, str]]:
         """(operation, fault) for each try that got a fault."""
