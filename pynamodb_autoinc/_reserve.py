@@ -4,6 +4,7 @@ that reads it."""
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 from pynamodb.constants import UPDATE_ITEM, UPDATED_NEW
@@ -36,7 +37,7 @@ class Reserve(_transport.Exchange[List[int]]):
     errors = (Refused, CounterError)
 
     def __init__(self, counter: Type[NextId], key: str, count: int, seq: SequenceOptions, partial: bool,
-                 conflicts: Optional[Budget] = None) -> None:
+                 conflicts: Optional[Budget] = None, *, marked: bool = True) -> None:
         if count > seq.size:
             if not partial:
                 raise seq.too_many(key, count)  # more than the whole sequence holds: nothing is sent
@@ -49,6 +50,8 @@ class Reserve(_transport.Exchange[List[int]]):
         (self.records, self.follows), self.tries = counter._following(seq), _MOVING.tries()
         self.tail: List[int] = []  # a cycle's values before its end, taken by the wrap
         self.fresh = False  # the counter holds no value (when no DynamoDB number holds start - step)
+        # this call's token (NextClaim): a resend of its applied update is refused on it, and the item shows its values
+        self.token = secrets.randbits(62) if marked else None
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -65,8 +68,12 @@ class Reserve(_transport.Exchange[List[int]]):
             value, condition = seq.start + span, attr.does_not_exist()
         else:
             value = attr + step * count
-        return UPDATE_ITEM, self.counter._update_kwargs(self.key, [attr.set(value), self.follows],
-                                                        condition & self.records, UPDATED_NEW)
+        actions = [attr.set(value), self.follows]
+        if self.token is not None:
+            claimed = self.counter.claimed
+            actions.append(claimed.set(self.token))
+            condition &= claimed.does_not_exist() | (claimed != self.token)
+        return UPDATE_ITEM, self.counter._update_kwargs(self.key, actions, condition & self.records, UPDATED_NEW)
 
     def send(self, operation: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         return self.counter._send_update("advance", self.key, kwargs)
@@ -77,6 +84,8 @@ class Reserve(_transport.Exchange[List[int]]):
             self._conflict(refused)  # raises unless a region conflict may be resent
             return None
         key, seq = self.key, self.seq
+        if self.token is not None and refused.item.get(self.counter.claimed.attr_name) == {"N": str(self.token)}:
+            return {"Attributes": refused.item}  # an earlier try of this very call applied: its values are the item's
         if refused.cause is not None and _transport.read_answer(refused.cause).earlier_may_have_applied:
             # botocore resent it after a try whose answer was lost or a 5xx: that try may have moved the counter,
             # and the refusal may be its own doing. Wrapping or taking fewer now could move it twice

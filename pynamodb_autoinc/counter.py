@@ -66,6 +66,9 @@ class NextId(CounterItem, Model):
     """The last ticket served: the queue is empty when it equals ``ticket``."""
     options = UnicodeAttribute(null=True, attr_name="NextOptions")
     """The sequence options the counter runs under (:meth:`SequenceOptions.encode`), recorded by every advance."""
+    claimed = NumberAttribute(null=True, attr_name="NextClaim")
+    """The token of the last reserve (a block's, ``reserve()``): botocore's resend of an applied one is refused on
+    it, and its answer, the item, shows the values it took, so that a counter is never moved twice by one call."""
 
     _autoinc_own_settings: frozenset = frozenset()
     #: What precedes a counter key in its item's hash key, and its range key (counters in a model's own table).
@@ -111,7 +114,8 @@ class NextId(CounterItem, Model):
                 return cls.reserve(key, 1, sequence)[0]
             if templates is None or len(templates) >= TEMPLATE_LIMIT:
                 templates = cls._advance_templates = {}  # on this class only: a subclass has its own table
-            template = templates[key, sequence] = SwapTemplate(Reserve(cls, key, 1, sequence, False).request()[1])
+            unmarked = Reserve(cls, key, 1, sequence, False, marked=False)  # a fast save's value: a lost answer's
+            template = templates[key, sequence] = SwapTemplate(unmarked.request()[1])  # resend spends one more
         try:
             data = cls._send_update("advance", key, template.fill((None, 0, None)))
         except Reserve.errors as failure:
