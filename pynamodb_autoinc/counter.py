@@ -18,6 +18,7 @@ from pynamodb.models import Model
 
 from . import _budget, _endpoint, _state, _transport
 from . import _calendar as periods
+from ._aio import AsyncCounter
 from ._budget import Budget
 from ._counter_item import CounterItem
 from ._reserve import Refused, Reserve
@@ -51,7 +52,7 @@ RESERVE_LIMIT = 1_000_000
 SET_BY_HAND: List[Callable[[Tuple[Any, ...]], None]] = []
 
 
-class NextId(CounterItem, Model):
+class NextId(AsyncCounter, CounterItem, Model):
     """The shared counter table, one item per key. Subclass it for another table or endpoint (a model's
     ``Meta.autoinc_counter``); connection settings its ``Meta`` leaves out come from the model."""
 

@@ -15,6 +15,7 @@ from pynamodb.pagination import ResultIterator
 from pynamodb.transactions import TransactWrite as _PynamoTransactWrite
 
 from . import _bulk, _engine, _group, _transport, regions, strategies
+from ._aio import AsyncSaves, AsyncTransaction
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Write
 from ._item import STORED, check_explicit, track
@@ -47,7 +48,7 @@ _pending: contextvars.ContextVar[Optional[Tuple[List[Claim], bool]]] = contextva
     "autoinc_pending", default=None)
 
 
-class AutoIncrementMixin(ModelBase, metaclass=CheckedModel):
+class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
     """Gives a PynamoDB model an integer ID assigned on its first save; put it before ``Model`` in the bases and
     configure it in ``Meta``::
 
@@ -418,7 +419,7 @@ _saving: contextvars.ContextVar[Optional[Tuple[TransactWrite, Model]]] = context
     "autoinc_saving", default=None)
 
 
-class TransactWrite(_PynamoTransactWrite):
+class TransactWrite(AsyncTransaction, _PynamoTransactWrite):
     """PynamoDB's ``TransactWrite`` that can also save new auto-increment items, used as PynamoDB's::
 
         from pynamodb_autoinc import TransactWrite
