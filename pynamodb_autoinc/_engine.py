@@ -503,11 +503,15 @@ def carry_out(write: Write, steps: _contention.Steps[_T]) -> _T:
 def explicit_failure(instance: Model, exc: Exception) -> AutoIncrementError:
     """The error for PynamoDB's failed save of an instance whose ID was given (an ordinary put): what the judge
     makes of its answer, named as this library's errors name a write."""
-    answer = _transport.read_answer(exc.__cause__ or getattr(exc, "cause", None) or exc)
+    answer = _transport.read_answer(exc)
     verdict = _judge.judge(_judge.Plan(_judge.PUT), answer)
     what = describe(instance)
-    if answer.kind == _judge.CONDITION_FAILED:
+    if answer.kind == _judge.CONDITION_FAILED and not answer.earlier_may_have_applied:
         return ConditionFailedError(f"{what}: the condition passed to save() failed; nothing was written", exc)
+    if answer.kind == _judge.CONDITION_FAILED:  # botocore's resend of a try that may have applied (its version)
+        return WriteOutcomeUnknownError(f"{what}: a try of the save may have applied (its answer was lost) and its "
+                                        "resend failed the condition (a version, the one passed to save()), which "
+                                        "the first try may have changed; read the item before saving again", exc)
     if verdict.outcome in (_judge.UNKNOWN, _judge.UNDECIDABLE):
         return WriteOutcomeUnknownError(f"{what}: the save may or may not be stored ({answer.code or answer.kind}); "
                                         "read the item before saving again", exc)

@@ -3,9 +3,10 @@ botocore's retries apply), and the one retry loop (:func:`drive`)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type, TypeVar
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Protocol, Tuple, Type, TypeVar
 
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, NoRegionError
 from pynamodb.connection import Connection
@@ -53,6 +54,19 @@ def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw:
     except BaseException as stop:
         if not isinstance(stop, Exception):  # an interrupt: note whether a try was in flight or may have applied
             stop.autoinc_tries = tries.snapshot()  # type: ignore[attr-defined]
+        raise
+
+
+@contextlib.contextmanager
+def followed(connection: Connection) -> Iterator[None]:
+    """Follow the tries of a request PynamoDB sends itself on ``connection`` (an explicit key's ``Model.save``): a
+    failure or an interrupt carries what became of each, as one from :func:`send` does."""
+    tries = _tries.reset()
+    _watch(connection)
+    try:
+        yield
+    except BaseException as stop:
+        stop.autoinc_tries = tries.snapshot()  # type: ignore[attr-defined]
         raise
 
 

@@ -87,7 +87,8 @@ class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
         claims = claim_for(self, opts, is_new, "save")
         if not claims:
             try:
-                data = super().save(condition, add_version_condition=add_version_condition)
+                with _transport.followed(model._get_connection().connection):
+                    data = super().save(condition, add_version_condition=add_version_condition)
             except PutError as exc:  # PynamoDB's own: named as the library's errors name a write
                 if isinstance(exc, AutoIncrementError):
                     raise

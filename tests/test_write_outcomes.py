@@ -257,3 +257,22 @@ def test_conflict_that_never_passes_names_the_explicit_item(make_model, faults_f
         tx.save(User(id=1, name="a"))
         tx.save(User(id=2, name="b"))
     assert list(User.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_a_versioned_edit_whose_answer_was_lost_is_not_reported_unwritten(make_model, faults_for):  # noqa: F811
+    """An edit of a model with a VersionAttribute whose first try applied and whose answer was lost: botocore's
+    resend fails the version condition the first try moved. That is not "nothing was written": the save raises
+    WriteOutcomeUnknownError, and the stored item is the edit."""
+    from pynamodb.attributes import VersionAttribute
+
+    User = make_model("User", name=UnicodeAttribute(null=True), version=VersionAttribute(), max_retry_attempts=2)
+    user = User(name="Kirk")
+    user.save()
+    user.name = "James"
+    faults = faults_for(User)
+    faults.inject("PutItem", "drop-after-commit")
+    with pytest.raises(WriteOutcomeUnknownError):
+        user.save()
+    stored = User.get(user.id, consistent_read=True)
+    assert (stored.name, stored.version) == ("James", 2)
