@@ -1,19 +1,73 @@
 """Signals (in the library's own :class:`blinker.Namespace`) sent by models that use
-:class:`~pynamodb_autoinc.AutoIncrementMixin`; a receiver gets ``sender``, the model class."""
+:class:`~pynamodb_autoinc.AutoIncrementMixin`; a receiver gets ``sender``, the model class. A receiver may be a
+coroutine function (``async def``): it is awaited on the event loop of the awaited call that sent the signal
+(``await instance.asave()``, docs/async.md); a sync receiver runs on the thread that sends it, as always."""
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc as c
+import contextvars
+import inspect
 import logging
 import warnings
-from typing import Any
+from typing import Any, Optional, TypeVar
 
-from blinker import NamedSignal, Namespace
+from blinker import ANY, NamedSignal, Namespace
 
 log = logging.getLogger(__name__)
 
+_F = TypeVar("_F", bound=c.Callable[..., Any])
 
-class _AllocatingSignal(NamedSignal):
+#: The name of the context variable (``pynamodb_autoinc._aio.EVENT_LOOP``) that holds, in a worker thread running an
+#: awaited call (``await instance.asave()``), the event loop of the task awaiting it.
+EVENT_LOOP_VAR = "pynamodb_autoinc.event_loop"
+
+
+class _Signal(NamedSignal):
+    """A signal whose receivers may be coroutine functions: each is awaited on the event loop of the awaited call
+    (``asave()`` and the others) that sent it; sync receivers run as they always do. Until a coroutine receiver is
+    connected, sending costs what blinker's own costs."""
+
+    def connect(self, receiver: _F, sender: Any = ANY, weak: bool = True) -> _F:
+        if inspect.iscoroutinefunction(receiver) and "receivers_for" not in self.__dict__:
+            self.receivers_for = self._awaiting  # type: ignore[method-assign, assignment]
+        return super().connect(receiver, sender, weak)
+
+    def _awaiting(self, sender: Any) -> c.Iterator[c.Callable[..., Any]]:
+        """The receivers, in their order, a coroutine function among them as a sync call that awaits it."""
+        found = type(self).receivers_for(self, sender)
+        return iter([awaited(r) if inspect.iscoroutinefunction(r) else r for r in found])
+
+
+def awaited(receiver: c.Callable[..., c.Coroutine[Any, Any, Any]]) -> c.Callable[..., Any]:
+    """``receiver`` as a sync callable, for a worker thread of an awaited call: it runs the coroutine on the event
+    loop of the task awaiting that call, and returns (or raises) what it returned once it is done."""
+
+    def call(sender: Any, **kwargs: Any) -> Any:
+        loop = _caller_loop()
+        if loop is None:
+            raise RuntimeError(
+                f"{getattr(receiver, '__qualname__', receiver)} is a coroutine function: it is awaited only for a save "
+                "that is awaited (await instance.asave(), await Model.asave_all(...), await tx.asave(...) in a "
+                "TransactWrite); a save() called directly cannot await it. Await the save, or connect a plain function")
+        return asyncio.run_coroutine_threadsafe(receiver(sender, **kwargs), loop).result()
+
+    return call
+
+
+def _caller_loop() -> Optional[asyncio.AbstractEventLoop]:
+    """The event loop of the awaited call this thread runs, if any (never the loop running on this thread: a
+    coroutine awaited there would wait for the thread it blocks)."""
+    loop = next((v for var, v in contextvars.copy_context().items() if var.name == EVENT_LOOP_VAR), None)
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    return loop if loop is not None and loop is not running and not loop.is_closed() else None
+
+
+class _AllocatingSignal(_Signal):
     """A signal whose library receivers (``_autoinc_runs_last``) run after every user receiver."""
 
     def receivers_for(self, sender: Any) -> c.Iterator[c.Callable[..., Any]]:  # type: ignore[override]
@@ -41,19 +95,21 @@ Keywords: ``instance``, ``is_new`` (its ID was ``None``) and ``operation``: ``"s
 
 :meta hide-value:"""
 
-after_save: NamedSignal = signals.signal("after_save", doc="Sent after a write committed.")
+after_save: NamedSignal = signals.setdefault("after_save", _Signal("after_save", doc="Sent after a write committed."))
 """Sent once the write of an :class:`~pynamodb_autoinc.AutoIncrementMixin` instance has committed, with the
 keywords of :data:`before_save`. A receiver that raises is logged and ignored.
 
 :meta hide-value:"""
 
-race_lost: NamedSignal = signals.signal("race_lost", doc="Sent when a write lost a race and tries again.")
+race_lost: NamedSignal = signals.setdefault(
+    "race_lost", _Signal("race_lost", doc="Sent when a write lost a race and tries again."))
 """Sent each time a write lost a race for its counter (or query partition) and will try another value, with
 ``instance`` (its first new instance), ``attempts`` and ``elapsed`` (seconds). A receiver that raises is logged.
 
 :meta hide-value:"""
 
-contention_failed: NamedSignal = signals.signal("contention_failed", doc="Sent when a write gave up losing races.")
+contention_failed: NamedSignal = signals.setdefault(
+    "contention_failed", _Signal("contention_failed", doc="Sent when a write gave up losing races."))
 """Sent when a write used up ``Meta.autoinc_timeout`` (or ``autoinc_retries``) losing races, just before
 :class:`~pynamodb_autoinc.exceptions.ContentionError`; keywords of :data:`race_lost`. A receiver that raises is logged.
 
