@@ -84,15 +84,8 @@ class Reserve(_transport.Exchange[List[int]]):
             self._conflict(refused)  # raises unless a region conflict may be resent
             return None
         key, seq = self.key, self.seq
-        if self.token is not None and refused.item.get(self.counter.claimed.attr_name) == {"N": str(self.token)}:
+        if self._own(refused):
             return {"Attributes": refused.item}  # an earlier try of this very call applied: its values are the item's
-        if refused.cause is not None and _transport.read_answer(refused.cause).earlier_may_have_applied:
-            # botocore resent it after a try whose answer was lost or a 5xx: that try may have moved the counter,
-            # and the refusal may be its own doing. Wrapping or taking fewer now could move it twice
-            raise CounterError(f"counter {key!r} in table {self.counter.Meta.table_name!r}: a try of the request "
-                               "may have applied (its answer was lost) and the next was refused; no value was "
-                               "handed out, and the counter may have moved. Read it (currval) before trying "
-                               "again", refused.cause) from None
         last = self.counter._refused_value(key, refused.item, seq)
         if (last is None) != self.fresh and not storable(seq.start - seq.step):
             self.fresh = last is None  # sent for a counter with(out) a value, and it was not so: send the other
@@ -113,6 +106,19 @@ class Reserve(_transport.Exchange[List[int]]):
             raise ContentionError(f"counter {key!r} in table {self.counter.Meta.table_name!r} moved under {_MOVES} "
                                   "requests in a row while wrapping; nothing was spent, try again") from None
         return None
+
+    def _own(self, refused: Refused) -> bool:
+        """Whether the refusal met this call's own applied try (its token). Without a token, a refusal after a try
+        that may have applied raises: that try may have moved the counter, and wrapping or taking fewer now could
+        move it twice."""
+        if self.token is not None and refused.item.get(self.counter.claimed.attr_name) == {"N": str(self.token)}:
+            return True
+        if refused.cause is not None and _transport.read_answer(refused.cause).earlier_may_have_applied:
+            raise CounterError(f"counter {self.key!r} in table {self.counter.Meta.table_name!r}: a try of the "
+                               "request may have applied (its answer was lost) and the next was refused; no value "
+                               "was handed out, and the counter may have moved. Read it (currval) before trying "
+                               "again", refused.cause) from None
+        return False
 
     def _conflict(self, refused: Exception) -> None:
         """A failure that is not a refused condition: resend a region conflict within the budget, else raise."""
