@@ -13,6 +13,7 @@ turns it into a pass, and the mark goes.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Dict, Iterator, List, Optional
 
 import botocore.session
@@ -27,6 +28,7 @@ from botocore.exceptions import (
 )
 from pynamodb.attributes import UnicodeAttribute
 
+from pynamodb_autoinc import before_save
 from pynamodb_autoinc.exceptions import AutoIncrementError, WriteOutcomeUnknownError
 from tests import wire as w
 from tests.wire import Wire
@@ -366,11 +368,19 @@ def test_group_commit_answered_by_a_proxy_page_is_not_split(make_model, wire, bo
     d0a903a: split as a failure naming no item, each member sent alone under a new ID: stored twice."""
     User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
     User(name="first").save()  # the counter's value is known: each thread's claim reads nothing
-    # the first transaction waits long enough for the others to queue behind it; the group of them is answered so
-    wire.on("TransactWriteItems", w.delay(0.3))
-    wire.on("TransactWriteItems", w.page(503, body, applied=True), when=w.items(at_least=3))
     users = [User(name=f"u{n}") for n in range(6)]
-    errors = run_threads([user.save for user in users])
+    began = threading.Semaphore(0)
+
+    def queued() -> None:  # every save has begun (its claim, then the queue, take no request), and a moment more
+        for _ in users:
+            began.acquire(timeout=10)
+        time.sleep(0.2)
+
+    # the first transaction waits while the others queue behind it; the group of them is answered so
+    wire.on("TransactWriteItems", w.before(queued))
+    wire.on("TransactWriteItems", w.page(503, body, applied=True), when=w.items(at_least=3))
+    with before_save.connected_to(lambda *_, **__: began.release(), sender=User):
+        errors = run_threads([user.save for user in users])
     assert any(len(t.body["TransactItems"]) >= 3 and t.fault for t in wire.sent("TransactWriteItems")), \
         "no group commit was sent"
     assert all(e is None or isinstance(e, WriteOutcomeUnknownError) for e in errors), errors
