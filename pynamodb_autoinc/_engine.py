@@ -389,13 +389,13 @@ def settle_doubts(write: Write) -> None:
     if not doubts:
         return
     for chain, _, last in write.chains():
-        found = doubts.pop(chain, None)
+        found = doubts.get(chain)
         if found is None:
             continue
         old, since = found
+        outcome = _settle(old, _budget.clock.monotonic() - since)  # an interrupt leaves the doubt as it was
         for other, _, _ in old.chains():
             doubts.pop(other, None)
-        outcome = _settle(old, _budget.clock.monotonic() - since)
         if outcome == _judge.APPLIED:
             strategies.commit(old.claims)
             write.retake({c: s.value for c, _, s in old.chains() if c in {ch for ch, _, _ in write.chains()}})

@@ -13,7 +13,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from pynamodb_autoinc import TransactWrite
 from pynamodb_autoinc.exceptions import ItemExistsError, ItemWriteError, WriteOutcomeUnknownError
-from tests.test_faults import faults_for  # noqa: F401  (the fixture)
+from tests.test_faults import faults_for, put_raw  # noqa: F401  (the fixture)
 
 
 def _stored(model: Any) -> List[Any]:
@@ -276,3 +276,48 @@ def test_a_versioned_edit_whose_answer_was_lost_is_not_reported_unwritten(make_m
         user.save()
     stored = User.get(user.id, consistent_read=True)
     assert (stored.name, stored.version) == ("James", 2)
+
+
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+def test_the_next_save_settles_a_gapless_write_in_doubt(make_model, faults_for, applied):  # noqa: F811
+    """A gapless save whose outcome stayed unknown keeps its ID; the next save on its counter first resends that
+    transaction with its token, so that it never takes the same ID: stored (now or before), the first instance
+    keeps its ID and the next save takes the one after it."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    User(name="first").save()
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "internal-after-commit" if applied else "internal", times=100)
+    kirk = User(name="Kirk")
+    with pytest.raises(WriteOutcomeUnknownError):
+        kirk.save()
+    assert kirk.id == 2
+    faults.remove()
+    spock = User(name="Spock")
+    spock.save()
+    assert (kirk.id, spock.id) == (2, 3)
+    assert sorted((u.id, u.name) for u in User.scan(consistent_read=True)) == [(1, "first"), (2, "Kirk"),
+                                                                                (3, "Spock")]
+
+
+@pytest.mark.modes("gapless")
+def test_a_gapless_write_in_doubt_that_never_applied_gives_its_id_back(make_model, faults_for):  # noqa: F811
+    """A gapless save in doubt that never applied, its value since taken by another process: the next save in
+    this process finds its transaction cancelled, puts its ID back to None, and takes the value after the
+    other process's."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    User(name="first").save()
+    opts = User.autoinc_options()
+    faults = faults_for(User)
+    faults.inject("TransactWriteItems", "internal", times=100)
+    kirk = User(name="Kirk")
+    with pytest.raises(WriteOutcomeUnknownError):
+        kirk.save()
+    faults.remove()
+    put_raw(User, User(id=2, name="other process"))
+    assert opts.counter.compare_and_set(opts.key, 1, 2, opts.sequence)
+    spock = User(name="Spock")
+    spock.save()
+    assert (kirk.id, spock.id) == (None, 3)
+    assert sorted((u.id, u.name) for u in User.scan(consistent_read=True)) == [(1, "first"), (2, "other process"),
+                                                                                (3, "Spock")]
