@@ -1,14 +1,17 @@
-"""The least-privilege IAM policy a model's saves need: ``policy(User)``, or ``pynamodb-autoinc policy --model
-app.models:User`` (inside a TransactWriteItems, DynamoDB authorises PutItem and UpdateItem)."""
+"""The least-privilege IAM policy a model's saves need: ``policy(User)`` (several models: one policy), or
+``pynamodb-autoinc policy --model app.models:User`` (inside a TransactWriteItems, DynamoDB authorises PutItem and
+UpdateItem)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Type
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
 from pynamodb.models import Model
 
 from ._options import ModelOptions, options_for
 from .attributes import CounterMixin, counters
+from .exceptions import ConfigurationError
 from .history import HistoryMixin
 from .mixin import AutoIncrementMixin
 
@@ -88,12 +91,66 @@ def _home_regions(model: Type[Model], opts: ModelOptions, local: str) -> Dict[st
     return found
 
 
-def policy(model: Type[Model], *, region: str = "*", account: str = "*") -> Dict[str, Any]:
-    """An IAM policy document granting exactly :func:`required_actions` on the model's tables, in the regions
-    :func:`table_regions` names (a process in ``region``; with a home region, the home region's tables too)."""
-    where = table_regions(model, region)
+def counter_keys(model: Type[Model]) -> Optional[List[str]]:
+    """The counter keys of ``model`` as ``dynamodb:LeadingKeys`` patterns (``StringLike``: ``orders``,
+    ``issues#*``, ``orders@eu-west-1``), or None when it keeps no counter table (the query strategy); a model
+    keeping its counters in its own table is refused: its counter keys are no keys of a table of their own."""
+    if not issubclass(model, AutoIncrementMixin):
+        return None
+    opts = options_for(model)
+    if opts.strategy == "query":
+        return None
+    if opts.counter.Meta.table_name == model.Meta.table_name:
+        raise ConfigurationError(
+            f"{model.__name__} keeps its counters in its own table (Meta.autoinc_counter_in_table), beside its items, "
+            "so dynamodb:LeadingKeys cannot keep it to its counters; leave own_counters_only (--own-counters-only) "
+            "off for it, or keep its counters in a counter table")
+    key = opts.key.replace("*", "${*}").replace("?", "${?}")  # StringLike's wildcards, written as literals
+    base = key if not (opts.scope or opts.period) else f"{key}#*"
+    # with Meta.autoinc_regions, each region's counter, and the single-region one that seed and saves read
+    return [base, *(f"{base}@{region}" for region in opts.regions)]
+
+
+def policy(*models: Type[Model], region: str = "*", account: str = "*",
+           own_counters_only: bool = False) -> Dict[str, Any]:
+    """An IAM policy document granting exactly :func:`required_actions` on the tables of ``models`` (one or more,
+    merged), in the regions :func:`table_regions` names (a process in ``region``; with a home region, the home
+    region's tables too). ``own_counters_only`` grants the counter table for the models' own counter keys only
+    (a ``dynamodb:LeadingKeys`` condition, :func:`counter_keys`)."""
+    if not models:
+        raise ConfigurationError("policy() needs at least one model: policy(User) or policy(User, Order)")
+    grants: Dict[str, Dict[str, _Grant]] = {}
+    for model in models:
+        where, keys = table_regions(model, region), counter_keys(model) if own_counters_only else None
+        counter = options_for(model).counter.Meta.table_name if keys is not None else None
+        for table, actions in required_actions(model).items():
+            for arn in (f"arn:aws:dynamodb:{r}:{account}:table/{table}" for r in where[table]):
+                grant = grants.setdefault(table, {}).setdefault(arn, _Grant(set(), set()))
+                grant.add(actions, keys if table == counter else None)
     statements: List[Dict[str, Any]] = []
-    for table, actions in sorted(required_actions(model).items()):
-        arns = [f"arn:aws:dynamodb:{r}:{account}:table/{table}" for r in where[table]]
-        statements.append({"Effect": "Allow", "Action": sorted(actions), "Resource": arns if arns[1:] else arns[0]})
+    for table in sorted(grants):
+        alike: Dict[Tuple[Any, ...], List[str]] = {}  # the ARNs of one table granted alike share a statement
+        for arn, grant in grants[table].items():
+            alike.setdefault(grant.shape(), []).append(arn)
+        for (actions, keys), arns in alike.items():
+            statement: Dict[str, Any] = {"Effect": "Allow", "Action": list(actions),
+                                         "Resource": arns if arns[1:] else arns[0]}
+            if keys is not None:
+                statement["Condition"] = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(keys)}}
+            statements.append(statement)
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+@dataclass
+class _Grant:
+    """What one table ARN is granted: its actions, and the leading keys they are kept to (None: any key)."""
+
+    actions: Set[str]
+    keys: Optional[Set[str]]
+
+    def add(self, actions: Set[str], keys: Optional[List[str]]) -> None:
+        self.actions |= actions
+        self.keys = None if keys is None or self.keys is None else self.keys | set(keys)
+
+    def shape(self) -> Tuple[Tuple[str, ...], Optional[Tuple[str, ...]]]:
+        return tuple(sorted(self.actions)), None if self.keys is None else tuple(sorted(self.keys))

@@ -267,3 +267,109 @@ def test_a_global_tables_model_is_granted_in_every_region_by_default(make_model)
                                                      "arn:aws:dynamodb:*:1:table/NextId"}
     assert set(arns(policy(model, region="eu-west-1", account="1"))) == {
         f"arn:aws:dynamodb:eu-west-1:1:table/{table}", "arn:aws:dynamodb:eu-west-1:1:table/NextId"}
+
+
+# -- several models, a pinned region, own counter keys ---------------------------------------------------------
+
+
+def conditions(document: Dict[str, Any]) -> Dict[str, Any]:
+    """{ARN: its statement's Condition (None: none)} of a policy document."""
+    found: Dict[str, Any] = {}
+    for statement in document["Statement"]:
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        for arn in resources:
+            found[arn] = statement.get("Condition")
+    return found
+
+
+@pytest.mark.modes("fast")
+def test_the_policy_of_several_models_is_one_document(make_model):
+    """policy(Order, Ledger) merges the two: each table once, the shared counter table with what both need (the
+    gapless Ledger's and the fast Order's actions), every ARN in one statement of its table."""
+    order = make_model("Order", create=False, region="us-east-1")
+    ledger = make_model("Ledger", create=False, region="us-east-1", autoinc_gapless=True, autoinc_key="ledger")
+    document = policy(order, ledger, account="1")
+    granted = arns(document)
+    assert set(granted) == {f"arn:aws:dynamodb:us-east-1:1:table/{t}"
+                            for t in ("NextId", order.Meta.table_name, ledger.Meta.table_name)}
+    assert granted["arn:aws:dynamodb:us-east-1:1:table/NextId"] == sorted(
+        set(required_actions(order)["NextId"]) | set(required_actions(ledger)["NextId"]))
+    assert len(document["Statement"]) == 3
+
+
+@pytest.mark.modes("fast")
+def test_the_region_given_is_pinned_for_every_model_merged(make_model):
+    """policy(A, B, region="eu-west-1") of a model in us-west-2 and one naming no region grants every table in
+    eu-west-1 only."""
+    first = make_model("First", create=False, region="us-west-2")
+    second = make_model("Second", create=False)
+    granted = arns(policy(first, second, region="eu-west-1", account="1"))
+    assert {arn.split(":")[3] for arn in granted} == {"eu-west-1"}
+
+
+@pytest.mark.modes("fast")
+def test_own_counters_only_keeps_the_counter_table_to_the_models_keys(make_model):
+    """own_counters_only=True adds a dynamodb:LeadingKeys condition to the counter table's statement alone: the
+    key of a model with one counter, and ``key#*`` for one numbered per scope value or per period."""
+    order = make_model("Order", create=False, region="us-east-1", autoinc_key="orders")
+    issue = make_model("Issue", create=False, region="us-east-1", autoinc_key="issues", autoinc_scope="project",
+                       autoinc_attribute="number", project=UnicodeAttribute(hash_key=True),
+                       number=NumberAttribute(range_key=True))
+    found = conditions(policy(order, issue, account="1", own_counters_only=True))
+    assert found.pop("arn:aws:dynamodb:us-east-1:1:table/NextId") == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["issues#*", "orders"]}}
+    assert set(found.values()) == {None}
+
+
+@pytest.mark.modes("fast")
+def test_own_counter_keys_of_region_homed_sequences_name_each_region(make_model):
+    """With Meta.autoinc_regions the counter keys are each region's (``key@region``) and the single-region one
+    that seed and a first save read."""
+    from pynamodb_autoinc.iam import counter_keys
+
+    model = make_model("Order", create=False, region="us-east-1", autoinc_key="orders",
+                       autoinc_regions=["us-east-1", "eu-west-1"])
+    assert counter_keys(model) == ["orders", "orders@us-east-1", "orders@eu-west-1"]
+
+
+@pytest.mark.modes("gapless")
+def test_own_counters_only_refuses_counters_in_the_models_table(make_model):
+    """A model keeping its counters in its own table (autoinc_counter_in_table) cannot be kept to its counter keys:
+    own_counters_only raises ConfigurationError naming the option; without it the policy is as before."""
+    from pynamodb_autoinc.exceptions import ConfigurationError
+
+    model = make_model("Ledger", create=False, pk=UnicodeAttribute(hash_key=True), num=NumberAttribute(null=True),
+                       autoinc_attribute="num", autoinc_counter_in_table=True)
+    with pytest.raises(ConfigurationError, match="autoinc_counter_in_table"):
+        policy(model, own_counters_only=True)
+    assert policy(model)["Statement"]
+
+
+@pytest.mark.modes("fast", "gapless")
+def test_the_counter_keys_the_library_sends_match_its_own_counters_condition(make_model, backend):
+    """Every key a save of a model numbered per scope value sends to the counter table (alone, or inside a
+    transaction) matches the LeadingKeys patterns of own_counters_only."""
+    import fnmatch
+
+    from pynamodb_autoinc.iam import counter_keys
+
+    model = make_model("Issue", autoinc_key="issues", autoinc_scope="project", autoinc_attribute="number",
+                       project=UnicodeAttribute(hash_key=True), number=NumberAttribute(range_key=True))
+    counter = model.autoinc_options().counter
+    sent: Set[str] = set()
+
+    def record(params: Dict[str, Any], model: Any, **_: Any) -> None:
+        requests = [body for item in params.get("TransactItems", []) for body in item.values()] or [params]
+        sent.update(body["Key"]["NextKey"]["S"] for body in requests
+                    if body.get("TableName") == counter.Meta.table_name and "Key" in body)
+
+    events = counter._get_connection().connection.client.meta.events
+    events.register("before-parameter-build.dynamodb", record)
+    try:
+        for project in ("a", "b#c", "a"):
+            model(project=project).save()
+    finally:
+        events.unregister("before-parameter-build.dynamodb", record)
+    patterns = counter_keys(model) or []
+    assert sent and all(any(fnmatch.fnmatchcase(key, p) for p in patterns) for key in sent), (sent, patterns)
+
