@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from . import _budget
 from .exceptions import ConfigurationError
@@ -90,6 +90,18 @@ def is_label(period: str, text: str) -> bool:
     """Whether ``text`` is the label of a ``period`` (``"2026-11"`` of a month), as :func:`label` writes one."""
     named = parse(text)
     return named is not None and named.kind == period and named.label == text
+
+
+def apart(period: str) -> Tuple[str, ...]:
+    """Labels of ``period`` each one digit away from the first (``"2026-11"``: ``"2026-12"``, ``"2026-01"``,
+    ``"2027-11"``, ``"2036-11"``, ``"2126-11"``, ``"3026-11"``), so that a format writing them all apart shows every
+    digit of a label: the whole period."""
+    dates = [(2026, 11, 22), (2027, 11, 22), (2036, 11, 22), (2126, 11, 22), (3026, 11, 22)]
+    if period != "year":
+        dates += [(2026, 12, 22), (2026, 1, 22)]
+    if period == "day":
+        dates += [(2026, 11, 23), (2026, 11, 12)]
+    return tuple(label(period, datetime(*date, tzinfo=timezone.utc)) for date in dates)
 
 
 def label(period: str, now: Optional[datetime] = None) -> str:

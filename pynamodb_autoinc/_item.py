@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Tuple
 
+from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from . import _judge, strategies
+from . import _engine, _judge, strategies
 from ._options import Options
-from .exceptions import InvalidIdError
+from .exceptions import AutoIncrementError, ConditionFailedError, InvalidIdError
 from .sequence import is_int
 
 STORED = "_autoinc_stored_id"
@@ -27,6 +28,8 @@ def item_key(item: Model) -> Optional[Tuple[Any, ...]]:
 
 def check_explicit(instance: Model, opts: Options) -> None:
     """Raise InvalidIdError for an ID set by hand that is not an int, or not a str for a UnicodeAttribute."""
+    if not opts.numbered:
+        return  # a model the mixin leaves to PynamoDB holds no ID
     value = getattr(instance, opts.attribute)
     if not (isinstance(value, str) if opts.as_string else is_int(value)):
         kind = (f"a string, and the attribute is a UnicodeAttribute; set a str (such as {str(value)!r})"
@@ -44,3 +47,26 @@ def track(instances: Sequence[Model], opts: Options) -> None:
         strategies.track(explicit, opts)
 
 
+
+
+def explicit_failure(instance: Model, exc: Exception, condition: Optional[Condition],
+                     add_version_condition: bool) -> AutoIncrementError:
+    """The error for PynamoDB's failed save of an instance whose ID was given: the engine's, whose failed condition
+    names the condition that was sent (the caller's, the version's, or either), never one the caller did not pass.
+    As PynamoDB's own ``PutError``, it carries the answer (``cause``, ``cause_response_code``, ...)."""
+    error = _engine.explicit_failure(instance, exc)
+    name = type(instance)._version_attribute_name
+    if not isinstance(error, ConditionFailedError) or not name or not add_version_condition:
+        return error
+    version = getattr(instance, name)
+    held = (f"the stored item is not at version {version} (another writer saved or deleted it since this instance "
+            "was read)" if version is not None else
+            "the instance has no version, so it may only create the item, and an item is stored under its key")
+    what = _engine.describe(instance)
+    if condition is None:
+        message = (f"{what}: its version condition ({name}) failed: {held}; nothing was written, and the local "
+                   f"{name} stays {version}. Read the item again (refresh()) and make the change on it")
+    else:
+        message = (f"{what}: the condition passed to save(), or its version condition ({name}, {version}), failed; "
+                   "nothing was written")
+    return ConditionFailedError(message, exc)

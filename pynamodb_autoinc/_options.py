@@ -97,8 +97,12 @@ class ModelOptions:
     budget: Budget = field(init=False, repr=False, compare=False)
     step: int = field(init=False, repr=False, compare=False)
     start: int = field(init=False, repr=False, compare=False)
+    numbered: bool = field(init=False, repr=False, compare=False)
+    """Whether the mixin numbers this model; False for one it leaves to PynamoDB (a base class without a table, a
+    model without a hash key), whose every write is PynamoDB's own."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "numbered", self.attribute != UNNUMBERED)
         fixed = None if self.scope or self.period or self.region is not None else self.key
         object.__setattr__(self, "fixed_key", fixed)
         object.__setattr__(self, "budget", Budget(self.retries, self.timeout, self.backoff))
@@ -250,7 +254,10 @@ def _check(model: Type[Model], option: str, value: Any, rules: Dict[str, _Rule] 
 
 
 def check_options(model: Type[Model]) -> Options:
-    """Read and validate ``model``'s options (when its class is created, and on first use)."""
+    """Read and validate ``model``'s options (when its class is created, and on first use); for a model the mixin
+    leaves to PynamoDB (see :func:`left_to_pynamodb`) the options that number nothing."""
+    if left_to_pynamodb(model):
+        return _unnumbered(model)
     given = _given(model)
     opts = {**DEFAULTS, **given}
     name, attribute = _auto_attribute(model, opts["autoinc_attribute"])
@@ -264,7 +271,7 @@ def check_options(model: Type[Model]) -> Options:
     period, fmt, strategy = opts["autoinc_period"], opts["autoinc_format"], opts["autoinc_strategy"]
     _check(model, "autoinc_period", period)
     _check_format(model, fmt, attribute, sequence, period)
-    _check_period_in_key(model, period, fmt, name, attribute)
+    _check_period_in_key(model, period, fmt, name, attribute, sequence.start)
     _check(model, "autoinc_strategy", strategy)
     _check_combinations(model, opts, name, attribute, sequence)
     if strategy == "query":
@@ -285,6 +292,36 @@ def check_options(model: Type[Model]) -> Options:
         timeout=None if opts["autoinc_timeout"] is None else float(opts["autoinc_timeout"]),
         regions=region_list or (), home_region=home, home_host=home_host,
         single_region_writes=opts["autoinc_single_region_writes"])
+
+
+#: The ``attribute`` of a model the mixin numbers nothing of: a name every instance holds, never None, so that no
+#: instance is taken for a new one and every write is PynamoDB's own.
+UNNUMBERED = "__class__"
+
+
+def left_to_pynamodb(model: Type[Model]) -> bool:
+    """Whether the mixin leaves ``model`` to PynamoDB, as if it were a plain ``Model``: a base class without
+    ``Meta.table_name`` (its subclasses with a table are numbered), or a model without a hash key that sets no
+    ``autoinc_*`` option (PynamoDB accepts the class, and its own errors follow). Such a model with an option is
+    refused: the option would number nothing."""
+    if getattr(getattr(model, "Meta", None), "table_name", None) is None:
+        return True
+    if model._hash_keyname is not None:
+        return False
+    given = _given(model)
+    if given:
+        raise _fail(model, f"Meta.{sorted(given)[0]} is set, but the model has no hash key, so there is no item "
+                           "to number (PynamoDB stores none without one); declare one, e.g. id = "
+                           "NumberAttribute(hash_key=True), or drop the autoinc_* options")
+    return True
+
+
+def _unnumbered(model: Type[Model]) -> Options:
+    """The options of a model the mixin leaves to PynamoDB: no counter is ever read, nothing is numbered."""
+    return Options(model=model, attribute=UNNUMBERED, as_string=False, key="", counter=NextId, gapless=False,
+                   strategy="counter", sequence=SequenceOptions.of(None, 1, None, None, False), track_explicit=False,
+                   scope=(), period=None, fmt=None, block=1, retries=None, backoff=DEFAULTS["autoinc_backoff"],
+                   timeout=DEFAULTS["autoinc_timeout"])
 
 
 def _given(model: Type[Model]) -> Dict[str, Any]:
@@ -441,17 +478,27 @@ def _check_format(model: Type[Model], fmt: Any, attribute: Attribute, sequence: 
 
 
 def _check_period_in_key(model: Type[Model], period: Optional[str], fmt: Optional[str], name: str,
-                         attribute: Attribute) -> None:
-    """A sequence restarting each period in the key needs the period in the ID, or keys repeat."""
+                         attribute: Attribute, start: int) -> None:
+    """A sequence restarting each period in the key needs the whole period in the ID, or keys repeat: a format
+    that shows part of it (``{period:.4}`` of a month, ``{period[2]}``) gives two periods' first items one key."""
     if period is None or not _in_key(attribute):
         return
+    what, more = ("key", "") if attribute.is_hash_key else ("range key", (
+        f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
+        f", or move {name!r} outside the key"))
     if not period_fields(fmt or ""):
-        what, more = ("key", "") if attribute.is_hash_key else ("range key", (
-            f", or number {name!r} per hash key (Meta.autoinc_scope = {model._hash_keyname!r}, no autoinc_period)"
-            f", or move {name!r} outside the key"))
         raise _fail(model, f"Meta.autoinc_period restarts the sequence each {period}, so the {what} {name!r} "
                            "repeats last period's values; put the period in the ID (Meta.autoinc_format = "
                            f"'{{period}}-{{value:06d}}'){more}")
+    shown: Dict[str, str] = {}
+    for label in periods.apart(period):
+        text = str(fmt).format(value=start, period=label)
+        if text in shown:
+            raise _fail(model, f"Meta.autoinc_format {fmt!r} shows only part of the period: the {period}s "
+                               f"{shown[text]!r} and {label!r} both give {text!r}, and Meta.autoinc_period restarts "
+                               f"the sequence each {period}, so the {what} {name!r} would repeat; show the whole "
+                               f"period with {{period}} (e.g. 'INV-{{period}}-{{value:06d}}'){more}")
+        shown[text] = label
 
 
 def _check_combinations(model: Type[Model], opts: Dict[str, Any], name: str, attribute: Attribute,

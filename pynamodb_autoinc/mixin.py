@@ -83,6 +83,8 @@ class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
         """
         model = type(self)
         opts = model.__dict__.get(OPTIONS_CACHE) or options_for(model)
+        if not opts.numbered:  # a base class without a table, a model without a hash key: PynamoDB's own save
+            return super().save(condition, add_version_condition=add_version_condition)
         is_new = getattr(self, opts.attribute) is None
         claims = claim_for(self, opts, is_new, "save")
         if not claims:
@@ -92,7 +94,8 @@ class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
             except PutError as exc:  # PynamoDB's own: named as the library's errors name a write
                 if isinstance(exc, AutoIncrementError):
                     raise
-                raise _engine.explicit_failure(self, exc) from exc
+                from ._item import explicit_failure  # names the condition that failed: the caller's or the version's
+                raise explicit_failure(self, exc, condition, add_version_condition) from exc
         else:
             try:  # whatever ends the write; the engine commits or releases the claim
                 connection = (model._get_connection().connection if opts.home_region is None or not opts.gapless
@@ -112,6 +115,8 @@ class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
     def get_save_kwargs_from_instance(self, condition: Optional[Condition] = None,
                                       return_values_on_condition_failure: Optional[str] = None) -> Dict[str, Any]:
         opts = options_for(type(self))
+        if not opts.numbered:  # a model the mixin leaves to PynamoDB
+            return super().get_save_kwargs_from_instance(condition, return_values_on_condition_failure)
         saving = _saving.get()
         transaction = saving[0] if saving is not None and saving[1] is self else None
         is_new = getattr(self, opts.attribute) is None

@@ -160,6 +160,9 @@ BAD_INPUTS = {
     "format naming {period} without a period": Bad(
         {"id": UnicodeAttribute(hash_key=True), "autoinc_format": "{period}-{value}"}, ConfigurationError,
         "shows {period}, but the model sets no Meta.autoinc_period"),
+    "format that shows only part of the period on a key": Bad(
+        {"id": UnicodeAttribute(hash_key=True), "autoinc_period": "month", "autoinc_format": "INV-{period:.4}-{value}"},
+        ConfigurationError, "shows only part of the period: the months '2026-11' and '2026-12' both give 'INV-2026-1'"),
     "scope on a JSON attribute": Bad(scoped(JSONAttribute(null=True)), ConfigurationError,
                                      "Meta.autoinc_scope names 'tenant', a JSONAttribute, whose text follows the "
                                      "order of its keys"),
