@@ -1,9 +1,14 @@
 """Models that share one counter: the live model classes by the counter item they draw from, so that a class whose
-mode cannot share it (a gapless model beside a fast or block one) is refused when it is created."""
+mode cannot share it (a gapless model beside a fast or block one) is refused when it is created.
+
+The classes are a part of the process state (``testing.reset_state()`` forgets them), but unlike the rest of it they
+survive a fork: a forked child (a gunicorn worker, ``multiprocessing`` with ``fork``) holds every class its parent
+defined, so a class it defines in the other mode on their counter is refused there too."""
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple, Type
@@ -12,6 +17,32 @@ from . import _state
 from .exceptions import ConfigurationError
 
 _lock = threading.Lock()
+_PART = "counter users"
+_forking: List[Any] = []  # the parent's registry, from just before a fork until its child has it back
+
+
+def _before_fork() -> None:
+    _forking[:] = [_state.state.parts.get(_PART)]
+
+
+def _after_fork_in_child() -> None:
+    """Give the child its parent's registry back (``_state`` empties the state at fork, before this runs), with a
+    lock of its own: the fork may have copied the parent's held by another thread."""
+    global _lock
+    _lock = threading.Lock()
+    users = _forking[0] if _forking else None
+    _forking.clear()
+    if users is not None:
+        _state.state.parts.setdefault(_PART, users)
+
+
+def _after_fork_in_parent() -> None:
+    _forking.clear()
+
+
+if hasattr(os, "register_at_fork"):  # registered after _state's reset, so that it runs after it in the child
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child,
+                        after_in_parent=_after_fork_in_parent)
 
 #: By counter (its table, endpoint and item key): the model classes drawing from it, and whether each is gapless.
 Users = Dict[Tuple[Any, ...], List[Tuple["weakref.ref[type]", bool]]]
@@ -39,7 +70,7 @@ def refuse_mixed_modes(model: Type[Any], where: Tuple[Any, ...], key: str, gaple
 def _other_kind(model: Type[Any], where: Tuple[Any, ...], gapless: bool) -> Optional[type]:
     """A live class of the other kind using the counter at ``where``; else None, and ``model`` is recorded."""
     state = _state.state
-    users: Users = state.parts.get("counter users") or state.part("counter users", dict)
+    users: Users = state.parts.get(_PART) or state.part(_PART, dict)
     name = (model.__module__, model.__qualname__)
     with _lock:
         alive = [(ref, flag) for ref, flag in users.get(where, [])
@@ -53,7 +84,7 @@ def _other_kind(model: Type[Any], where: Tuple[Any, ...], gapless: bool) -> Opti
 def sharing(model: Type[Any], where: Tuple[Any, ...]) -> List[type]:
     """The other live model classes drawing from the counter at ``where`` (so that an audit of the counter counts
     their IDs too)."""
-    users: Users = _state.state.parts.get("counter users") or {}
+    users: Users = _state.state.parts.get(_PART) or {}
     with _lock:
         found = [ref() for ref, _ in users.get(where, [])]
     return [cls for cls in found if cls is not None and cls is not model]
