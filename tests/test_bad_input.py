@@ -302,3 +302,16 @@ def test_string_id_set_by_hand_to_a_number_is_refused_on_every_path(make_model, 
             with Code.batch_write() as batch:
                 batch.save(code)
     assert list(Code.scan(consistent_read=True)) == []
+
+
+@pytest.mark.modes()
+def test_an_option_on_a_model_without_a_hash_key_is_refused():
+    """A model without a hash key is PynamoDB's to refuse on save, but an ``autoinc_*`` option on it numbers
+    nothing: the class is refused when it is created, naming the fix."""
+    meta = type("Meta", (), {"table_name": "keyless", "autoinc_gapless": True})
+    with pytest.raises(ConfigurationError) as info:
+        type("Keyless", (pynamodb_autoinc.AutoIncrementMixin, pynamodb_autoinc.mixin.Model),
+             {"Meta": meta, "name": UnicodeAttribute(null=True)})
+    assert str(info.value) == ("Keyless: Meta.autoinc_gapless is set, but the model has no hash key, so there is no "
+                               "item to number (PynamoDB stores none without one); declare one, e.g. id = "
+                               "NumberAttribute(hash_key=True), or drop the autoinc_* options")
