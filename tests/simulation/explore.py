@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Protocol, Sequence, Set, Tuple
 
+from pynamodb_autoinc.exceptions import WriteOutcomeUnknownError
+
 from .checker import check
 from .scheduler import (
     FAULTS,
@@ -373,8 +375,9 @@ class Stats:
         self.runs += 1
         self.steps += len(run.steps)
         self.faults.update(s.fault for s in run.steps if s.fault != NONE)
-        for client in run.clients:
-            self.outcomes.update(o.status for o in client.outcomes)
+        for client in run.clients:  # an error that keeps the ID (the outcome unknown) is counted apart
+            self.outcomes.update("unknown" if o.status == "error" and isinstance(o.error, WriteOutcomeUnknownError)
+                                 else o.status for o in client.outcomes)
         self.known.update(run.known)
         if run.problems:
             self.failures.append((replay, run.describe()))

@@ -71,12 +71,16 @@ def test_every_schedule_keeps_the_invariants(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fewer_faults_than_retries_never_fail_a_save(mode: str) -> None:
-    """A throttle, lost answer or conflict is absorbed by the retries: every save that did not crash succeeds."""
+    """A throttle, lost answer or conflict is absorbed by the retries: every save that did not crash succeeds. The
+    query strategy's one PutItem is the exception: resent after a lost answer, it cannot tell its own item from a
+    racing writer's equal one (both read the same next value), so it may end unknown (the ID kept), never failed."""
     if settings.exhaustive_bounds(mode).faults > MAX_RETRY_ATTEMPTS:
         pytest.skip("more faults per run than botocore retries: a save may fail")
     stats = explored(mode)
     assert stats.outcomes["error"] == 0
     assert stats.outcomes["ok"] > 0
+    if not world.MODES[mode].query:
+        assert stats.outcomes["unknown"] == 0
 
 
 @pytest.mark.parametrize("mode", MODES + PATHS)
