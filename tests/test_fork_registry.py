@@ -16,8 +16,9 @@ from pynamodb.models import Model
 from pynamodb_autoinc import AutoIncrementMixin
 from pynamodb_autoinc.exceptions import ConfigurationError
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
-                                reason="needs os.fork (Linux)")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork (Linux)"),
+              # Python 3.12 warns of a fork in a process with threads (xdist's); the child runs no thread's code
+              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")]
 
 
 def counter_user(name: str, key: str, **meta: Any) -> Any:
