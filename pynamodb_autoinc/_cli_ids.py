@@ -8,10 +8,12 @@ import string
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Pattern, Tuple, Type
+from typing import Any, Dict, List, Optional, Pattern, Sequence, Set, Tuple, Type
 
+from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
+from pynamodb.pagination import ResultIterator
 
 from ._calendar import is_label
 from ._cli_progress import Progress
@@ -48,37 +50,49 @@ class IdReader:
         if match is None:
             return None
         found = match.groupdict()
-        label = re.search(LABELS[self.opts.period], found["period"]) if self.opts.period else None
-        period = label.group() if label else None
         try:
             value = int(re.sub(f"[^{self.digits}-]", "", found["value"]), self.base)
         except ValueError:
             return None
-        if self.opts.period and (period is None or not is_label(self.opts.period, period)):
-            return None
-        return (period, value) if self.opts.to_python(value, period) == raw else None
+        for period in self.periods(found):
+            if self.opts.to_python(value, period) == raw:
+                return period, value
+        return None
+
+    def periods(self, found: Dict[str, str]) -> List[Optional[str]]:
+        """The period labels the period fields matched (a field may show the label padded, or only part of it:
+        ``{period:.4}``, whose text names no month); ``[None]`` for a model numbering no periods."""
+        period = self.opts.period
+        if not period:
+            return [None]
+        labels = [re.search(LABELS[period], text) for name, text in found.items() if name.startswith("period")]
+        return [label for label in dict.fromkeys(m.group() for m in labels if m) if is_label(period, label)]
 
 
 def inverse(fmt: str, period: Optional[str]) -> Tuple[Pattern[str], str]:
-    """A pattern matching what ``fmt`` writes, with the groups ``value`` and ``period``, and the value's
-    presentation type (``"d"``, ``"x"``, ...). A field given twice, or with an index or conversion, matches any
-    text: what is read is checked by formatting it again."""
-    parts, kind, named = [], "", set()
+    """A pattern matching what ``fmt`` writes, with the group ``value`` and one group per period field
+    (``period0``, ``period1``, ...), and the value's presentation type (``"d"``, ``"x"``, ...). A value field given
+    twice, or a field with an index or conversion, matches any text: what is read is checked by formatting it again."""
+    parts, kind, fields, valued = [], "", 0, False
     for literal, name, spec, conversion in string.Formatter().parse(fmt):
         parts.append(re.escape(literal))
         if name is None:
             continue
-        if name in ("value", "period") and name not in named and not conversion:
-            named.add(name)
-            plain = name == "period" and not spec
-            if name == "value":
-                kind = (spec or "")[-1:] if (spec or "")[-1:].isalpha() else ""
-            parts.append(f"(?P<{name}>{LABELS[period] if plain and period else '' if plain else '.+?'})")
+        if name == "value" and not valued and not conversion:
+            valued, kind = True, (spec or "")[-1:] if (spec or "")[-1:].isalpha() else ""
+            parts.append("(?P<value>.+?)")
+        elif name == "period" and not conversion:
+            label = ".+?" if spec else LABELS[period] if period else ""
+            parts.append(f"(?P<period{fields}>{label})")
+            fields += 1
         else:
             parts.append(".*?")
-    if "period" not in named:
-        parts.append("(?P<period>)")
     return re.compile("".join(parts), re.S), kind
+
+
+#: Labels of periods that differ only in a part of their label, to tell whether a format shows the whole of it.
+SAMPLE_LABELS = {"year": ("2026", "2027"), "month": ("2026-01", "2026-11", "2027-11"),
+                 "day": ("2026-11-01", "2026-11-22", "2026-01-22", "2027-11-22")}
 
 
 def unreadable(opts: Options) -> Optional[str]:
@@ -92,16 +106,39 @@ def unreadable(opts: Options) -> Optional[str]:
     if opts.period and "period" not in fields:
         shown = f" and its format {opts.fmt!r} leaves the period out" if opts.fmt else ""
         return f"numbers its IDs per period (Meta.autoinc_period = {opts.period!r}){shown}"
+    if opts.period and opts.fmt is not None:
+        reader, value = IdReader(opts), opts.sequence.start
+        for label in SAMPLE_LABELS[opts.period]:
+            if reader.read(opts.to_python(value, label)) != (label, value):
+                return (f"numbers its IDs per {opts.period} (Meta.autoinc_period = {opts.period!r}), but its format "
+                        f"{opts.fmt!r} shows only part of the period: {label!r}'s ID {value} is "
+                        f"{opts.to_python(value, label)!r}, which does not name its {opts.period}")
     return None
 
 
-class Scan:
-    """A parallel scan of ``model``'s table: every stored auto-increment value by counter key, the items holding
-    none counted apart (``skipped``)."""
+def tables(models: Sequence[Type[Model]]) -> List[List[Type[Model]]]:
+    """``models`` by the table holding their items (endpoint, region and name), in order: each table is scanned
+    once, whatever model classes share it (a subclass, polymorphic models), so that no item is counted twice."""
+    found: Dict[Tuple[Any, ...], List[Type[Model]]] = {}
+    for model in models:
+        meta = model.Meta
+        where = (getattr(meta, "host", None), getattr(meta, "region", None), meta.table_name)
+        if model not in found.setdefault(where, []):
+            found[where].append(model)
+    return list(found.values())
 
-    def __init__(self, model: Type[Model], segments: int, progress: Progress) -> None:
-        self.model, self.opts, self.segments, self.progress = model, options_for(model), segments, progress
-        self.reader = IdReader(self.opts)
+
+class Scan:
+    """A parallel scan of one table holding the items of ``models`` (the first reads the items the others do not
+    claim): every stored auto-increment value by counter key, the items holding none counted apart (``skipped``).
+    On a table of polymorphic models (a DiscriminatorAttribute) each item is read by its own class, and an item of
+    a class not among ``models`` is another model's: not counted."""
+
+    def __init__(self, models: Sequence[Type[Model]], segments: int, progress: Progress) -> None:
+        self.model, self.models, self.segments, self.progress = models[0], list(models), segments, progress
+        self.opts = options_for(self.model)
+        self.readers = {model: IdReader(options_for(model)) for model in models}
+        self.discriminator = self.model._get_discriminator_attribute()
         self.groups: Dict[str, List[int]] = {}
         self.skipped, self.lock = 0, threading.Lock()
         # a bounded pool, each thread scanning every workers-th segment, however many segments there are
@@ -109,38 +146,65 @@ class Scan:
 
     def wanted(self) -> List[Any]:
         """The stored names to read: each as one name (PynamoDB takes Paths too), since a dot is no path."""
-        opts, model = self.opts, self.model
-        names = [opts.attribute, *opts.scope, *([str(model._hash_keyname)] if opts.strategy == "query" else [])]
-        attrs = model.get_attributes()
-        return [Path([stored]) for stored in sorted({attrs[name].attr_name for name in names})]
+        stored: Set[str] = set()
+        for model in self.models:
+            opts, attrs = options_for(model), model.get_attributes()
+            names = [opts.attribute, *opts.scope, *([str(model._hash_keyname)] if opts.strategy == "query" else [])]
+            stored.update(attrs[name].attr_name for name in names)
+        if self.discriminator is not None:
+            stored.add(self.discriminator.attr_name)
+        return [Path([name]) for name in sorted(stored)]
 
-    def key_and_value(self, item: Model) -> Optional[Tuple[str, int]]:
-        """The counter key and number of ``item``'s ID; None for an ID the library does not write, or a scope
-        value missing."""
-        read = self.reader.read(getattr(item, self.opts.attribute))
+    def owner(self, raw: Dict[str, Any]) -> Optional[Type[Model]]:
+        """The class of the stored item ``raw``: by its discriminator value, else the first model; None for an
+        item of another class."""
+        discriminator = self.discriminator
+        if discriminator is None or discriminator.attr_name not in raw:
+            return self.model
+        try:
+            stored = discriminator.deserialize(discriminator.get_value(raw[discriminator.attr_name]))
+        except (ValueError, TypeError, AttributeDeserializationError):
+            return None  # a discriminator value no class registered
+        return stored if stored in self.readers else None
+
+    def key_and_value(self, model: Type[Model], raw: Dict[str, Any]) -> Optional[Tuple[str, int]]:
+        """The counter key and number of the ID of ``raw``, an item of ``model``; None for an ID the library does
+        not write (or one stored as another type), or a scope value missing."""
+        opts = options_for(model)
+        try:
+            item = model.from_raw_data(raw)
+        except AttributeDeserializationError:
+            return None
+        read = self.readers[model].read(getattr(item, opts.attribute))
         if read is None:
             return None
         period, value = read
-        if self.opts.strategy == "query":
-            return f"{self.model.Meta.table_name}#{getattr(item, str(self.model._hash_keyname))}", value
+        if opts.strategy == "query":
+            return f"{model.Meta.table_name}#{getattr(item, str(model._hash_keyname))}", value
         try:
-            return self.opts.counter_key(item, period), value
+            return opts.counter_key(item, period), value
         except ValueError:
             return None  # a scope value is missing on this item
 
     def scan(self, first: int) -> None:
-        wanted = self.wanted()
+        wanted, connection = self.wanted(), self.model._get_connection()
         for segment in range(first, self.segments, self.workers):
-            for item in self.model.scan(segment=segment, total_segments=self.segments, attributes_to_get=wanted,
-                                        consistent_read=True):
-                found = self.key_and_value(item)
-                with self.lock:
-                    if found is None:
-                        self.skipped += 1
-                    else:
-                        self.groups.setdefault(found[0], []).append(found[1])
+            kwargs = {"segment": segment, "total_segments": self.segments, "attributes_to_get": wanted,
+                      "consistent_read": True}
+            raw: Dict[str, Any]
+            for raw in ResultIterator(connection.scan, (), kwargs):
+                model = self.owner(raw)
+                if model is not None:
+                    self.count(self.key_and_value(model, raw))
                 self.progress.item()
             self.progress.segment()
+
+    def count(self, found: Optional[Tuple[str, int]]) -> None:
+        with self.lock:
+            if found is None:
+                self.skipped += 1
+            else:
+                self.groups.setdefault(found[0], []).append(found[1])
 
     def run(self) -> Dict[str, List[int]]:
         """Scan every segment (a PynamoDBException of any segment is raised), then note the items left out."""
@@ -155,7 +219,7 @@ class Scan:
 
     def note(self) -> None:
         opts, skipped = self.opts, self.skipped
-        items, holds, lack = ("item", "holds", "lacks") if skipped == 1 else ("items", "hold", "lack")
+        items, holds, lack = ("item", "holds", "lack") if skipped == 1 else ("items", "hold", "lack")
         lacks = f" or {lack} a value of {', '.join(opts.scope)}" if opts.scope else ""
         what = f"no {opts.attribute} of the form {opts.fmt!r}" if opts.fmt else f"no integer {opts.attribute}"
         print(f"note: {skipped} {items} of {self.model.__name__} {holds} {what}{lacks}; left out", file=sys.stderr)

@@ -8,11 +8,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Type
 
-from ._cli_report import shown
+from . import regions
+from ._cli_report import behind, ring_end, shown
 from ._options import Options
 from .counter import NextId, check_int, setval_value, storable
 from .exceptions import OutOfBoundsError
-from .sequence import SequenceOptions, number
+from .sequence import SequenceOptions, integer, number
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,9 @@ def plan_alter(counter: Type[NextId], key: str, sequence: SequenceOptions) -> Co
 
 @dataclass(frozen=True)
 class SeedStep:
-    """What ``seed`` does to counter ``key`` whose furthest stored ID is ``furthest``: leave a cycling counter
-    holding ``kept`` where it is, or move it there (``moves``: it is behind, or unset) or let it stay at ``now``."""
+    """What ``seed`` does to counter ``key`` whose stored IDs end at ``furthest``: leave a cycling counter holding
+    ``kept`` where it is (``lagging``: how it is behind them), or move it there (``moves``: it is behind, or unset;
+    ``sequence``: the options it then records, as ``set`` does, when it records none) or let it stay at ``now``."""
 
     key: str
     furthest: int
@@ -98,45 +100,67 @@ class SeedStep:
     moves: bool = False
     stored: Optional[Dict[str, Any]] = None
     now: Optional[int] = None
+    sequence: Optional[SequenceOptions] = None
+    lagging: Optional[str] = None
 
     def verbs(self) -> List[str]:
         return ["raised to", "already at or above"] if self.step > 0 else ["lowered to", "already at or below"]
+
+    def recording(self) -> str:
+        return "" if self.sequence is None else f", recording its options {self.sequence.encode()}"
 
     def preview(self, spec: str, *, dry_run: bool) -> Optional[str]:
         """The line of a step that writes nothing (a dry run's, or a cycling counter's); None for a move."""
         moved, already = self.verbs()
         if self.kept is not None:
             # after a wrap the furthest stored ID is behind the counter, not ahead: only a new counter is seeded
-            return (f"{'dry run: ' if dry_run else ''}{self.key}: left at {self.kept}: the sequence cycles, so the "
-                    f"furthest stored ID, {self.furthest}, need not be the last one handed out; if it is behind, "
-                    f"move it with `pynamodb-autoinc set N --model {spec}`")
+            fix = f"`pynamodb-autoinc set {self.furthest} --model {spec} --key {self.key}`"
+            return (f"{'dry run: ' if dry_run else ''}{self.key}: left at {self.kept}: " + (
+                f"the sequence cycles, so the furthest stored ID, {self.furthest}, need not be the last one handed "
+                f"out; if it is behind, move it with `pynamodb-autoinc set N --model {spec}`" if self.lagging is None
+                else f"it is behind its stored IDs ({self.lagging}), and the sequence cycles, so seed does not move "
+                     f"it; the stored IDs end at {self.furthest}: move it there with {fix}"))
         if not dry_run:
             return None
         if self.moves:
-            return f"dry run: {self.key}: would be {moved} {self.furthest} (from {shown(self.stored)})"
+            return (f"dry run: {self.key}: would be {moved} {self.furthest} (from {shown(self.stored)})"
+                    f"{self.recording()}")
         return f"dry run: {self.key}: would stay at {self.now}, {already} {self.furthest}"
 
     def apply(self, counter: Type[NextId]) -> str:
-        """Move the counter, never back (a conditional update: safe while others allocate); the line to print."""
+        """Move the counter, never back (a conditional update: safe while others allocate), recording its options
+        if it records none; the line to print."""
         moved, already = self.verbs()
+        if self.moves and self.sequence is not None and self.swap(counter):
+            return f"{self.key}: {moved} {self.furthest}{self.recording()}"
         return f"{self.key}: {moved if counter.raise_to(self.key, self.furthest, step=self.step) else already} " \
                f"{self.furthest}"
 
+    def swap(self, counter: Type[NextId]) -> bool:
+        """Move the counter from the value read (none, or an integer) with its options, in one conditional update;
+        False when it changed since (then :meth:`apply` moves it as ``raise_to`` does, never back)."""
+        held = None if self.stored is None else integer(self.stored.get("N"))
+        if self.stored is not None and held is None:
+            return False  # a fraction: raise_to moves it
+        return counter.compare_and_set(self.key, held, self.furthest, self.sequence)
 
-def plan_seed(counter: Type[NextId], opts: Options, furthest: Dict[str, int]) -> List[SeedStep]:
-    """One step per counter key of ``furthest``, in key order, each read once: a counter holding no integer is
-    refused here, before any counter moves."""
-    steps = []
-    for key, value in sorted(furthest.items()):
-        item = counter._item(key)
-        held = counter._value_in(key, item) if opts.sequence.cycle else None
-        if held is not None:
-            steps.append(SeedStep(key, value, opts.step, kept=held))
-            continue
-        stored = item.get(counter.next_id.attr_name)
-        current = None if stored is None else number(stored.get("N"))
-        # as raise_to does: a fraction behind value is moved, a counter staying with no integer is refused
-        moves = stored is None or (current is not None and (current < value if opts.step > 0 else current > value))
-        now = None if moves else counter._value_in(key, item)
-        steps.append(SeedStep(key, value, opts.step, moves=moves, stored=stored, now=now))
-    return steps
+
+def plan_seed(counter: Type[NextId], opts: Options, ids: Dict[str, List[int]]) -> List[SeedStep]:
+    """One step per counter key of ``ids`` (its stored IDs), in key order, each read once: a counter holding no
+    integer is refused here, before any counter moves."""
+    return [seed_step(counter, opts, key, values) for key, values in sorted(ids.items()) if values]
+
+
+def seed_step(counter: Type[NextId], opts: Options, key: str, values: List[int]) -> SeedStep:
+    """The step of counter ``key``, from its item as read: the furthest ID, or where a cycle's stored IDs end."""
+    value, item, sequence = ring_end(values, opts.sequence), counter._item(key), regions.sequence_of(opts, key)
+    held = counter._value_in(key, item) if opts.sequence.cycle else None
+    if held is not None:
+        return SeedStep(key, value, opts.step, kept=held, lagging=behind(values, sequence, held))
+    stored = item.get(counter.next_id.attr_name)
+    current = None if stored is None else number(stored.get("N"))
+    # as raise_to does: a fraction behind value is moved, a counter staying with no integer is refused
+    moves = stored is None or (current is not None and (current < value if opts.step > 0 else current > value))
+    now = None if moves else counter._value_in(key, item)
+    records = sequence if moves and item.get(counter.options.attr_name) is None else None
+    return SeedStep(key, value, opts.step, moves=moves, stored=stored, now=now, sequence=records)

@@ -90,9 +90,67 @@ def audit(values: List[int], sequence: SequenceOptions, last: Optional[int] = No
     positions = sorted({position for _, position in placed if position is not None})
     off = sorted({value for value, position in placed if position is None})
     holes, ranges = holes_in(positions, value_at, ring)
+    stored_twice = sorted({a for a, b in zip(values, values[1:]) if a == b})
+    # a cycling sequence hands each value out once per pass: a value stored again after a wrap is no duplicate
+    duplicates, repeats = ([], stored_twice) if sequence.cycle else (stored_twice, [])
     return {"items": len(values), "min": values[0], "max": values[-1], "holes": holes, "hole_ranges": ranges,
-            "duplicates": sorted({a for a, b in zip(values, values[1:]) if a == b}),
+            "duplicates": duplicates, "repeats": repeats,
             "off_sequence": sum(p is None for _, p in placed), "first_off_sequence": off[:FIRST]}
+
+
+def ring_end(values: List[int], sequence: SequenceOptions) -> int:
+    """Where the stored ``values`` of a cycling sequence end: the value its longest run of values left free
+    follows (after a wrap, not the largest), as a counter handing out that run next takes no stored value;
+    the furthest value for a sequence that does not cycle (or whose start is off its restart's steps)."""
+    return ring(values, sequence)[1]
+
+
+def ring(values: List[int], sequence: SequenceOptions) -> Tuple[int, int]:
+    """(the longest run of values left free, the value it follows) of a cycling sequence's stored ``values``;
+    (0, the furthest value) for one that does not cycle."""
+    step, restart = sequence.step, sequence.restart_value
+    places = sorted({(v - restart) // step for v in values
+                     if sequence.on_sequence(v) and (v - restart) % step == 0})
+    if not sequence.cycle or not places or (sequence.start - restart) % step:
+        return 0, max(values) if step > 0 else min(values)
+    count = len(places)
+    free, place = max(((places[(i + 1) % count] - places[i] - 1) % sequence.size, places[i]) for i in range(count))
+    return free, restart + place * step
+
+
+def behind(values: List[int], sequence: SequenceOptions, last: Optional[int]) -> Optional[str]:
+    """How a counter at ``last`` (None: none) stands behind the stored ``values``, so that a save it numbers
+    takes a stored value and is refused (``"the next value it hands out, 4, is stored"``); None when it is not.
+    A cycling counter is behind when its next value is stored and it is not where the stored values end (a
+    counter that came round onto a full ring is not behind: no place is)."""
+    if sequence.cycle:
+        following = sequence.after("", last, 1)
+        free, end = ring(values, sequence)
+        if following not in set(values) or (last is not None and (end == last or not free)):
+            return None
+        return f"the next value it hands out, {following}, is stored"
+    after = sequence.start - sequence.step if last is None else last
+    ahead = [v for v in values if sequence.on_sequence(v) and (v > after if sequence.step > 0 else v < after)]
+    if not ahead:
+        return None
+    return f"the stored IDs go on to {max(ahead) if sequence.step > 0 else min(ahead)}"
+
+
+def check_row(key: str, values: List[int], sequence: SequenceOptions, last: Optional[int],
+              repair: Optional[Callable[[str, List[int], SequenceOptions, Optional[int]], str]]) -> Dict[str, Any]:
+    """``check``'s row of counter ``key`` at ``last``: the :func:`audit` of its stored ``values`` (a cycling one
+    read as a ring ending at ``last``, or where the values end when it is behind them or holds none), and, when
+    it is behind them, ``problem``, naming what ``repair`` says to run (``repair`` None: there is no counter, as in
+    the query strategy)."""
+    lagging = behind(values, sequence, last) if repair is not None else None
+    end = ring_end(values, sequence) if sequence.cycle and (lagging or last is None) else last
+    row = {"key": key, **audit(values, sequence, end), "last_value": last, "behind": lagging is not None,
+           "problem": None}
+    if repair is not None and lagging is not None:
+        at = "holds no value" if last is None else f"is at {last}"
+        row["problem"] = (f"counter {key!r} {at}, behind its stored IDs: {lagging}, so saves that take stored IDs are "
+                      f"refused; move it past them with `{repair(key, values, sequence, last)}`")
+    return row
 
 
 def print_check(report: List[Dict[str, Any]]) -> None:
@@ -101,10 +159,13 @@ def print_check(report: List[Dict[str, Any]]) -> None:
     for r in report:
         holes = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in r["hole_ranges"])
         off = ", ".join(map(str, r["first_off_sequence"]))
-        rows.append((r["key"], r["items"], r["min"], r["max"], ", ".join(map(str, r["duplicates"][:FIRST])) or "0",
+        duplicates = ", ".join(map(str, r["duplicates"][:FIRST])) or "0"
+        repeats = f" ({len(r['repeats'])} repeated after a wrap)" if r["repeats"] else ""
+        last = ("none" if r["last_value"] is None else str(r["last_value"])) + (" (behind)" if r["behind"] else "")
+        rows.append((r["key"], r["items"], r["min"], r["max"], duplicates + repeats,
                      f"{r['holes']} (first: {holes})" if r["holes"] else "0",
-                     f"{r['off_sequence']} ({off})" if r["off_sequence"] else "0"))
-    print_table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE"), rows)
+                     f"{r['off_sequence']} ({off})" if r["off_sequence"] else "0", last))
+    print_table(("COUNTER", "ITEMS", "MIN", "MAX", "DUPLICATES", "HOLES", "OFF-SEQUENCE", "LAST"), rows)
 
 
 # -- describe -------------------------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ import json
 import logging
 import os
 import sys
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS
@@ -18,26 +21,31 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
 from . import _endpoint, _transport, exceptions, iam, regions
-from ._cli_ids import MAX_SCAN_THREADS, Scan, furthest, unreadable
+from ._cli_ids import MAX_SCAN_THREADS, Scan, tables, unreadable
+from ._cli_ids import furthest as furthest_ids
 from ._cli_plans import plan_alter, plan_restart, plan_seed, plan_set
 from ._cli_progress import progress
-from ._cli_report import Description, audit, by_counter, print_check, print_table, shown
-from ._options import Options, options_for
+from ._cli_report import Description, behind, by_counter, check_row, print_check, print_table, ring_end, shown
+from ._options import OPTIONS_CACHE, Options, options_for
 from ._sharing import sharing
 from ._version import __version__
-from .counter import NextId, bind_counter
-from .exceptions import CounterTableMissingError, error_code, error_responses
+from .counter import NextId, bind_counter, rebind
+from .exceptions import CounterTableMissingError, CounterValueError, error_code, error_responses
 from .mixin import AutoIncrementMixin
 from .sequence import SequenceOptions, integer
 
-EXIT_ERROR, EXIT_PROBLEMS = 1, 3
+EXIT_ERROR, EXIT_USAGE, EXIT_PROBLEMS = 1, 2, 3
+#: The commands that take one model (the others take --model repeated, or a module of models).
+ONE_MODEL = ("get", "set", "restart", "alter")
 #: DynamoDB's limit on TotalSegments of a parallel scan; at most MAX_SCAN_THREADS threads scan at once.
 MAX_SEGMENTS = 1_000_000
 DESCRIPTION = "Look at and fix the counters of pynamodb-autoinc (a model's with --model package.module:Model)."
 EPILOG = ("exit codes: 0 done, 1 an error (its message on stderr), 2 bad usage, 3 a problem found in the data "
-          "(check: duplicates, or holes in a gapless sequence; list: a counter holding no integer; describe: a "
-          "counter recording other options than its model)")
+          "(check: duplicates, holes in a gapless sequence, or a counter behind its stored IDs; list: a counter "
+          "holding no integer; describe: a counter recording other options than its model)")
 
+REPEATED = ("package.module:Model, or package.module for every model defined there that uses AutoIncrementMixin; "
+            "repeatable")
 #: The event emitters the running command registered :func:`_check_answer` on.
 _WATCHED: List[Any] = []
 _T = TypeVar("_T", bound=Model)
@@ -46,6 +54,10 @@ log = logging.getLogger(__name__)
 
 class CommandError(Exception):
     """A problem the command reports on stderr, exiting with status 1."""
+
+
+class UsageError(CommandError):
+    """Bad usage found once the models are imported (a module of several models where one is wanted): exit 2."""
 
 
 class NotDynamoDBError(CommandError):
@@ -63,35 +75,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with _running(args.verbose):
             return int(args.run(args) or 0)
+    except UsageError as exc:
+        parser.error(f"{args.command}: {exc}")
     except (CommandError, PynamoDBException, ValueError, *BOTOCORE_EXCEPTIONS) as exc:
-        error = _html_answer(exc) or exc
-        if isinstance(error, NotDynamoDBError):  # name the endpoint as the user named it
-            meta: Any = type("Meta", (), {"host": args.host, "region": args.region})
-            with contextlib.suppress(Exception):  # no model, or one that does not load
-                meta = load_model(args.model, args.host, args.region).Meta
-            where = _endpoint.resolve(meta)  # the URL, also one from AWS_ENDPOINT_URL_DYNAMODB
-            endpoint = where.host or (f"of DynamoDB in {where.region}" if where.region else "of DynamoDB")
-            message = (f"the endpoint {endpoint} did not answer as DynamoDB ({error}); check --host (or the model's "
-                       "Meta.host): it must be the URL of DynamoDB or DynamoDB Local")
-        else:
-            message = str(error) if isinstance(error, CommandError) else f"{str(exc).rstrip('.')}{_fix_for(exc)}"
-        print(f"error: {message}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"error: {_message(args, exc)}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _message(args: argparse.Namespace, exc: BaseException) -> str:
+    """The one line that reports ``exc``: an endpoint that is not DynamoDB is named as the user named it."""
+    error = _html_answer(exc) or exc
+    if not isinstance(error, NotDynamoDBError):
+        return str(error) if isinstance(error, CommandError) else f"{str(exc).rstrip('.')}{_fix_for(exc)}"
+    meta: Any = type("Meta", (), {"host": args.host, "region": args.region})
+    with contextlib.suppress(Exception):  # no model, or one that does not load
+        meta = load_model(_specs(args)[0], args.host, args.region).Meta
+    where = _endpoint.resolve(meta)  # the URL, also one from AWS_ENDPOINT_URL_DYNAMODB
+    endpoint = where.host or (f"of DynamoDB in {where.region}" if where.region else "of DynamoDB")
+    return (f"the endpoint {endpoint} did not answer as DynamoDB ({error}); check --host (or the model's "
+            "Meta.host): it must be the URL of DynamoDB or DynamoDB Local")
 
 
 def _resolve_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """``--model``, or the deprecated positional model of seed, check and policy (with a note on stderr)."""
-    if not hasattr(args, "old_model"):
-        return
-    if args.old_model is not None:
-        if args.model not in (None, args.old_model):
-            parser.error(f"{args.command}: the model is named twice ({args.old_model!r} and --model {args.model!r}); "
-                         "name it once, with --model")
+    """``--model`` (a list), or the deprecated positional model of seed, check and policy (with a note on stderr);
+    a command that takes one model refuses several."""
+    if getattr(args, "old_model", None) is not None:
+        if args.model not in (None, [args.old_model]):
+            parser.error(f"{args.command}: the model is named twice ({args.old_model!r} and --model "
+                         f"{' '.join(args.model)}); name it once, with --model")
         print(f"DeprecationWarning: `{args.command} MODEL` is deprecated and will be removed in the next release; "
               f"name the model with `{args.command} --model {args.old_model}`", file=sys.stderr)
-        args.model = args.old_model
-    if args.model is None:
+        args.model = [args.old_model]
+    if args.command in ONE_MODEL and len(_specs(args)) > 1:
+        parser.error(f"{args.command}: takes one model, but --model was given {len(args.model)} times "
+                     f"({', '.join(args.model)}); run it once per model")
+    if hasattr(args, "old_model") and not args.model:
         parser.error(f"{args.command}: name the model with --model package.module:Model")
+
+
+def _specs(args: argparse.Namespace) -> List[str]:
+    """The models named with --model (none: an empty list)."""
+    return list(getattr(args, "model", None) or [])
 
 
 @contextlib.contextmanager
@@ -208,34 +232,25 @@ def _parser() -> argparse.ArgumentParser:
     listing = command("list", _list, "list the counters and their values (exit 3 if one holds no integer)")
     get = command("get", _get, "print one counter's value (the last value handed out)")
     get.add_argument("key", nargs="?", help="counter key (default: the model's)")
-    get.add_argument("--model", help="package.module:Model whose counter to read")
+    get.add_argument("--model", action="append", help="package.module:Model whose counter to read (a model "
+                     "numbering per period: the current period's)")
     set_ = command("set", _set, "set a counter; the next value handed out is VALUE + step")
     set_.add_argument("value", type=int)
     set_.add_argument("--key", help="counter key (default: the model's)")
-    set_.add_argument("--model", help="package.module:Model: refuse a value behind its stored IDs")
+    set_.add_argument("--model", action="append", help="package.module:Model: refuse a value behind its stored IDs")
     set_.add_argument("--force", action="store_true", help="set it even behind the stored IDs")
     set_.add_argument("--is-called", action=argparse.BooleanOptionalAction, default=True,
                       help="as PostgreSQL's setval: the next value is VALUE + step (default), or VALUE itself")
     describe = command("describe", _describe, "show each counter's sequence (as pg_sequences) and the models using it")
-    describe.add_argument("--model", action="append", default=[], help="package.module:Model (repeatable)")
+    describe.add_argument("--model", action="append", help=REPEATED)
     restart = command("restart", _restart, "restart a model's sequence: the next value is its start, or --with N")
     alter = command("alter", _alter, "record a model's changed options on its counter (ALTER SEQUENCE)")
     for sub in (restart, alter):
-        sub.add_argument("--model", required=True, help="package.module:Model")
+        sub.add_argument("--model", action="append", required=True, help="package.module:Model")
         sub.add_argument("--key", help="counter key (default: the model's)")
     restart.add_argument("--with", dest="value", type=int, help="the next value (default: the model's start)")
     restart.add_argument("--force", action="store_true", help="restart even at or behind the stored IDs")
-    seed = command("seed", _seed, "move a model's counters up to the furthest IDs stored in its table, never back")
-    check = command("check", _check, "look for duplicates and holes in a model's auto-increment IDs")
-    policy = command("policy", _policy, "print the least-privilege IAM policy a model's saves need")
-    for sub in (seed, check, policy):
-        sub.add_argument("--model", help="package.module:Model")
-        sub.add_argument("old_model", nargs="?", metavar="MODEL", help="deprecated: use --model MODEL")
-    for sub in (seed, check):
-        sub.add_argument("--segments", type=functools.partial(_positive, most=MAX_SEGMENTS), default=4,
-                         help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4), at most {MAX_SCAN_THREADS} "
-                              "scanned at once")
-    policy.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
+    seed, check = _scanning_commands(command)
     for sub in (set_, restart, alter, seed):
         sub.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     for sub in (listing, describe, check):
@@ -243,33 +258,82 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = None) -> Type[Model]:
-    """Import ``package.module:Model``; ``host``/``region`` override its Meta."""
-    module_name, _, name = spec.partition(":")
-    if not module_name or not name:
-        raise CommandError(f"name a model as package.module:Model, not {spec!r}")
+def _scanning_commands(command: Callable[..., argparse.ArgumentParser]) -> Tuple[argparse.ArgumentParser, ...]:
+    """The commands taking several models: seed and check (which scan their tables), and policy."""
+    seed = command("seed", _seed, "move the models' counters up to the furthest IDs stored in their tables, never "
+                                  "back")
+    check = command("check", _check, "look for duplicates, holes and counters behind their stored IDs in the models' "
+                                     "auto-increment IDs")
+    policy = command("policy", _policy, "print the least-privilege IAM policy the models' saves need (one policy)")
+    for sub in (seed, check, policy):
+        sub.add_argument("--model", action="append", help=REPEATED)
+        sub.add_argument("old_model", nargs="?", metavar="MODEL", help="deprecated: use --model MODEL")
+    for sub in (seed, check):
+        sub.add_argument("--segments", type=functools.partial(_positive, most=MAX_SEGMENTS), default=4,
+                         help=f"parallel scan segments, 1 to {MAX_SEGMENTS:,} (default 4), at most {MAX_SCAN_THREADS} "
+                              "scanned at once")
+    policy.add_argument("--account", default="*", help="AWS account ID for the table ARNs (default *)")
+    policy.add_argument("--own-counters-only", action="store_true",
+                        help="grant the counter table only for the models' own counter keys (dynamodb:LeadingKeys)")
+    return seed, check
+
+
+def _import(spec: str) -> Any:
+    """The module ``spec`` (``package.module``, or the module of ``package.module:Model``) names."""
+    module_name = spec.partition(":")[0]
+    if not module_name:
+        raise CommandError(f"name a model as package.module:Model, or a module as package.module, not {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # import from the current directory, as `python -m` would
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise CommandError(f"cannot import {spec!r}: {exc}; run the command from the directory that holds the "
                            "package, or add that directory to PYTHONPATH") from exc
     except Exception as exc:
         raise CommandError(f"cannot import {spec!r}: importing {module_name} raised {type(exc).__name__}: {exc}; "
                            "fix the module so that it imports") from exc
-    model = getattr(module, name, None)
+
+
+def load_model(spec: str, host: Optional[str] = None, region: Optional[str] = None) -> Type[Model]:
+    """Import ``package.module:Model``; ``host``/``region`` override its Meta."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise CommandError(f"name a model as package.module:Model, not {spec!r}")
+    model = getattr(_import(spec), name, None)
     if not (isinstance(model, type) and issubclass(model, Model)):
         raise CommandError(f"{spec!r} names no PynamoDB model class in {module_name}; name a Model subclass")
-    for setting, value in _endpoint.overrides(model.Meta, host, region).items():
-        setattr(model.Meta, setting, value)
-        model._connection = None
+    _override(model, host, region)
     return model
+
+
+#: The counter each model the command loaded draws from as its Meta declares it, before --host and --region.
+#:
+#: :meta hide-value:
+_DECLARED: weakref.WeakKeyDictionary[type, Tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _override(model: Type[Model], host: Optional[str], region: Optional[str]) -> None:
+    """Reach ``model`` at ``host`` and ``region`` (those given): its Meta takes them, with a home region
+    (Meta.autoinc_home_region) ``host`` is its home endpoint too, and its options are read again."""
+    if issubclass(model, AutoIncrementMixin) and model not in _DECLARED:
+        opts = options_for(model)
+        if opts.strategy == "counter":
+            _DECLARED[model] = opts.counter._where(opts.key)
+    settings: Dict[str, Any] = _endpoint.overrides(model.Meta, host, region)
+    if host and getattr(model.Meta, "autoinc_home_region", None) and issubclass(model, AutoIncrementMixin):
+        settings["autoinc_home_host"] = host
+    for setting, value in settings.items():
+        setattr(model.Meta, setting, value)
+    if settings:
+        model._connection = None
+        if OPTIONS_CACHE in model.__dict__:
+            delattr(model, OPTIONS_CACHE)
 
 
 def _autoinc_model(args: argparse.Namespace, spec: Optional[str] = None, counted: bool = True) -> Type[Model]:
     """:func:`load_model` of ``spec`` (default: --model), refused if it keeps no counter (or, ``counted``, queries)."""
-    spec = spec or args.model
+    spec = spec or _specs(args)[0]
     model = load_model(spec, args.host, args.region)
     if not issubclass(model, AutoIncrementMixin):
         raise CommandError(f"{model.__name__} ({spec}) does not use AutoIncrementMixin, so it keeps no counter; name "
@@ -278,6 +342,56 @@ def _autoinc_model(args: argparse.Namespace, spec: Optional[str] = None, counted
         raise CommandError(f"{model.__name__} uses the query strategy (Meta.autoinc_strategy = 'query'), which keeps "
                            f"no counter to {args.command}")
     return model
+
+
+def _named(args: argparse.Namespace, counted: bool = True) -> List[Tuple[str, Type[Model]]]:
+    """Each model --model names, as ``(spec, model)``: a module names every model defined in it that uses
+    AutoIncrementMixin (with ``counted``, a query-strategy one is left out, with a note)."""
+    found: List[Tuple[str, Type[Model]]] = []
+    for spec in _specs(args):
+        if ":" in spec:
+            model = _autoinc_model(args, spec, counted) if args.command != "policy" else \
+                load_model(spec, args.host, args.region)
+            found.append((spec, model))
+        else:
+            found.extend(_module_models(args, spec, counted))
+    if args.command in ONE_MODEL and len(found) > 1:
+        raise UsageError(f"takes one model, but {' '.join(_specs(args))} names {len(found)} "
+                         f"({', '.join(spec for spec, _ in found)}); name one as package.module:Model")
+    unique: Dict[Type[Model], str] = {}
+    for spec, model in found:  # each model once, as first named
+        unique.setdefault(model, spec)
+    return [(spec, model) for model, spec in unique.items()]
+
+
+def _module_models(args: argparse.Namespace, name: str, counted: bool) -> List[Tuple[str, Type[Model]]]:
+    """The models module ``name`` defines that use AutoIncrementMixin (not those it imports), in their order."""
+    module = _import(name)
+    found: List[Tuple[str, Type[Model]]] = []
+    for attribute, model in vars(module).items():
+        if isinstance(model, type) and issubclass(model, AutoIncrementMixin) and issubclass(model, Model) \
+                and model.__module__ == module.__name__:
+            spec = f"{module.__name__}:{attribute}"
+            _override(model, args.host, args.region)
+            if counted and options_for(model).strategy == "query":
+                print(f"note: {spec} uses the query strategy, which keeps no counter to {args.command}; left out",
+                      file=sys.stderr)
+                continue
+            found.append((spec, model))
+    if not found:
+        raise CommandError(f"module {name!r} defines no model that uses AutoIncrementMixin; name a model as "
+                           f"{name}:Model, or a module that defines one")
+    return found
+
+
+def _group(args: argparse.Namespace, model: Type[Model]) -> List[Type[Model]]:
+    """``model`` and the live model classes drawing from the counter its Meta declares (a subclass, models
+    sharing its Meta.autoinc_key), each reached where --host and --region send ``model``."""
+    where = _DECLARED.get(model)
+    others = [] if where is None else sharing(model, where)
+    for other in others:
+        _override(other, args.host, args.region)
+    return [model, *others]
 
 
 def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> Type[NextId]:
@@ -291,6 +405,9 @@ def _counter(args: argparse.Namespace, model: Optional[Type[Model]] = None) -> T
         counter = type("NextId", (NextId,), {"Meta": type("Meta", (), meta), "__module__": __name__,
                                              "_connection": None})
         counter = bind_counter(counter, model) if model is not None else counter
+        opts = None if model is None else options_for(model)
+        if opts is not None and opts.home_region is not None:  # its counters live in the home region, as it saves
+            counter = rebind(counter, {"region": opts.home_region, "host": opts.home_host})
     log.debug("counter table %r%s", counter.Meta.table_name, _where(counter))
     return _watched(counter)
 
@@ -319,13 +436,23 @@ def _counter_errors(counter: Type[NextId], model: Optional[Type[Model]] = None) 
 
 def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str]:
     """The model named by --model (if any) and the counter key: the one given, or the model's."""
-    name_it = "give KEY" if args.command == "get" else "use --key"
     if not args.model:
         if not args.key:
-            raise CommandError(f"name the counter: {name_it}, or name a model with --model package.module:Model")
+            raise CommandError(f"name the counter: {_name_it(args)}, or name a model with --model "
+                               "package.module:Model")
         return None, args.key
-    model = _autoinc_model(args)
-    opts, who = options_for(model), model.__name__
+    ((_, model),) = _named(args)
+    return model, _key_of(args, options_for(model))
+
+
+def _name_it(args: argparse.Namespace) -> str:
+    return "give KEY" if args.command == "get" else "use --key"
+
+
+def _key_of(args: argparse.Namespace, opts: Options) -> str:
+    """The counter key of ``opts.model`` the command names: --key (refused if not the model's), or its one
+    counter (for get, the current period's of a model numbering only per period)."""
+    who = opts.model.__name__
     # the form of the model's counter keys (orders, issues#<project>, receipts#<year>@<region>), and one of them
     scoped, regional = [opts.key, *(f"<{name}>" for name in opts.scope)], bool(opts.regions)
     form = "#".join([*scoped, *([f"<{opts.period}>"] if opts.period else [])]) + ("@<region>" if regional else "")
@@ -333,12 +460,15 @@ def _model_and_key(args: argparse.Namespace) -> Tuple[Optional[Type[Model]], str
     if args.key and not opts.owns(args.key):
         raise CommandError(f"counter {args.key!r} is not one of {who}'s, whose counter keys are {form!r}; name one "
                            f"with --key, or leave --model out to {args.command} a counter of your own")
-    if not args.key and form != opts.key:
+    if args.key:
+        return str(args.key)
+    if args.command == "get" and opts.period and form == f"{opts.key}#<{opts.period}>":
+        return f"{opts.key}#{opts.current_period()}"
+    if form != opts.key:
         per = " and ".join([*opts.scope, *(["period"] if opts.period else []), *(["region"] if opts.regions else [])])
-        raise CommandError(f"{who} keeps one counter per {per}, so the model alone names none; {name_it}, such as "
-                           f"{example!r} (`list` shows the counters)")
-    return model, args.key or opts.key
-
+        raise CommandError(f"{who} keeps one counter per {per}, so the model alone names none; {_name_it(args)}, "
+                           f"such as {example!r} (`list` shows the counters)")
+    return opts.key
 
 
 def _create_table(args: argparse.Namespace) -> int:
@@ -412,10 +542,8 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: 
         return sequence, value
     _readable(opts, f"{args.command} cannot compare {value} with the stored IDs; look up the last ID of that "
                     "counter yourself and use --force")
-    # the stored IDs of every region, for a region's counter: a region's values must pass them all
-    furthest = _furthest_ids(model, segments=4).get(key.rpartition("@")[0] if opts.regions else key)
-    last = value if is_called else value - sequence.step
-    if furthest is None or (last >= furthest if opts.step > 0 else last <= furthest):
+    furthest = _stored_ahead(args, model, key, value if is_called else value - sequence.step)
+    if furthest is None:
         return sequence, value
     label = key.rpartition("@")[0].rpartition("#")[2] if opts.regions else key.rpartition("#")[2]
     shown_id = repr(opts.to_python(furthest, label if opts.period else None)) if opts.fmt else furthest
@@ -428,6 +556,21 @@ def _checked(args: argparse.Namespace, model: Type[Model], key: str, is_called: 
     raise CommandError(f"{model.__name__}{counts} {stores}; setting the counter to {value}, {below} that, would hand "
                        f"out stored IDs (those saves are refused, never overwritten). Set it to {furthest} or {more}, "
                        "as `seed` does. Use --force to set it anyway")
+
+
+def _stored_ahead(args: argparse.Namespace, model: Type[Model], key: str, last: int) -> Optional[int]:
+    """Where the IDs stored on counter ``key`` end, when a counter at ``last`` would hand out stored IDs (of the
+    models sharing it too); None when it would not. A cycling sequence's IDs are read as a ring
+    (:func:`ring_end`)."""
+    opts = options_for(model)
+    # the stored IDs of every region, for a region's counter: a region's values must pass them all
+    values = _ids_of(args, model, segments=4).get(key.rpartition("@")[0] if opts.regions else key)
+    if not values:
+        return None
+    if opts.sequence.cycle:
+        return ring_end(values, opts.sequence) if behind(values, opts.sequence, last) else None
+    furthest = max(values) if opts.step > 0 else min(values)
+    return None if (last >= furthest if opts.step > 0 else last <= furthest) else furthest
 
 
 def _set(args: argparse.Namespace) -> int:
@@ -477,9 +620,10 @@ def _alter(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    owners: List[Optional[Options]] = [options_for(_autoinc_model(args, spec)) for spec in args.model]
+    named = _named(args)
+    owners: List[Optional[Options]] = [options_for(model) for _, model in named]
     description = Description()
-    for owner, spec in zip(owners or [None], args.model or [""]):  # no model: every counter of --table
+    for owner, spec in zip(owners or [None], [spec for spec, _ in named] or [""]):  # no model: --table's counters
         model = None if owner is None else owner.model
         counter = _counter(args, model)
         description.add(counter, _scan_raw(counter, model), owner, spec)
@@ -490,27 +634,44 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _seed(args: argparse.Namespace) -> int:
-    model = _autoinc_model(args)
+    for spec, model, group in _groups(args, counted=True):
+        _seed_one(args, spec, model, group)
+    return 0
+
+
+def _groups(args: argparse.Namespace, counted: bool) -> List[Tuple[str, Type[Model], List[Type[Model]]]]:
+    """Each model named with the models sharing its counter (:func:`_group`), a counter named twice once."""
+    found, grouped = [], set()
+    for spec, model in _named(args, counted):
+        if model in grouped:  # another model named shares its counter: done with that one
+            continue
+        group = _group(args, model)
+        grouped.update(group)
+        found.append((spec, model, group))
+    return found
+
+
+def _seed_one(args: argparse.Namespace, spec: str, model: Type[Model], group: List[Type[Model]]) -> None:
+    """Seed the counters of ``model`` from the IDs stored by ``group`` (the models drawing from them)."""
     opts = options_for(model)
     _readable(opts, "seed cannot read the counter each ID belongs to; set each counter with "
                     "`pynamodb-autoinc set N --key KEY` (`list` shows the keys)")
     counter = _counter(args, model)
-    furthest = _furthest_ids(model, args.segments)
+    ids = _ids_of(args, model, args.segments, group=group)
     if opts.regions:
-        report = regions.seed(opts, counter, furthest, dry_run=args.dry_run)
+        report = regions.seed(opts, counter, furthest_ids(ids, opts.step), dry_run=args.dry_run)
         print("\n".join(report) if report else f"{model.__name__} stores no IDs and has no counters: nothing to seed")
         if args.dry_run and report:
             print("dry run: nothing was written")
-        return 0
-    _refuse_outside(opts, furthest, args.model)
+        return
+    _refuse_outside(opts, furthest_ids(ids, opts.step), spec)
     with _counter_errors(counter, model):
-        for step in plan_seed(counter, opts, furthest):
-            print(step.preview(args.model, dry_run=args.dry_run) or step.apply(counter))
-    if not furthest:
+        for step in plan_seed(counter, opts, ids):
+            print(step.preview(spec, dry_run=args.dry_run) or step.apply(counter))
+    if not any(ids.values()):
         print(f"{model.__name__} stores no IDs: nothing to seed")
     elif args.dry_run:
         print("dry run: nothing was written")
-    return 0
 
 
 def _refuse_outside(opts: Options, furthest: Dict[str, int], spec: str) -> None:
@@ -525,30 +686,92 @@ def _refuse_outside(opts: Options, furthest: Dict[str, int], spec: str) -> None:
             "items; nothing was moved")
 
 
+@dataclass
+class _Findings:
+    """What ``check`` found beside its report: problems (``error:`` lines, exit 3) and notes."""
+
+    problems: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    bad: bool = False
+    """The report shows duplicates, or holes in a gapless model."""
+
+
 def _check(args: argparse.Namespace) -> int:
-    model = _autoinc_model(args, counted=False)
-    opts = options_for(model)
-    _readable(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
-    counter = _watched(opts.counter) if opts.sequence.cycle else None
-    ids = _ids_by_counter(model, args.segments, quiet=args.json)
-    for other in sharing(model, opts.counter._where(opts.key)):  # models sharing the counter: their IDs are no holes
-        for key, values in _ids_by_counter(other, args.segments, quiet=args.json).items():
-            ids.setdefault(key, []).extend(values)
-    groups = by_counter(opts, ids)
-    report = [{"key": key, **audit(values, sequence, counter.currval(key) if counter else None)}
-              for key, (sequence, values) in sorted(groups.items())]
+    report: List[Dict[str, Any]] = []
+    found, empty = _Findings(), []
+    for spec, model, group in _groups(args, counted=False):
+        rows = _check_group(args, spec, model, group, found)
+        report.extend(rows)
+        empty.extend([] if rows else [model.__name__])
     if args.json:
         print(json.dumps(report))
     else:
         print_check(report)
-        if not report:
-            print(f"{model.__name__} stores no IDs")
-    return EXIT_PROBLEMS if any(r["duplicates"] or (opts.gapless and r["holes"]) for r in report) else 0
+        for name in empty:
+            print(f"{name} stores no IDs")
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for problem in found.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return EXIT_PROBLEMS if found.bad or found.problems else 0
+
+
+def _check_group(args: argparse.Namespace, spec: str, model: Type[Model], group: List[Type[Model]],
+                 found: _Findings) -> List[Dict[str, Any]]:
+    """``check``'s rows of ``model``'s counters, from the IDs ``group`` stores. A counter behind its stored IDs, or
+    holding no integer, is a problem; one missing beside stored IDs (a table not seeded yet) is noted."""
+    opts = options_for(model)
+    _readable(opts, "check cannot tell which sequence a stored ID belongs to; check such IDs with a query")
+    groups = by_counter(opts, _ids_of(args, model, args.segments, quiet=args.json, group=group))
+    counter = _counter(args, model) if opts.strategy == "counter" else None
+    lasts = {} if counter is None else _last_values(counter, model, sorted(groups), found)
+    repair = _repair(args, spec)
+    rows = [check_row(key, values, sequence, lasts.get(key), repair if counter else None)
+            for key, (sequence, values) in sorted(groups.items())]
+    for row in rows:
+        if row["problem"]:
+            (found.notes if row["last_value"] is None else found.problems).append(row["problem"])
+    found.bad = found.bad or any(row["duplicates"] or (opts.gapless and row["holes"]) for row in rows)
+    return rows
+
+
+def _last_values(counter: Type[NextId], model: Type[Model], keys: List[str],
+                 found: _Findings) -> Dict[str, Optional[int]]:
+    """The value of each counter of ``keys`` (read 16 at a time); one holding no integer is a problem, and None;
+    a counter table that does not exist is noted (every counter is missing)."""
+    def last(key: str) -> Optional[int]:
+        try:
+            return counter.currval(key)
+        except CounterValueError as exc:
+            found.problems.append(str(exc))
+            return None
+
+    try:
+        with ThreadPoolExecutor(max_workers=MAX_SCAN_THREADS) as pool:
+            return dict(zip(keys, pool.map(last, keys)))
+    except CounterTableMissingError:
+        found.notes.append(str(_missing(counter, model)))
+        return {}
+
+
+def _repair(args: argparse.Namespace, spec: str) -> Callable[[str, List[int], SequenceOptions, Optional[int]], str]:
+    """What to run for counter ``key`` behind its stored IDs: seed (which moves it, never back), or for a cycling
+    counter that holds a value, which seed leaves where it is, set to where the stored IDs end."""
+    reach = "".join(f" {option} {value}" for option, value in (("--host", args.host), ("--region", args.region),
+                                                              ("--table", args.table)) if value)
+
+    def command(key: str, values: List[int], sequence: SequenceOptions, last: Optional[int]) -> str:
+        if sequence.cycle and last is not None:
+            return f"pynamodb-autoinc{reach} set {ring_end(values, sequence)} --model {spec} --key {key}"
+        return f"pynamodb-autoinc{reach} seed --model {spec}"
+
+    return command
 
 
 def _policy(args: argparse.Namespace) -> int:
-    model = load_model(args.model, args.host, args.region)
-    print(json.dumps(iam.policy(model, region=args.region or "*", account=args.account), indent=2))
+    models = [model for _, model in _named(args, counted=False)]
+    print(json.dumps(iam.policy(*models, region=args.region or "*", account=args.account,
+                                own_counters_only=args.own_counters_only), indent=2))
     return 0
 
 
@@ -566,15 +789,17 @@ def _scan_raw(counter: Type[NextId], model: Optional[Type[Model]] = None) -> Lis
         raise _scan_failed(counter, exc, model) from exc
 
 
-def _furthest_ids(model: Type[Model], segments: int) -> Dict[str, int]:
-    """The furthest stored ID per counter key: the largest, or the smallest for a negative step."""
-    return furthest(_ids_by_counter(model, segments), options_for(model).step)
-
-
-def _ids_by_counter(model: Type[Model], segments: int, quiet: bool = False) -> Dict[str, List[int]]:
-    """Every stored auto-increment value by counter key, from a parallel scan showing its progress on a terminal
-    (unless ``quiet``); the items holding none: a note on stderr."""
-    try:
-        return Scan(_watched(model), segments, progress(segments, quiet=quiet)).run()
-    except PynamoDBException as exc:
-        raise _scan_failed(model, exc, model) from exc
+def _ids_of(args: argparse.Namespace, model: Type[Model], segments: int, quiet: bool = False,
+            group: Optional[List[Type[Model]]] = None) -> Dict[str, List[int]]:
+    """Every auto-increment value stored by ``model`` and the models sharing its counter (``group``, default
+    :func:`_group`), by counter key: one parallel scan per table, showing its progress on a terminal (unless
+    ``quiet``); the items holding none: a note on stderr."""
+    ids: Dict[str, List[int]] = {}
+    for models in tables(group or _group(args, model)):
+        try:
+            found = Scan([_watched(m) for m in models], segments, progress(segments, quiet=quiet)).run()
+        except PynamoDBException as exc:
+            raise _scan_failed(models[0], exc, models[0]) from exc
+        for key, values in found.items():
+            ids.setdefault(key, []).extend(values)
+    return ids

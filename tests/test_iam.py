@@ -373,3 +373,23 @@ def test_the_counter_keys_the_library_sends_match_its_own_counters_condition(mak
     patterns = counter_keys(model) or []
     assert sent and all(any(fnmatch.fnmatchcase(key, p) for p in patterns) for key in sent), (sent, patterns)
 
+
+@pytest.mark.backends()  # nothing is sent
+def test_the_policy_command_takes_several_models_a_region_and_own_counters_only(capsys, monkeypatch):
+    """policy --model A --model B --region R --own-counters-only prints the merged policy in region R, the counter
+    table kept to both models' keys."""
+    import json
+
+    from tests.cli_models import Invoice, User
+    from tests.test_cli import run
+
+    monkeypatch.setattr(Invoice.Meta, "region", Invoice.Meta.region)  # the command sets --region on the models
+    monkeypatch.setattr(User.Meta, "region", User.Meta.region)
+    code, out, err = run(capsys, "policy", "--model", "tests.cli_models:User", "--model", "tests.cli_models:Invoice",
+                         "--region", "eu-west-1", "--account", "1", "--own-counters-only")
+    assert code == 0, err
+    found = conditions(json.loads(out))
+    assert set(found) == {f"arn:aws:dynamodb:eu-west-1:1:table/{t}" for t in
+                          ("NextId", User.Meta.table_name, Invoice.Meta.table_name)}
+    assert found["arn:aws:dynamodb:eu-west-1:1:table/NextId"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": sorted([User.Meta.autoinc_key, Invoice.Meta.table_name])}}
