@@ -1,5 +1,6 @@
 """The command line's reading of stored IDs: which counter each one belongs to and which number it is
-(:class:`IdReader`, the inverse of ``Options.to_python``), from a parallel scan of the model's table."""
+(:class:`IdReader`, the inverse of ``Options.to_python``), from one parallel scan per table (:func:`tables`), each
+item read by its own model class."""
 
 from __future__ import annotations
 

@@ -13,7 +13,13 @@ from pynamodb.models import Model
 
 from pynamodb_autoinc import AutoIncrementMixin
 from pynamodb_autoinc.exceptions import SequenceMismatchError
+from tests import test_cli
 from tests.test_cli import importable, reach, run
+from tests.test_cli_check import ELSEWHERE, client, declared, stored
+
+# the command-line fixtures of tests/test_cli.py: moto's server (or DynamoDB Local), and the URL of either
+moto_server = test_cli.moto_server
+endpoint = test_cli.endpoint
 
 
 def stored_counter(model: Any) -> Dict[str, Any]:
@@ -127,3 +133,21 @@ def test_seed_names_where_a_cycling_counter_behind_its_ids_should_be(make_model,
     assert "left at 1: it is behind its stored IDs (the next value it hands out, 2, is stored)" in out
     assert f"`pynamodb-autoinc set 3 --model {spec} --key {opts.key}`" in out
     assert opts.counter.currval(opts.key) == 1
+
+
+@pytest.mark.backends("moto")
+def test_seed_host_moves_a_home_regions_counter_there(endpoint, monkeypatch, capsys, credentials):
+    """A model in eu-west-1 homed on us-east-1, whose Meta names other endpoints, storing 1..4 at --host: seed
+    --host creates the counter in the home region's counter table at that host, at 4."""
+    table = f"homed-{uuid.uuid4().hex[:8]}"
+    Homed = declared("Homed", table, region="eu-west-1", autoinc_home_region="us-east-1", autoinc_home_host=ELSEWHERE)
+    stored(endpoint, "eu-west-1", table, [1, 2, 3, 4])
+    home = client(endpoint, "us-east-1")
+    if "NextId" not in home.list_tables()["TableNames"]:
+        home.create_table(TableName="NextId", KeySchema=[{"AttributeName": "NextKey", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "NextKey", "AttributeType": "S"}],
+                          BillingMode="PAY_PER_REQUEST")
+    code, out, err = run(capsys, "--host", endpoint, "seed", "--model", importable(monkeypatch, "Homed", Homed))
+    assert code == 0, err
+    item = home.get_item(TableName="NextId", Key={"NextKey": {"S": table}}, ConsistentRead=True)["Item"]
+    assert item["NextId"] == {"N": "4"}
