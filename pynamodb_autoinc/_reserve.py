@@ -52,6 +52,7 @@ class Reserve(_transport.Exchange[List[int]]):
         self.fresh = False  # the counter holds no value (when no DynamoDB number holds start - step)
         # this call's token (NextClaim): a resend of its applied update is refused on it, and the item shows its values
         self.token = secrets.randbits(62) if marked else None
+        self.probes = 0
 
     def request(self) -> Tuple[str, Dict[str, Any]]:
         seq, step, attr, count = self.seq, self.seq.step, self.counter.next_id, self.count
@@ -81,6 +82,9 @@ class Reserve(_transport.Exchange[List[int]]):
     def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
         """Take fewer values, raise at the end bound or wrap the counter; resend a region conflict within the budget."""
         if not isinstance(refused, Refused):
+            self.probes += 1
+            if self.token is not None and _transport.probe(refused, self.probes):
+                return None  # the same request, its token: applied, it is refused on the token, showing the values
             self._conflict(refused)  # raises unless a region conflict may be resent
             return None
         key, seq = self.key, self.seq

@@ -163,6 +163,17 @@ def _last_try(exc: Exception, created: int, fates: Tuple[str, ...], alone: bool)
     return _judge.UNSENT, (_judge.UNSENT,)  # it failed before any try was made: signing, credentials, parameters
 
 
+#: How many times a counter update whose outcome is unknown is sent again, unchanged, to find out (its own
+#: token or writer number tells its applied try from another's change).
+PROBES = 3
+
+
+def probe(exc: BaseException, probes: int) -> bool:
+    """Whether a marked counter update that failed with ``exc`` is sent again unchanged, as its ``probes``-th
+    probe: the judge finds its outcome unknown (a 5xx, a lost or unclear answer)."""
+    return probes <= PROBES and _judge.judge(_judge.Plan(_judge.PUT), read_answer(exc)).outcome == _judge.UNKNOWN
+
+
 def may_have_applied(exc: BaseException) -> bool:
     """Whether an interrupt stopped a write that may have applied. The engine marks an interrupt with what its
     write's tries showed (``autoinc_in_doubt``); unmarked, the interrupt's own request is read."""

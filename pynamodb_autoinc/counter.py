@@ -427,9 +427,10 @@ def _this_writer() -> _Writer:
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
-    """One counting call, applied once however often resent: a resend finds its writer number set, and the item."""
+    """One counting call, applied once however often resent: a resend finds its writer number set, and the item.
+    A failure whose outcome is unknown (a 5xx, a lost answer) is probed: the same request, sent again."""
 
-    errors = (Refused,)
+    errors = (Refused, CounterError)
 
     def __init__(self, where: Tuple[Any, ...], what: str, build: Callable[[List[Any], Any, Optional[str]], Dict],
                  send: Callable[[str, Dict[str, Any]], Dict[str, Any]]) -> None:
@@ -440,6 +441,7 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.idle = self.writer.idle.pop(where, [])
         self.whole = self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
+        self.probes = 0
 
     def aim(self, actions: List[Any], condition: Any, return_values: Optional[str]) -> None:
         self.actions, self.condition, self.return_values = actions, condition, return_values
@@ -458,8 +460,13 @@ class Once(_transport.Exchange[Dict[str, Any]]):
             full &= other.does_not_exist() | (other == seen)
         return UPDATE_ITEM, self.build(sent, full, ALL_NEW if self.whole else self.return_values)
 
-    def failed(self, refused: Refused) -> Optional[Dict[str, Any]]:
+    def failed(self, refused: Exception) -> Optional[Dict[str, Any]]:
         """Resent: answer with the item as it is now; refused: once more without idle writers' attributes, or raise."""
+        if not isinstance(refused, Refused):
+            self.probes += 1
+            if _transport.probe(refused, self.probes):
+                return None
+            raise refused
         held_seq = integer(held := refused.item.get(self.writer.attr, {}).get("N"))
         if held_seq == self.seq:
             return {"Attributes": refused.item}  # an earlier send of this very call was applied

@@ -321,3 +321,23 @@ def test_a_gapless_write_in_doubt_that_never_applied_gives_its_id_back(make_mode
     assert (kirk.id, spock.id) == (None, 3)
     assert sorted((u.id, u.name) for u in User.scan(consistent_read=True)) == [(1, "first"), (2, "other process"),
                                                                                 (3, "Spock")]
+
+
+@pytest.mark.modes("block")
+@pytest.mark.parametrize("fault", ["internal-after-commit", "drop-after-commit"])
+def test_a_counter_update_answered_unknown_is_probed_not_moved_twice(make_model, faults_for, fault):  # noqa: F811
+    """A counter update applied whose answer was a 500 or lost, with no botocore retry (max_retry_attempts = 0),
+    is probed with the same request: a reserve's token, a compare-and-set's writer number tell its own applied
+    try, so the call returns what it did and the counter moved once."""
+    User = make_model("User", max_retry_attempts=0, autoinc_block=5)
+    opts = User.autoinc_options()
+    faults = faults_for(User)
+    faults.inject("UpdateItem", fault)
+    assert opts.counter.reserve(opts.key, 3, opts.sequence) == [1, 2, 3]
+    faults.inject("UpdateItem", fault)
+    assert opts.counter.compare_and_set(opts.key, 3, 10, opts.sequence) is True
+    faults.inject("UpdateItem", fault)
+    user = User()
+    user.save()  # the block's reserve
+    assert user.id == 11
+    assert opts.counter.currval(opts.key) == 15
