@@ -7,7 +7,7 @@ import logging
 import secrets
 import threading
 from datetime import datetime
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, cast
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Set, Tuple, Type, TypeVar, cast
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
@@ -414,16 +414,46 @@ PRUNE_MAX = 20
 
 
 class _Writer(threading.local):
+    """This thread's writer: its attribute, the last number it wrote, and how often it counted."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
         self.last = self.calls = 0
+
+
+class _Writers:
+    """This process's writers (one per thread) and the idle writers its counts have seen, by counter: any later
+    count of the process, in any thread, removes them, so an item keeps one attribute per writer active in the
+    last hour, even when each thread counts once (a thread per request)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.mine = _Writer()
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
+        self.more: Set[Tuple[Any, ...]] = set()  # counters holding more idle writers than one update removes
+
+    def take_idle(self, where: Tuple[Any, ...]) -> Tuple[List[Tuple[str, Dict[str, str]]], bool]:
+        """The idle writers seen on counter ``where`` (each removed by one count), and whether to read it whole."""
+        with self.lock:
+            return self.idle.pop(where, []), where in self.more
+
+    def keep_idle(self, where: Tuple[Any, ...], idle: List[Tuple[str, Dict[str, str]]], more: bool) -> None:
+        with self.lock:
+            if idle:
+                if len(self.idle) >= 64:  # a few counters at a time is plenty (it grows by one at most)
+                    self.idle.pop(next(iter(self.idle)))
+                self.idle[where] = idle
+            (self.more.add if more else self.more.discard)(where)
+
+
+def _writers() -> _Writers:
+    """This process's writers (a part of :mod:`._state`: a forked child's are new)."""
+    return _state.state.part("writers", _Writers)
 
 
 def _this_writer() -> _Writer:
-    """This thread's writer, made on its first count (a part of :mod:`._state`: a forked child's are new)."""
-    return _state.state.part("writers", _Writer)
+    """This thread's writer, made on its first count."""
+    return _writers().mine
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):
@@ -438,8 +468,8 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         self.now_ms = int(_budget.clock.now().timestamp() * 1000)
         self.seq = self.writer.last = max(self.writer.last + 1, self.now_ms)  # above every earlier one
         self.where, self.what, self.build, self.transmit = where, what, build, send
-        self.idle = self.writer.idle.pop(where, [])
-        self.whole = self.writer.calls % PRUNE_EVERY == 0
+        self.idle, more = _writers().take_idle(where)
+        self.whole = more or self.writer.calls % PRUNE_EVERY == 0
         self.writer.calls += 1
         self.probes = 0
 
@@ -455,6 +485,8 @@ class Once(_transport.Exchange[Dict[str, Any]]):
         marked = mine.does_not_exist() | (mine < self.seq)
         full = marked if self.condition is None else self.condition & marked
         for name, seen in self.idle:
+            if name == self.writer.attr:
+                continue
             other = Path([name])
             sent.append(other.remove())
             full &= other.does_not_exist() | (other == seen)
@@ -481,13 +513,12 @@ class Once(_transport.Exchange[Dict[str, Any]]):
 
     def applied(self, data: Dict[str, Any]) -> Dict[str, Any]:
         """The answer; from a whole item, remember up to PRUNE_MAX other writers' attributes idle for WRITER_IDLE_MS."""
-        writer, item = self.writer, data.get("Attributes", {}) if self.whole else {}
-        idle = [(name, raw) for name, raw in item.items() if name.startswith(WRITER_PREFIX) and name != writer.attr
-                and (seen := integer(raw.get("N"))) is not None and seen < self.now_ms - WRITER_IDLE_MS][:PRUNE_MAX]
-        if idle:
-            if len(writer.idle) >= 8:  # a few counters at a time is plenty (it grows by one at most)
-                writer.idle.pop(next(iter(writer.idle)))
-            writer.idle[self.where] = idle
+        if not self.whole:
+            return data
+        item, mine = data.get("Attributes", {}), self.writer.attr
+        idle = [(name, raw) for name, raw in item.items() if name.startswith(WRITER_PREFIX) and name != mine
+                and (seen := integer(raw.get("N"))) is not None and seen < self.now_ms - WRITER_IDLE_MS]
+        _writers().keep_idle(self.where, idle[:PRUNE_MAX], len(idle) > PRUNE_MAX)
         return data
 
 

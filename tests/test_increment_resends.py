@@ -137,19 +137,18 @@ def test_a_failed_condition_that_is_no_resend_is_an_error(backend: Backend, requ
 
 
 def test_idle_writers_attributes_are_removed(backend: Backend):
-    """Writer attributes unchanged for over an hour are removed by another writer's next update; newer ones stay."""
+    """Writer attributes unchanged for over an hour are removed by a later update of any writer of the process
+    that saw them (here the count after the one that read them: each thread counts once); newer ones stay."""
     counter = backend.counter(Counter)
     with clock.frozen(T0):
         for _ in range(3):
             in_thread(lambda: counter.increment("hits", period=None))
     with clock.frozen(T0 + timedelta(minutes=90)):
-        in_thread(lambda: counter.increment("hits", period=None))
+        in_thread(lambda: counter.increment("hits", period=None))  # a new writer reads the whole item: sees them
     recent = {name for name, seq in writers(counter, "hits").items() if seq >= ms(T0 + timedelta(minutes=90))}
     assert len(writers(counter, "hits")) == 4 and len(recent) == 1
     with clock.frozen(T0 + timedelta(hours=2)):
-        assert counter.increment("hits", period=None) == 5  # sees the idle ones
-        assert len(writers(counter, "hits")) == 5
-        assert counter.increment("hits", period=None) == 6  # removes them
+        assert counter.increment("hits", period=None) == 5  # another thread's count removes them
     assert set(writers(counter, "hits")) == recent | {counter_module._this_writer().attr}
 
 
@@ -168,7 +167,8 @@ def test_removals_per_update_are_capped(backend: Backend, monkeypatch):
 
 
 def test_idle_writer_counting_again_keeps_its_attribute(backend: Backend, requests):
-    """A writer seen idle that counts again before the removal keeps its attribute; the update is sent again."""
+    """A writer seen idle that counts again before the removal keeps its attribute: its own count takes the
+    process's list of idle writers, in which it is, and removes nothing of its own."""
     from concurrent.futures import ThreadPoolExecutor
 
     counter = backend.counter(Counter)
@@ -181,9 +181,26 @@ def test_idle_writer_counting_again_keeps_its_attribute(backend: Backend, reques
             requests.clear()
             assert counter.increment("hits", period=None) == 4
             theirs = other.submit(lambda: counter_module._this_writer().attr).result()
-    assert [op for op, _ in requests] == ["UpdateItem", "UpdateItem"]  # the removal refused, sent without it
+    assert [op for op, _ in requests] == ["UpdateItem"]  # nothing left to remove
     assert writers(counter, "hits")[theirs] == ms(T0 + timedelta(hours=2))
     assert counter.current("hits", period=None) == 4
+
+
+def test_a_writer_of_another_process_counting_again_keeps_its_attribute(backend: Backend, requests):
+    """A writer of another process seen idle that counts again before this process removes its attribute keeps
+    it: the removal's condition (the number seen) fails, and the update is sent again without it."""
+    counter = backend.counter(Counter)
+    other = counter_module.WRITER_PREFIX + "0ther0process"
+    with clock.frozen(T0):
+        counter.increment("hits", period=None)
+        counter(next_key="hits").update([Path([other]).set(ms(T0))])  # the other process counted then
+    with clock.frozen(T0 + timedelta(hours=2)):
+        in_thread(lambda: counter.increment("hits", period=None))  # a new writer reads the whole item: sees it
+        counter(next_key="hits").update([Path([other]).set(ms(T0 + timedelta(hours=2)))])  # it counts again
+        requests.clear()
+        assert counter.increment("hits", period=None) == 3
+    assert [op for op, _ in requests] == ["UpdateItem", "UpdateItem"]  # the removal refused, sent without it
+    assert writers(counter, "hits")[other] == ms(T0 + timedelta(hours=2))
 
 
 def test_writers_look_for_idle_attributes_every_prune_every_calls(backend: Backend, monkeypatch):

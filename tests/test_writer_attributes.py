@@ -53,9 +53,6 @@ def test_one_long_lived_writer_removes_the_attributes_of_writers_idle_for_an_hou
     assert counter.current("hits", period=None) == 7
 
 
-@pytest.mark.xfail(strict=True, reason="counter.py keeps the idle writers a count has seen on the thread's own "
-                                       "writer (_Writer.idle), so a thread that counts once never removes them, "
-                                       "and its own attribute stays: see the note on issue 44")
 def test_threads_that_count_once_leave_one_attribute_per_writer_active_in_the_last_hour(backend):
     """A pool that recycles its threads, each counting once (a thread per request): two hours after 30 such
     counts, 30 more leave the 30 attributes of the writers active in the last hour, not 60."""
