@@ -206,10 +206,28 @@ def _positive(text: str, most: Optional[int] = None) -> int:
     return number
 
 
+class _Once(argparse.Action):
+    """Stores an option's value, as ``store`` does; the same option given again (before the command or after it)
+    is bad usage, never a value silently dropped. ``seen``: the options given so far in this command line."""
+
+    seen: Dict[str, Any] = {}
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        if option_string is not None:
+            if self.dest in self.seen:
+                parser.error(f"{option_string} given twice ({self.seen[self.dest]!r} and {values!r}); give it once")
+            self.seen[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
 def _parser() -> argparse.ArgumentParser:
+    once = type("Once", (_Once,), {"seen": {}})  # the options of one command line
     parser = argparse.ArgumentParser(prog="pynamodb-autoinc", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pynamodb-autoinc {__version__}")
     common = argparse.ArgumentParser(add_help=False)
+    for each in (parser, common):
+        each.register("action", None, once)
     # on the main parser, and on every command's with SUPPRESS (a value given before the command is kept)
     for options, default in ((parser, None), (common, argparse.SUPPRESS)):
         options.add_argument("--host", default=default, help="DynamoDB endpoint URL (default: the model's Meta.host)")
@@ -222,6 +240,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, run: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[common], help=help, description=help[0].upper() + help[1:])
+        sub.register("action", None, once)
         sub.set_defaults(run=run)
         return sub
 

@@ -1,5 +1,6 @@
 """``--model`` given several times, or naming a module: check, seed, describe and policy take each model; a
-command that takes one model refuses several (exit 2) rather than silently using the last."""
+command that takes one model refuses several (exit 2) rather than silently using the last, and any other option
+that takes one value, given twice, is refused too."""
 
 from __future__ import annotations
 
@@ -135,3 +136,17 @@ def test_policy_of_several_models_is_one_policy(monkeypatch, capsys):
     assert code == 0, err
     resources = [statement["Resource"] for statement in json.loads(out)["Statement"]]
     assert resources == [f"arn:aws:dynamodb:us-east-1:1:table/{table}" for table in ("NextId", "first", "second")]
+
+
+@pytest.mark.backends()  # refused before any request
+@pytest.mark.parametrize("argv", [["--host", "http://a", "list", "--host", "http://b"],
+                                  ["list", "--table", "a", "--table", "b"], ["set", "3", "--key", "a", "--key", "b"],
+                                  ["check", "--model", "a:A", "--segments", "2", "--segments", "3"],
+                                  ["policy", "--model", "a:A", "--account", "1", "--account", "2"]],
+                         ids=["--host", "--table", "--key", "--segments", "--account"])
+def test_an_option_of_one_value_given_twice_is_bad_usage(capsys, argv):
+    """An option that takes one value, given twice (also once before the command and once after it), is bad
+    usage (exit 2) naming both values, not the first one dropped."""
+    code, _, err = run(capsys, *argv)
+    option = next(arg for arg in argv if argv.count(arg) == 2)
+    assert code == 2 and f"error: {option} given twice" in err
