@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import importlib.util
+import re
 import sys
 import weakref
 from datetime import datetime, timezone
@@ -23,6 +24,8 @@ from pynamodb_autoinc.attributes import CounterAttribute, CounterMixin
 from pynamodb_autoinc.periods import increment_in_period
 from pynamodb_autoinc.testing import reset_counters, reset_state
 from tests.helpers import auto_history_doc
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PACKAGE = Path(__file__).parent.parent / "pynamodb_autoinc"
 
@@ -316,3 +319,24 @@ def test_a_save_of_a_model_without_features_runs_no_feature_module(make_model):
     """A model without regions, periods or history runs none of their modules when it saves."""
     path = _third_save(make_model)
     assert not path.modules & {"regions", "periods", "_calendar", "history"}, " ".join(path.steps)
+
+
+def _layers() -> List[List[str]]:
+    """.importlinter's layers, top first, each the modules of one layer."""
+    text = (ROOT / ".importlinter").read_text()
+    block = text.split("layers =", 1)[1]
+    return [[name.strip().strip("()") for name in line.split("|")] for line in block.splitlines()
+            if line.startswith("    ") and line.strip()]
+
+
+def test_the_architecture_page_lists_every_module_in_the_order_of_the_layers() -> None:
+    """docs/architecture.md's layer table names every module of the package, and the modules of .importlinter's
+    layers in the order the layers run (a module of a lower layer never comes before one of a higher)."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    table = page.split("| layer | modules | what it holds |", 1)[1].split("\n\n", 1)[0]
+    named = [name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[2])]
+    package = {path.stem for path in (ROOT / "pynamodb_autoinc").glob("*.py")} - {"__init__", "__main__", "_version"}
+    assert package - set(named) == set()
+    rank = {module: n for n, layer in enumerate(_layers()) for module in layer}
+    ranks = [rank[name] for name in named if name in rank]
+    assert ranks == sorted(ranks)
