@@ -404,6 +404,39 @@ def test_cancelled_before_its_worker_started_sends_nothing(make_model, mode, req
     assert asyncio.run(asave_each([Item()])) == [1]
 
 
+@pytest.mark.modes("fast", "gapless")
+def test_a_transaction_cancelled_before_its_commit_started_sends_nothing(make_model, mode, requests):
+    """``async with TransactWrite`` cancelled while its commit waits for a free worker raises CancelledError,
+    sends no transaction and puts the claimed ID back to None."""
+    User = make_model("User")
+    user = User()
+    gate = threading.Event()
+
+    async def commit() -> None:
+        async with transaction(User) as tx:
+            tx.save(user)
+            assert user.id == 1
+            blockers.extend(_aio.executor().submit(gate.wait) for _ in range(_aio.WORKERS))
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(commit())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    blockers: List[Any] = []
+    requests.clear()
+    try:
+        asyncio.run(cancelled())
+    finally:
+        gate.set()
+    for blocker in blockers:
+        blocker.result(10)
+    assert "TransactWriteItems" not in [op for op, _ in requests]
+    assert user.id is None and ids(User) == []
+
+
 def _hold(signal: Any, operations: set, table: str) -> Any:
     """Block the first request of ``operations`` on ``table`` (a transaction names none) at ``signal`` until
     ``release`` is set."""
