@@ -14,7 +14,6 @@ as that save ends (stored: its ID kept; not stored: its ID back to None; unknown
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import logging
@@ -24,6 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Type, TypeVar, cast
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pynamodb.expressions.condition import Condition
     from pynamodb.models import Model
 
@@ -72,6 +73,8 @@ async def run(call: Callable[..., _T], *args: Any, unstarted: Optional[Callable[
     Cancelled before the worker started, it never runs (``unstarted`` is called, on the event loop's thread);
     cancelled once it started, it runs to its end, unawaited, and :class:`asyncio.CancelledError` is raised now.
     """
+    import asyncio  # here, not at the top: a process that never awaits a save does not import asyncio
+
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     context.run(EVENT_LOOP.set, loop)
@@ -167,6 +170,8 @@ class AsyncTransaction:
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Any) -> Any:
+        import asyncio
+
         transaction: Any = self
         if exc_type is not None:  # nothing is sent: the claims go back, on this thread (no request)
             return transaction.__exit__(exc_type, exc, tb)

@@ -5,15 +5,17 @@ coroutine function (``async def``): it is awaited on the event loop of the await
 
 from __future__ import annotations
 
-import asyncio
 import collections.abc as c
 import contextvars
 import inspect
 import logging
 import warnings
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from blinker import ANY, NamedSignal, Namespace
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ def awaited(receiver: c.Callable[..., c.Coroutine[Any, Any, Any]]) -> c.Callable
     loop of the task awaiting that call, and returns (or raises) what it returned once it is done."""
 
     def call(sender: Any, **kwargs: Any) -> Any:
+        import asyncio  # only once a coroutine receiver runs: a sync program never imports asyncio
+
         loop = _caller_loop()
         if loop is None:
             raise RuntimeError(
@@ -59,6 +63,8 @@ def awaited(receiver: c.Callable[..., c.Coroutine[Any, Any, Any]]) -> c.Callable
 def _caller_loop() -> Optional[asyncio.AbstractEventLoop]:
     """The event loop of the awaited call this thread runs, if any (never the loop running on this thread: a
     coroutine awaited there would wait for the thread it blocks)."""
+    import asyncio
+
     loop = next((v for var, v in contextvars.copy_context().items() if var.name == EVENT_LOOP_VAR), None)
     try:
         running = asyncio.get_running_loop()
