@@ -47,8 +47,6 @@ def track(instances: Sequence[Model], opts: Options) -> None:
         strategies.track(explicit, opts)
 
 
-
-
 def explicit_failure(instance: Model, exc: Exception, condition: Optional[Condition],
                      add_version_condition: bool) -> AutoIncrementError:
     """The error for PynamoDB's failed save of an instance whose ID was given: the engine's, whose failed condition

@@ -18,7 +18,7 @@ from . import _bulk, _engine, _group, _transport, regions, strategies
 from ._aio import AsyncSaves, AsyncTransaction
 from ._checked import CheckedModel, refuse_order
 from ._engine import Entry, Write
-from ._item import STORED, check_explicit, track
+from ._item import STORED, check_explicit, explicit_failure, track
 from ._options import OPTIONS_CACHE, Options, check_options, options_for
 from ._transact import Hook, operations
 from .counter import RESERVED_PREFIX
@@ -94,7 +94,7 @@ class AutoIncrementMixin(AsyncSaves, ModelBase, metaclass=CheckedModel):
             except PutError as exc:  # PynamoDB's own: named as the library's errors name a write
                 if isinstance(exc, AutoIncrementError):
                     raise
-                from ._item import explicit_failure  # names the condition that failed: the caller's or the version's
+                # named as the engine names a write, with the condition that failed: the caller's or the version's
                 raise explicit_failure(self, exc, condition, add_version_condition) from exc
         else:
             try:  # whatever ends the write; the engine commits or releases the claim

@@ -26,6 +26,10 @@ EXPECTED = {
     "request_quota.py": ["2026-12-20 request 4/3: 429 quota exceeded", "2027-01-02 request 1/3: ok"],
     "composite_key.py": ["like(a111, u222) -> already liked", "likes of a111: ['u222', 'u333']"],
     "single_table.py": ["User#Luc: 3", "User.scan(): ['User#Alex', 'User#Luc', 'User#Uros']"],
+    "async_app.py": ["10 concurrent requests got invoices [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", "invoice 1: channel=web",
+                     "invoice 1 exists: refused, nothing overwritten",
+                     "after a bulk save and a transaction: counter at 13",
+                     "a request cancelled before its save started: counter still at 13"],
 }
 
 

@@ -1,6 +1,6 @@
 """Async code: what a FastAPI (or any asyncio) app does with gapless invoice numbers, without a web server.
 
-    python examples/_async_app.py   (to become examples/async_app.py once tests/test_examples.py checks it)
+    python examples/async_app.py
 
 Each "request" is a task of one event loop; they save at once with ``await invoice.asave()``. docs/async.md
 shows the same handler as a FastAPI route.
