@@ -368,45 +368,58 @@ def _ended(write: Write, exchange: _Commit, exc: BaseException) -> Optional[Auto
 TOKEN_LIFE = 540.0
 
 
+def _sources(write: Write) -> List[Tuple[ChainId, Claim]]:
+    """Where ``write``'s values come from: each counter its swaps move (the chain's last claim), and each
+    partition the query strategy numbers (its claims)."""
+    return [(chain, last) for chain, _, last in write.chains()] + [(c.chain, c) for c in write.claims
+                                                                    if c.kind == "query"]
+
+
 def keep_doubt(write: Write) -> None:
-    """Remember a transaction whose outcome stayed unknown, by each counter it swaps: the next write on one of
-    them settles it first (:func:`settle_doubts`), so that its values are not handed to another save meanwhile."""
-    if write.sent[0] != TRANSACT_WRITE_ITEMS or not write.chains():
+    """Remember a write whose outcome stayed unknown, by each counter it swaps and each partition it numbers: the
+    next write there settles it first (:func:`settle_doubts`), so that its values are not handed to another save
+    of this process meanwhile."""
+    sources = _sources(write)
+    if not sources or (write.sent[0] != TRANSACT_WRITE_ITEMS and not any(c.kind == "query" for _, c in sources)):
         return
     state = _state.state
     doubts: Dict[ChainId, Tuple[Write, float]] = state.parts.get("doubts") or state.part("doubts", dict)
-    for chain, _, _ in write.chains():
+    for chain, _ in sources:
         doubts[chain] = (write, _budget.clock.monotonic())
 
 
 def settle_doubts(write: Write) -> None:
-    """Before ``write`` claims from a counter that a write in doubt swaps, find out what became of that one: resend
-    it as it was, with its token (applied: its claims are committed and ``write`` takes the values after them; not
-    applied: its instances' IDs go back to None). Past the token's life, the counter tells: a transaction does not
-    apply minutes late, so a counter still at the value it expected means it did not. Still unknown: ``write`` is
-    not sent (ItemWriteError), as it would take a value another instance holds."""
+    """Before ``write`` takes a value where a write in doubt took one, find out what became of that one: resend
+    it as it was (a transaction with its token). Applied: its claims are committed and ``write`` takes the values
+    after them. Not applied: its instances' IDs go back to None. Its put's key now holds an item it cannot tell
+    from its own (the query strategy): that value is taken either way, and ``write`` takes another. Past a token's
+    life, the counter tells: a transaction does not apply minutes late, so a counter still at the value it
+    expected means it did not. Still unknown: ``write`` is not sent (ItemWriteError), as it would take a value
+    another instance holds. A partition's value is settled only when ``write`` claims that very value."""
     doubts: Optional[Dict[ChainId, Tuple[Write, float]]] = _state.state.parts.get("doubts")
     if not doubts:
         return
-    for chain, _, last in write.chains():
+    for chain, claim in _sources(write):
         found = doubts.get(chain)
         if found is None:
             continue
         old, since = found
+        if claim.kind == "query" and all(c.value != claim.value for c in old.claims if c.chain == chain):
+            continue
         outcome = _settle(old, _budget.clock.monotonic() - since)  # an interrupt leaves the doubt as it was
-        for other, _, _ in old.chains():
+        for other, _ in _sources(old):
             doubts.pop(other, None)
         if outcome == _judge.APPLIED:
             strategies.commit(old.claims)
             write.retake({c: s.value for c, _, s in old.chains() if c in {ch for ch, _, _ in write.chains()}})
         elif outcome == _judge.NOT_APPLIED:
-            for claim in old.claims:
-                claim.release()
-        else:
+            for taken in old.claims:
+                taken.release()
+        elif outcome == _judge.UNKNOWN:
             keep_doubt(old)
             held = describe(old.entries[0].instance)
-            why = (f"counter {last.key!r} has a write whose outcome is still unknown ({held}), and this save would "
-                   "take its ID; nothing was written. Save again later")
+            why = (f"{claim.key!r} has a write whose outcome is still unknown ({held}), and this save would take "
+                   "its ID; nothing was written. Save again later")
             raise write.each(functools.partial(_refused_in_doubt, why))
 
 
@@ -415,18 +428,22 @@ def _refused_in_doubt(why: str, one: Write) -> AutoIncrementError:
 
 
 def _settle(old: Write, age: float) -> str:
-    """Whether the write in doubt ``old`` is stored: applied, not applied, or unknown (one request)."""
+    """Whether the write in doubt ``old`` is stored: applied, not applied, undecidable (its put's key holds an
+    item it cannot tell from its own: taken either way), or unknown (one request)."""
     try:
-        if age < TOKEN_LIFE:
+        if age < TOKEN_LIFE or old.sent[0] != TRANSACT_WRITE_ITEMS:
             _transport.send(old.connection, *old.sent, raw=True)
             return _judge.APPLIED
         (_, head, _), = old.chains()[:1]
         stored = head.opts.counter.currval(head.key)
         return _judge.NOT_APPLIED if stored == head.expected else _judge.UNKNOWN
     except BOTOCORE_EXCEPTIONS as exc:
-        kind = _transport.read_answer(exc).kind
-        return _judge.NOT_APPLIED if kind == _judge.CANCELLED else _judge.UNKNOWN
-    except AutoIncrementError:
+        answer = _transport.read_answer(exc)
+        if answer.kind == _judge.CONDITION_FAILED:  # a put: the item under its key is another's, or cannot tell
+            verdict = _judge.judge(old.plan(), answer)
+            return _judge.NOT_APPLIED if verdict.outcome == _judge.NOT_APPLIED else _judge.UNDECIDABLE
+        return _judge.NOT_APPLIED if answer.kind == _judge.CANCELLED else _judge.UNKNOWN
+    except (AutoIncrementError, ValueError):
         return _judge.UNKNOWN
 
 
