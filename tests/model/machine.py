@@ -1590,6 +1590,11 @@ class PromiseMachine(RuleBasedStateMachine):
                 live.refs.setval(seq, value, is_called=False)
             else:
                 live.refs.setval(seq, value, is_called=called)
+                if not called and ahead == 0 and last is not None:  # set back onto the stored key of ``last``:
+                    # as after save_onto_taken, a put there after a try that may have applied meets an item it
+                    # cannot tell from its own changed since (WriteOutcomeUnknownError, the judge: undecidable)
+                    stored = [row.value for other in self.lives for row in other.rows.values() if row.seq == seq]
+                    self.rewound[seq] = self.furthest(spec.step, last, self.rewound.get(seq), *stored) or 0
             self.synced.add(seq)
         if fired or error is not None:
             self.resync() if spec.mode != "gapless" else self.reread(live, seq)
