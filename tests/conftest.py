@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
+import threading
 import uuid
+from copy import copy as shallow_copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
 from unittest import mock
 
+import botocore.handlers  # type: ignore[import-untyped, unused-ignore]
+import botocore.hooks  # type: ignore[import-untyped, unused-ignore]
 import botocore.session  # type: ignore[import-untyped, unused-ignore]
 import pynamodb.connection.base
 import pytest
@@ -41,6 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("HYPOTHESIS_PROFILE", "soak")
         os.environ.setdefault("SIM_RANDOM_RUNS", str(SOAK_RANDOM_RUNS))
     import tests.hypothesis_setup  # noqa: F401  (loads the Hypothesis profile for every test)
+
+    config.addinivalue_line("markers", "slow: a deep test, a few seconds or more (the model-based check, the "
+                                       "simulation's explorations, several processes or servers): the SLOW table "
+                                       "of tests/conftest.py marks them; -m 'not slow' leaves them out")
+    config.pluginmanager.register(_SlowFirst(), "autoinc-slow-first")
 
 
 #: The ways a model can number its items; ``make_model`` builds a model in each.
@@ -102,6 +112,128 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    _mark_slow(items)
+
+
+#: The deep tests, by node ID (``fnmatch`` patterns, the first match wins), with the seconds each takes on a quiet
+#: 2-core machine (measured with ``--durations``, rounded). Each is marked ``slow`` (``-m "not slow"``, the inner
+#: loop of docs/contributing.md, leaves them out), and under pytest-xdist they are sent first, longest first, dealt
+#: out among the workers, so that work stealing ends on short tests. A test missing here still runs; a pattern
+#: matching nothing costs nothing.
+SLOW: Tuple[Tuple[str, float], ...] = (
+    ("tests/model/test_promise.py::*[[]moto[]]", 55),
+    ("tests/model/test_promise.py::*", 12),
+    ("tests/test_properties.py::test_sequences_follow_the_reference[[]moto[]]", 45),
+    ("tests/test_properties.py::test_sequences_follow_the_reference*", 15),
+    ("tests/test_properties.py::test_models_sharing_a_counter_hand_out_each_value_once[[]moto[]]", 22),
+    ("tests/test_properties.py::test_models_sharing_a_counter_hand_out_each_value_once*", 5),
+    ("tests/test_configuration_property.py::*[[]moto[]]", 16),
+    ("tests/test_periodic_counts.py::test_counts_across_periods_of_changing_length_follow_the_reference*", 10),
+    # the explorations run on worker processes of their own (tests/simulation/jobs.py): seconds of wall time
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[[]fast[]]", 30),
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[[]tx-fast[]]", 24),
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[[]query[]]", 21),
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[[]gapless[]]", 15),
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants[[]block[]]", 12),
+    ("tests/simulation/test_exhaustive.py::test_every_schedule_keeps_the_invariants*", 6),
+    ("tests/simulation/test_exhaustive.py::test_every_fault_sequence_on_one_save[[]gapless[]]", 19),
+    ("tests/simulation/test_exhaustive.py::test_every_fault_sequence_on_one_save[[]bulk-gapless[]]", 16),
+    ("tests/simulation/test_exhaustive.py::test_every_fault_sequence_on_one_save*", 4),
+    # these read the explorations of test_every_schedule_keeps_the_invariants (cached per process: READS)
+    ("tests/simulation/test_exhaustive.py::*", 0),
+    ("tests/simulation/test_random.py::*[[]gapless[]]", 15),
+    ("tests/simulation/test_random.py::*[[]block[]]", 9),
+    ("tests/simulation/test_random.py::*[[]query[]]", 8),
+    ("tests/simulation/test_random.py::*[[]fast[]]", 6),
+    ("tests/simulation/test_random.py::*", 3),
+    ("tests/simulation/test_harness.py::test_split_exploration_covers_each_schedule_once", 8),
+    ("tests/simulation/test_harness.py::test_abandoned_write_that_gives_the_id_back_passes", 5),
+    # several processes, or servers of their own, on DynamoDB Local
+    ("tests/test_concurrency.py::*across_processes*", 15),
+    ("tests/test_concurrency.py::test_eight_processes_one_counter*", 15),
+    ("tests/test_concurrency.py::test_mixed_load*", 15),
+    ("tests/test_concurrency.py::test_sigkill_mid_run*", 12),
+    ("tests/test_history.py::test_eight_processes_save_the_same_items", 20),
+    ("tests/test_global_tables_replicated.py::*", 12),
+    ("tests/test_docs.py::test_first_day_page_runs", 12),
+    ("tests/test_pytest_plugin.py::*", 6),
+)
+
+
+#: Deep tests that read what another test computed (cached per process), by node ID pattern: the test of the same
+#: file and parameters they read from. They are sent to the worker that test goes to.
+READS: Tuple[Tuple[str, str], ...] = (
+    ("tests/simulation/test_exhaustive.py::*", "test_every_schedule_keeps_the_invariants"),
+)
+
+
+def _reads_from(nodeid: str) -> str:
+    """The node ID of the test whose work the test ``nodeid`` reads (:data:`READS`), or ``""``."""
+    for pattern, test in READS:
+        if fnmatch.fnmatchcase(nodeid, pattern):
+            path, _, name = nodeid.partition("::")
+            params = name.partition("[")[2]
+            return f"{path}::{test}[{params}" if params else f"{path}::{test}"
+    return ""
+
+
+def slow_seconds(nodeid: str) -> Optional[float]:
+    """The seconds :data:`SLOW` gives the test ``nodeid``, or None where it is not a deep test."""
+    for pattern, seconds in SLOW:
+        if fnmatch.fnmatchcase(nodeid, pattern):
+            return seconds
+    return None
+
+
+def _mark_slow(items: List[pytest.Item]) -> None:
+    for item in items:
+        if slow_seconds(item.nodeid) is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+class _SlowFirst:
+    """Under pytest-xdist, send the deep tests first, longest first, dealt out among the workers.
+
+    ``--dist worksteal`` gives each worker an equal, consecutive share of the collection, and a worker left
+    without tests takes the second half of the longest queue. So each share starts with deep tests of about
+    equal seconds in all, longest first, then its part of the others in their usual order: what is stolen at
+    the end are the short tests, and no worker starts a long test last. Runs after ``-m``/``-k`` deselection
+    (``trylast``), on the final collection, which every worker orders the same way.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: List[pytest.Item]) -> None:
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        if workers < 2 or len(items) < workers:
+            return
+        deep = [(seconds, i) for i, item in enumerate(items) if (seconds := slow_seconds(item.nodeid)) is not None]
+        if not deep:
+            return
+        # xdist's first shares: consecutive runs of the collection, each len(pending) // workers_left long
+        sizes, left = [], len(items)
+        for w in range(workers):
+            sizes.append(left // (workers - w))
+            left -= sizes[-1]
+        shares: List[List[int]] = [[] for _ in sizes]
+        totals = [0.0] * workers
+        # longest first, each to the share with the fewest seconds that has room; a test of 0 s goes where the
+        # test it reads from went (READS), so that the exploration it reads is there, cached, and not run twice
+        placed: Dict[str, int] = {}  # node ID: share
+        for seconds, i in sorted(deep, key=lambda d: (-d[0], d[1])):
+            room = [w for w in range(workers) if len(shares[w]) < sizes[w]]
+            to = placed.get(_reads_from(items[i].nodeid), -1) if seconds == 0 else -1
+            if to not in room:
+                to = min(room, key=lambda w: totals[w])
+            shares[to].append(i)
+            totals[to] += seconds
+            placed[items[i].nodeid] = to
+        taken = {i for share in shares for i in share}
+        rest = iter([i for i in range(len(items)) if i not in taken])
+        order: List[int] = []
+        for size, share in zip(sizes, shares):
+            order.extend(share)
+            order.extend(next(rest) for _ in range(size - len(share)))
+        items[:] = [items[i] for i in order]
 
 
 def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
@@ -165,8 +297,9 @@ class Backend:
         return f"{stem}-{uuid.uuid4().hex[:10]}"
 
     def create(self, model: Type[Model]) -> None:
-        if not model.exists():
-            model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        # create_table() passes over a table that exists (its own DescribeTable), and moto and DynamoDB Local
+        # answer CreateTable with the table ACTIVE: no DescribeTable before it, nor after it to wait
+        model.create_table(billing_mode="PAY_PER_REQUEST")
 
     def counter(self, base: Type[NextId] = NextId, model: Optional[Type[Model]] = None) -> Type[NextId]:
         """``base`` bound to this backend, its table created."""
@@ -190,7 +323,7 @@ def backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Backe
     else:
         local = request.getfixturevalue("local")
         # The server lives for the session: start each test with empty counters.
-        counter = local.counter()
+        counter = bind_counter(NextId, local.probe())  # its table made by the ``local`` fixture
         with counter.batch_write() as batch:
             for item in counter.scan(consistent_read=True, attributes_to_get=["NextKey"]):
                 batch.delete(item)
@@ -238,22 +371,45 @@ def rival() -> Iterator[Any]:
         pre_dynamodb_send.disconnect(writer.race)
 
 
-def sessions_sharing_service_data() -> Any:
-    """Let every botocore session PynamoDB makes share one loader of botocore's data files.
+class SessionMaker:
+    """New botocore sessions, each its own, made without parsing or registering anything twice.
 
-    PynamoDB gives each model class's connection a new botocore session, and each new session parses the
-    DynamoDB service description and the endpoint rules again (a quarter of a second, most of a test's time
-    on moto, as every test makes new model classes). A session is still new for each connection (its
-    credentials, events and settings its own); only the parsed files are shared.
+    PynamoDB gives each model class's connection a new botocore session (one per thread), and every test makes
+    new model classes. A new session parses the DynamoDB service description and the endpoint rules again, and
+    registers botocore's ~300 built-in event handlers one by one (each checked with ``inspect``): a quarter of a
+    second in all, most of a test's time on moto. The sessions made here share one loader of botocore's data
+    files (the parsed files), and start from a copy of one emitter holding the built-in handlers (copied as
+    botocore copies a session's emitter for each client it makes). Each session is still new: its credentials,
+    settings, components and its own events are its own.
     """
-    loader = botocore.session.get_session().get_component("data_loader")
 
-    def session() -> Any:
-        made = botocore.session.get_session()
-        made.register_component("data_loader", loader)
+    def __init__(self) -> None:
+        self.loader = botocore.session.get_session().get_component("data_loader")
+        self._lock = threading.Lock()
+        self._emitter: Any = None
+        self._handlers: Tuple[int, int] = (0, 0)
+
+    def _builtin_emitter(self) -> Any:
+        """An emitter with botocore's built-in handlers, made again if the list changed (a plugin added one)."""
+        builtin = botocore.handlers.BUILTIN_HANDLERS
+        now = (len(builtin), id(builtin[-1]) if builtin else 0)
+        with self._lock:
+            if self._emitter is None or self._handlers != now:
+                emitter = botocore.hooks.HierarchicalEmitter()
+                botocore.session.Session(event_hooks=emitter)  # registers the built-in handlers into it
+                self._emitter, self._handlers = emitter, now
+            return self._emitter
+
+    def __call__(self) -> Any:
+        made = botocore.session.Session(event_hooks=shallow_copy(self._builtin_emitter()),
+                                        include_builtin_handlers=False)
+        made.register_component("data_loader", self.loader)
         return made
 
-    return mock.patch.object(pynamodb.connection.base, "get_session", session)
+
+def sessions_sharing_service_data() -> Any:
+    """While patched in, every botocore session PynamoDB makes comes from one :class:`SessionMaker`."""
+    return mock.patch.object(pynamodb.connection.base, "get_session", SessionMaker())
 
 
 @pytest.fixture(scope="session", autouse=True)
