@@ -1,4 +1,5 @@
-"""The pynamodb-autoinc command line, end to end: real subprocesses, real exit codes."""
+"""The pynamodb-autoinc command line, end to end: real processes (each forked from one that imported the command
+line, tests/cli_runner.py; CLI_FORK=0 starts each with python), real exit codes."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pynamodb_autoinc.exceptions import (
     SequenceMismatchError,
 )
 from pynamodb_autoinc.sequence import SequenceOptions
+from tests import cli_runner
 from tests.helpers import REGIONS, auto_model, closed_port, region_model
 from tests.test_pg_sequences import BROKEN, broken
 
@@ -85,10 +87,10 @@ class Cli:
                     "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
 
     def __call__(self, *args: str, table: bool = True) -> subprocess.CompletedProcess:
-        argv = [*command(), "--host", self.host, "--region", "us-east-1"]
+        argv = ["--host", self.host, "--region", "us-east-1"]
         if table:
             argv += ["--table", self.table]
-        return subprocess.run([*argv, *args], capture_output=True, text=True, env=self.env, cwd=ROOT, timeout=300)
+        return cli_runner.run(command, [*argv, *args], env=self.env, cwd=ROOT)
 
     def models(self) -> Any:
         """The tests.cli_models module as the subprocess sees it, imported here with the same settings."""

@@ -14,7 +14,7 @@ import pytest
 from pynamodb.attributes import NumberAttribute
 
 import pynamodb_autoinc
-from tests import test_cli
+from tests import cli_runner, test_cli
 from tests.test_cli import ROOT, Cli, command, seed_users, tickets
 
 # the command-line fixtures of tests/test_cli.py: moto's server (or DynamoDB Local), and a Cli on it
@@ -38,8 +38,7 @@ def raw_counters(runner: Cli, table: str = "NextId") -> List[Dict[str, Any]]:
 
 def run(runner: Cli, *argv: str) -> subprocess.CompletedProcess:
     """Run the command line with exactly ``argv`` (no options put before the command)."""
-    return subprocess.run([*command(), *argv], capture_output=True, text=True, env=runner.env, cwd=ROOT,
-                          timeout=300)
+    return cli_runner.run(command, argv, env=runner.env, cwd=ROOT)
 
 
 # -- --version, help ------------------------------------------------------------------------------------------
