@@ -33,6 +33,7 @@ def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_n
         "world": staticmethod(worlds(backend_name, request)),
         "big": True if backend_name == "local" else None,
         "use_faults": backend_name == "moto",
+        "in_process": backend_name == "moto",
         "skip": frozenset(filter(None, os.environ.get("MODEL_SKIP", "").split(","))),
         "tolerate": frozenset(filter(None, os.environ.get("MODEL_TOLERATE", "").split(","))),
     })

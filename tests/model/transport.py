@@ -81,6 +81,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -241,6 +242,9 @@ class Transport:
     bodies: Set[Tuple[str, str]] = field(default_factory=set)
     local: threading.local = field(default_factory=threading.local)
     active: bool = False
+    hold: float = 0.0
+    """Seconds the step's first TransactWriteItems waits before it is served, so that other threads saving then
+    queue behind it (their saves go out together, a group commit of their own); 0: none waits."""
 
     def arm(self, faults: Optional[Sequence[Armed]]) -> None:
         with self.lock:
@@ -256,6 +260,7 @@ class Transport:
             fired, self.armed = self.fired, []
             self.active = False
             self.rival = None
+            self.hold = 0.0
             return fired
 
     @property
@@ -346,6 +351,10 @@ class Transport:
         target = request.headers.get("X-Amz-Target", b"")
         operation = (target.decode() if isinstance(target, bytes) else target).split(".")[-1]
         body = json.loads(request.body or b"{}")
+        if self.hold and operation == "TransactWriteItems":
+            with self.lock:
+                hold, self.hold = self.hold, 0.0
+            time.sleep(hold)
         kind = self._take(self.names(operation, body, request.body), record=operation)
         if kind is None:
             return real(stubber, event_name, request, **kwargs)
