@@ -132,7 +132,7 @@ def run_check(package_parent: Path, examples: int, seconds: float, tolerate: Lis
     if done.returncode == 0:
         return "pass", took, ""
     out = done.stdout + done.stderr
-    if "Falsifying example" not in out:  # the check did not run (an import or collection error)
+    if "Falsifying example" not in out and " failed" not in out:  # the check did not run (an import error)
         return "error", took, out[-400:]
     found = re.search(r"AssertionError: \[([\w-]+)\]", out)
     if found:  # a named check
