@@ -414,8 +414,31 @@ def sessions_sharing_service_data() -> Any:
 
 @pytest.fixture(scope="session", autouse=True)
 def _service_data_parsed_once() -> Iterator[None]:
-    with sessions_sharing_service_data():
+    with sessions_sharing_service_data(), quick_botocore_backoff():
         yield
+
+
+#: What the tests scale botocore's retry backoff by (see :func:`quick_botocore_backoff`).
+BACKOFF_SCALE = 0.02
+
+
+def quick_botocore_backoff() -> Any:
+    """While patched in, botocore waits a fiftieth of its backoff before each resend.
+
+    botocore's standard retry mode waits up to 1, 2 and 4 s (jittered) before resending a throttled request, and
+    the tests throttle requests on purpose by the hundred: whole minutes in which a worker sleeps. The resends
+    still happen, in the same order, on the same tries; only the wait before each is shorter. Processes the tests
+    start (the concurrency workers, the command line) keep botocore's own backoff.
+    """
+    import botocore.retries.standard  # type: ignore[import-untyped, unused-ignore]
+
+    backoff = botocore.retries.standard.ExponentialBackoff
+    real = backoff.delay_amount
+
+    def delay_amount(self: Any, context: Any) -> float:
+        return float(real(self, context)) * BACKOFF_SCALE
+
+    return mock.patch.object(backoff, "delay_amount", delay_amount)
 
 
 @pytest.fixture(autouse=True)
