@@ -186,9 +186,11 @@ def slow_seconds(nodeid: str) -> Optional[float]:
 
 
 def _mark_slow(items: List[pytest.Item]) -> None:
+    """Mark each deep test ``slow``, its seconds the marker's argument (read again by :class:`_SlowFirst`)."""
     for item in items:
-        if slow_seconds(item.nodeid) is not None:
-            item.add_marker(pytest.mark.slow)
+        seconds = slow_seconds(item.nodeid)
+        if seconds is not None:
+            item.add_marker(pytest.mark.slow(seconds))
 
 
 class _SlowFirst:
@@ -206,7 +208,8 @@ class _SlowFirst:
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
         if workers < 2 or len(items) < workers:
             return
-        deep = [(seconds, i) for i, item in enumerate(items) if (seconds := slow_seconds(item.nodeid)) is not None]
+        deep = [(float(marker.args[0]), i) for i, item in enumerate(items)
+                if (marker := item.get_closest_marker("slow")) is not None and marker.args]
         if not deep:
             return
         # xdist's first shares: consecutive runs of the collection, each len(pending) // workers_left long
