@@ -95,12 +95,12 @@ class Zygote:
     def __init__(self) -> None:
         self._proc: Optional[subprocess.Popen[str]] = None
         self._lock = threading.Lock()
+        atexit.register(self.close)
 
     def _started(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen([sys.executable, "-m", "tests.cli_runner"], cwd=ROOT, text=True,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            atexit.register(self.close)
         return self._proc
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float
