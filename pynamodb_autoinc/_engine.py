@@ -353,13 +353,13 @@ def _ended(write: Write, exchange: _Commit, exc: BaseException) -> Optional[Auto
             claim.release()
     if exchange.contest is not None:
         carry_out(write, exchange.contest.give_back())
+    if doubt:  # an interrupt in flight too: the next write on its counter settles it before taking a value
+        keep_doubt(write)
     if not isinstance(exc, Exception):
         exc.autoinc_in_doubt = doubt  # type: ignore[attr-defined]  # read by the callers' own exits
         return None
-    if doubt:
-        keep_doubt(write)
-        if not isinstance(exc, WriteOutcomeUnknownError):
-            return write.unknown(exc)
+    if doubt and not isinstance(exc, WriteOutcomeUnknownError):
+        return write.unknown(exc)
     return None
 
 

@@ -178,8 +178,17 @@ def _lead(group: _Group, leader: _Member) -> None:
     try:
         batch = _take_batch(group, leader)
         if len(batch) == 1:
-            batch[0].write.grouped, batch[0].write.previous_end = True, group.ended
-            batch[0].response = commit(batch[0].write)
+            alone = batch[0].write
+            alone.grouped, alone.previous_end = True, group.ended
+            head = alone.claims[0]
+            last = strategies.remembered(head)
+            if last is not strategies.UNREAD and head.value == last:
+                # claimed while the write before was in flight, it holds the value that write stored: it takes the
+                # next (a try on the stored value cannot apply, and lost, it would leave the save in doubt on
+                # another item's ID)
+                with strategies.held(list(alone.claims)):
+                    alone.retake({head.chain: last})
+            batch[0].response = commit(alone)
             group.ended = _budget.clock.monotonic()
             return
         sent = GroupWrite([m.write for m in batch])

@@ -12,6 +12,7 @@ turns it into a pass, and the mark goes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional
@@ -665,3 +666,25 @@ def test_lost_answer_of_a_block_reserve_moves_the_counter_once(make_model, wire)
         user.save()
     check_store(User, *users)
     assert [u.id for u in users] == [1, 2, 3], "the counter moved twice"
+
+
+@pytest.mark.backends("local")
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+def test_a_save_after_an_interrupt_in_flight_settles_it_before_taking_a_value(make_model, wire, applied):
+    """Ctrl-C while a gapless save's transaction is out leaves its ID kept (it may be stored); the next save on the
+    counter settles it first: its transaction resent with its token is stored once (applied before, or now), and
+    the next save, even with no answer that tells, never ends in doubt on the interrupted item's ID. Before this
+    release: the next save took the same value, and with proxies' pages for answers ended
+    WriteOutcomeUnknownError keeping another item's ID."""
+    User = make_model("User", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    first, second = User(name="first"), User(name="second")
+    wire.on("TransactWriteItems", w.interrupt(applied), when=w.named("first"))
+    with pytest.raises(w.Interrupt):
+        first.save()
+    assert first.id is not None
+    wire.on("TransactWriteItems", w.page(502), when=w.named("second"))
+    with contextlib.suppress(AutoIncrementError):  # saved, or refused or unknown: never on first's ID
+        second.save()
+    assert first.id is not None and second.id != first.id
+    assert "first" in check_store(User, first, second)
