@@ -105,6 +105,7 @@ class _Member:
         self.finished = threading.Event()  # set when its write ended, whoever sent it
         self.response: Dict[str, Any] = {}
         self.error: Optional[BaseException] = None
+        self.since = 0  # how many writes the group had ended when it joined the queue
 
 
 class _Group:
@@ -115,6 +116,7 @@ class _Group:
         self.guard = threading.Lock()  # guards the queue
         self.queue: List[_Member] = []
         self.ended: Optional[float] = None  # when its last write was applied (a race lost soon after keeps its place)
+        self.done = 0  # how many of its writes were applied
 
 
 def joined(write: Write) -> Dict[str, Any]:
@@ -126,6 +128,7 @@ def joined(write: Write) -> Dict[str, Any]:
         place = (member.claim.chain, id(write.connection))
         group = groups.get(place) or groups.setdefault(place, _Group())
         with group.guard:
+            member.since = group.done
             group.queue.append(member)
         while not member.finished.is_set():
             with group.lead:
@@ -180,16 +183,17 @@ def _lead(group: _Group, leader: _Member) -> None:
         if len(batch) == 1:
             alone = batch[0].write
             alone.grouped, alone.previous_end = True, group.ended
-            head = alone.claims[0]
-            last = strategies.remembered(head)
-            if last is not strategies.UNREAD and head.value == last:
-                # claimed while the write before was in flight, it holds the value that write stored: it takes the
-                # next (a try on the stored value cannot apply, and lost, it would leave the save in doubt on
-                # another item's ID)
-                with strategies.held(list(alone.claims)):
-                    alone.retake({head.chain: last})
+            if group.done != batch[0].since:  # a write of the group was applied since it queued: its claim may be stale
+                head = alone.claims[0]
+                last = strategies.remembered(head)
+                if last is not strategies.UNREAD and head.value == last:
+                    # claimed while that write was in flight, it holds the value that write stored: it takes the
+                    # next (a try on the stored value cannot apply, and lost, it would leave the save in doubt on
+                    # another item's ID)
+                    with strategies.held(list(alone.claims)):
+                        alone.retake({head.chain: last})
             batch[0].response = commit(alone)
-            group.ended = _budget.clock.monotonic()
+            group.ended, group.done = _budget.clock.monotonic(), group.done + 1
             return
         sent = GroupWrite([m.write for m in batch])
         _send_group(group, sent, batch)
@@ -215,7 +219,7 @@ def _send_group(group: _Group, sent: GroupWrite, batch: List[_Member]) -> None:
             head = sent.claims[0]  # the claims, taken one by one, one chain from the value remembered
             sent.retake({head.chain: strategies.remembered(head)})  # those past the end bound are taken out
             response = commit(sent)
-            group.ended = _budget.clock.monotonic()
+            group.ended, group.done = _budget.clock.monotonic(), group.done + 1
     except Split:
         for m in batch:
             if id(m.write) not in sent.failures:
