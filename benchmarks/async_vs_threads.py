@@ -11,7 +11,7 @@ Usage (from the repository root)::
 
 Each row gets a fresh gapless model (``Meta.autoinc_gapless = True``) and counter key; its writers save new
 items one after the other until the time is up. The tasks row runs ``await item.asave()`` in N tasks of one
-event loop (the library runs each on a worker thread: docs/async.md); the threads row ``item.save()`` in N
+event loop (the async driver: docs/async.md); the threads row ``item.save()`` in N
 threads. Columns: ``items/s`` (all writers' items / wall time), ``requests/item`` (every DynamoDB request the
 writers sent, counted at PynamoDB's ``pre_dynamodb_send``), ``CPU ms/item`` (the client process's user+system
 CPU over the row, for processes the sum of theirs), ``p50 ms``/``p99 ms`` (one save's latency), ``spread``

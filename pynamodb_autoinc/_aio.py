@@ -1,30 +1,39 @@
-"""Awaitable saves and counter operations (``await instance.asave()``): see docs/async.md.
+"""The async driver: ``await instance.asave()`` and the other awaited calls (docs/async.md).
 
-The library's engine is synchronous (botocore). An awaited call runs the synchronous call it mirrors, the
-instance's own ``save()``, the class's own ``save_all()``, ``NextId.nextval()`` and the rest, on a worker thread
-of a bounded pool this module owns (:func:`executor`), in a copy of the caller's context. Every decision (the
-judge's verdicts, the queue, the threads' group commit, the retries and their sleeps on the library's clock) is
-the one the synchronous path makes: nothing here builds a request or reads an answer.
+There is one protocol: the engine's calls, its judge's verdicts, its queue and its group commit, written once as
+plain calls. An awaited call runs those same calls (the instance's own ``save()``, the class's ``save_all()``,
+``NextId.nextval()`` and the rest) in a greenlet of its own, on the event loop's thread; at each point where the
+sync driver would block, :mod:`pynamodb_autoinc._bridge` hands an awaitable to the task instead, which awaits it on
+the loop and switches back with its answer:
 
-Cancellation is an interrupt. A call cancelled before its worker started is never run: nothing was claimed or
-sent. A call cancelled once its worker started cannot stop botocore: the worker finishes, and the instance ends
-as that save ends (stored: its ID kept; not stored: its ID back to None; unknown: kept); the awaiting task raises
-:class:`asyncio.CancelledError` at once, without waiting for it.
+- a request (botocore's ``_make_api_call`` on a model's client, the one place PynamoDB and the library send from)
+  is sent by an aiobotocore client made alike (region, endpoint, configuration, credentials; one per loop);
+- a sleep (the library's clock) is :func:`asyncio.sleep`;
+- a wait for another caller (the group commit's turn, a block's refill) is a future the releasing caller sets.
+
+So the tasks of a loop queue behind one another as threads do, and a group commit gathers tasks as it gathers
+threads. Cancellation is an interrupt: :class:`asyncio.CancelledError` is raised where the call awaits, and the
+engine reads it as it reads Ctrl-C: cancelled before a try of its write left, the ID goes back to None; with a
+try out, the ID is kept with the unknown-outcome rules. Under moto's in-process mock (which answers inside
+botocore, with nothing on the wire) a request is answered in place, as the sync driver's is.
+
+It needs aiobotocore and greenlet (``pip install 'pynamodb-autoinc[async]'``); nothing of it is imported until a
+call is awaited.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
-import logging
-import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Type, TypeVar, cast
+import sys
+import weakref
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterable, List, Optional, Type, TypeVar, cast
+
+from . import _bridge
+from .exceptions import ConfigurationError
 
 if TYPE_CHECKING:
-    import asyncio
-
+    from pynamodb.connection import Connection
     from pynamodb.expressions.condition import Condition
     from pynamodb.models import Model
 
@@ -33,70 +42,136 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 _Tx = TypeVar("_Tx", bound="AsyncTransaction")
 
-log = logging.getLogger(__name__)
-
-#: How many worker threads run awaited calls at once; calls beyond them wait, unstarted, for a free one.
-WORKERS = 32
-
-#: The event loop whose awaited call a worker runs; :mod:`pynamodb_autoinc.signals` finds it by this name (the two
-#: modules import nothing of each other) to await a coroutine receiver on that loop.
-EVENT_LOOP: contextvars.ContextVar[Optional[asyncio.AbstractEventLoop]] = contextvars.ContextVar(
-    "pynamodb_autoinc.event_loop", default=None)
-
-_pool: Optional[ThreadPoolExecutor] = None
-_pool_lock = threading.Lock()
+INSTALL = "pip install 'pynamodb-autoinc[async]'"
 
 
-def executor() -> ThreadPoolExecutor:
-    """The pool of :data:`WORKERS` threads that runs this process's awaited calls (made on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="pynamodb-autoinc-aio")
-        return _pool
+def _activate() -> Any:
+    """Import the driver's dependencies once and install its greenlet class in the bridge; returns greenlet."""
+    try:
+        import aiobotocore.session  # noqa: F401 - checked here, used on the first request
+        import greenlet
+    except ImportError as error:
+        raise ConfigurationError(
+            f"awaited calls (asave() and the others) need aiobotocore and greenlet, and {error.name} is not "
+            f"installed: {INSTALL}") from error
+    if _bridge.runner is None:
+        class AwaitedCall(greenlet.greenlet):
+            """The greenlet an awaited call runs in."""
+
+        _bridge.current, _bridge.runner, _bridge.epoch = greenlet.getcurrent, AwaitedCall, 1
+    return greenlet
 
 
-def _forget_pool() -> None:
-    """After a fork: the parent's worker threads are not in the child, which makes its own pool."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+async def run(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Await ``call(*args, **kwargs)``: run it in a greenlet of its own, in a copy of the caller's context,
+    awaiting what it waits for; its result or its error is this coroutine's."""
+    greenlet = _activate()
+    state: Dict[Any, Any] = {}
+    token = _bridge.CALL.set(state)
+    try:
+        runner = cast(Any, _bridge.runner)(functools.partial(call, *args, **kwargs), greenlet.getcurrent())
+        runner.gr_context = contextvars.copy_context()
+        step = runner.switch()
+        while not runner.dead:
+            try:
+                answer = await step
+            except BaseException as error:  # noqa: B036 - a cancellation goes into the call, as an interrupt
+                step = runner.throw(type(error), error, error.__traceback__)
+            else:
+                step = runner.switch(answer)
+        return cast(_T, step)
+    finally:
+        _bridge.CALL.reset(token)
+        _bridge.call_ended(state)
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+def hook(connection: Connection, client: Any, watch: Callable[[Any], None]) -> None:
+    """Make ``client`` (the botocore client of ``connection``, a model's) send from an awaited call through an
+    aiobotocore client made alike, whose tries ``watch`` follows as the sync client's; elsewhere it sends as it
+    always did. Only that client is changed."""
+    original = client._make_api_call
+
+    def make_api_call(operation_name: str, api_params: Dict[str, Any]) -> Any:
+        if _bridge.awaiting() and not _answered_in_place():
+            return _bridge.wait(_send(connection, client, watch, operation_name, api_params))
+        return original(operation_name, api_params)
+
+    client._make_api_call = make_api_call
 
 
-async def run(call: Callable[..., _T], *args: Any, unstarted: Optional[Callable[[], None]] = None,
-              **kwargs: Any) -> _T:
-    """Await ``call(*args, **kwargs)`` run on a worker thread, in a copy of the caller's context.
+def _answered_in_place() -> bool:
+    """Whether moto's in-process mock is on: it answers within botocore, so the request has no wire to await."""
+    models = sys.modules.get("moto.core.models")
+    stubber = getattr(models, "botocore_stubber", None)
+    return bool(getattr(stubber, "enabled", False))
 
-    Cancelled before the worker started, it never runs (``unstarted`` is called, on the event loop's thread);
-    cancelled once it started, it runs to its end, unawaited, and :class:`asyncio.CancelledError` is raised now.
-    """
-    import asyncio  # here, not at the top: a process that never awaits a save does not import asyncio
+
+class _LoopClients:
+    """The aiobotocore clients of one event loop, by the botocore client each mirrors; closed with the loop."""
+
+    def __init__(self) -> None:
+        self.made: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # client -> future of its twin
+        self.closer: Optional[AsyncIterator[None]] = None
+
+
+_loops: weakref.WeakKeyDictionary[Any, _LoopClients] = weakref.WeakKeyDictionary()
+_session: Any = None
+
+
+async def _send(connection: Connection, client: Any, watch: Callable[[Any], None], operation_name: str,
+                api_params: Dict[str, Any]) -> Any:
+    twin = await _twin(connection, client, watch)
+    return await twin._make_api_call(operation_name, api_params)
+
+
+async def _twin(connection: Connection, client: Any, watch: Callable[[Any], None]) -> Any:
+    """The aiobotocore client of this loop made like ``client`` (made on first use, by one task)."""
+    import asyncio
 
     loop = asyncio.get_running_loop()
-    context = contextvars.copy_context()
-    context.run(EVENT_LOOP.set, loop)
-    future = executor().submit(context.run, functools.partial(call, *args, **kwargs))
+    clients = _loops.get(loop)
+    if clients is None:
+        clients = _loops[loop] = _LoopClients()
+        clients.closer = _closed_with_loop(clients)
+        await clients.closer.__anext__()  # the loop holds it until it shuts down its async generators
+    made = clients.made.get(client)
+    if made is None:
+        made = clients.made[client] = loop.create_task(_make_twin(connection, client, watch))
     try:
-        return await asyncio.wrap_future(future, loop=loop)
-    except asyncio.CancelledError:
-        if future.cancel():  # still queued: it will never run
-            if unstarted is not None:
-                unstarted()
-        else:
-            future.add_done_callback(functools.partial(_ended_unawaited, getattr(call, "__qualname__", call)))
+        return await asyncio.shield(made)
+    except BaseException:
+        if made.done() and made.exception() is not None:
+            clients.made.pop(client, None)  # a later call tries again
         raise
 
 
-def _ended_unawaited(what: Any, future: Future) -> None:
-    """Log how a call whose awaiting task was cancelled while it ran ended."""
-    error = future.exception()
-    if error is None:
-        log.info("%s, cancelled while it ran, ended: done", what)
-    else:
-        log.info("%s, cancelled while it ran, ended: %s: %s", what, type(error).__name__, error)
+async def _make_twin(connection: Connection, client: Any, watch: Callable[[Any], None]) -> Any:
+    global _session
+    from aiobotocore.config import AioConfig
+    from aiobotocore.session import get_session
+
+    if _session is None:
+        _session = get_session()
+    meta = client.meta
+    keys = {name: getattr(connection, f"_{name}", None)
+            for name in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")}
+    options = dict(meta.config._user_provided_options)
+    twin = await _session.create_client(
+        "dynamodb", region_name=meta.region_name, endpoint_url=connection.host,
+        config=AioConfig(**options), **{k: v for k, v in keys.items() if v}).__aenter__()
+    twin.meta.events.register_first("before-send.*.*", connection._before_send)
+    watch(twin)
+    return twin
+
+
+async def _closed_with_loop(clients: _LoopClients) -> AsyncIterator[None]:
+    """Held open by the loop (as an async generator) until it shuts down: then its clients are closed."""
+    try:
+        yield
+    finally:
+        for made in list(clients.made.values()):
+            if made.done() and not made.cancelled() and made.exception() is None:
+                await made.result().close()
 
 
 class AsyncSaves:
@@ -104,24 +179,23 @@ class AsyncSaves:
 
     async def asave(self, condition: Optional[Condition] = None, *,
                     add_version_condition: bool = True) -> Dict[str, Any]:
-        """``await instance.asave()``: the instance's own :meth:`save` (every mixin's), run on a worker thread.
+        """``await instance.asave()``: the instance's own :meth:`save` (every mixin's), awaited.
 
-        Raises what ``save()`` raises. Cancelled before its worker started: nothing was sent and the ID is as it
-        was; once it started: the save ends as it would have (see docs/async.md, "Cancellation").
-        """
+        Raises what ``save()`` raises. Cancelled before a try of its write left, nothing is stored and its ID is
+        back to None; once one may have, its ID is kept as an unknown outcome is (docs/async.md, "Cancellation")."""
         model: Any = self
         return cast(Dict[str, Any], await run(model.save, condition, add_version_condition=add_version_condition))
 
     @classmethod
     async def asave_all(cls, instances: Iterable[Model]) -> None:
-        """``await Model.asave_all(instances)``: the class's own :meth:`save_all`, run on a worker thread."""
+        """``await Model.asave_all(instances)``: the class's own :meth:`save_all`, awaited."""
         model: Any = cls
         await run(model.save_all, list(instances))
 
 
 class AsyncCounter:
     """The awaitable operations of a counter model (:class:`~pynamodb_autoinc.NextId`), each its synchronous
-    namesake run on a worker thread."""
+    namesake awaited."""
 
     @classmethod
     async def anextval(cls, key: str, sequence: Optional[SequenceOptions] = None) -> int:
@@ -153,14 +227,13 @@ class AsyncCounter:
 
 class AsyncTransaction:
     """``async with TransactWrite(...) as tx``: the operations as in a ``with`` block, and the transaction
-    committed on exit, on a worker thread. Cancelled before that worker started, nothing is sent and the claimed
-    IDs go back to None. ``tx.save()`` claims a new instance's ID on the loop's thread (in fast and block mode, or
-    a gapless counter's first use, one request that blocks the loop while it lasts); ``await tx.asave()`` claims it
-    on a worker thread, and awaits a coroutine receiver of ``before_save``."""
+    committed on exit, awaited. ``await tx.asave(instance)`` claims a new instance's ID awaited (and awaits a
+    coroutine receiver of ``before_save``); ``tx.save()`` claims it with the loop blocked while a claim's request
+    lasts (in fast and block mode, or a gapless counter's first use)."""
 
     async def asave(self, model: Model, condition: Optional[Condition] = None,
                     return_values: Optional[str] = None) -> None:
-        """``await tx.asave(instance)``: ``tx.save(instance)`` on a worker thread (await each in turn)."""
+        """``await tx.asave(instance)``: ``tx.save(instance)``, awaited."""
         transaction: Any = self
         await run(transaction.save, model, condition, return_values)
 
@@ -170,11 +243,8 @@ class AsyncTransaction:
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Any) -> Any:
-        import asyncio
-
         transaction: Any = self
-        if exc_type is not None:  # nothing is sent: the claims go back, on this thread (no request)
+        if exc_type is not None:  # nothing is sent: the claims go back (no request)
             return transaction.__exit__(exc_type, exc, tb)
-        cancelled = asyncio.CancelledError()
-        return await run(transaction.__exit__, None, None, None,
-                         unstarted=lambda: transaction.__exit__(asyncio.CancelledError, cancelled, None))
+        return await run(transaction.__exit__, None, None, None)
+

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import ClassVar, Iterator, List, Optional, Tuple
 
+from . import _bridge
 from .exceptions import ConfigurationError
 
 
@@ -28,7 +29,13 @@ class Clock:
         return time.monotonic()
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
+        """Sleep ``seconds``: the thread blocks; an awaited call awaits :func:`asyncio.sleep`."""
+        if _bridge.awaiting():
+            import asyncio
+
+            _bridge.wait(asyncio.sleep(seconds))
+        else:
+            time.sleep(seconds)
 
     @contextlib.contextmanager
     def frozen(self, at: datetime) -> Iterator[None]:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pynamodb.exceptions import CancellationReason
 
-from . import _budget, _state, _transport, strategies
+from . import _bridge, _budget, _state, _transport, strategies
 from ._engine import Entry, Resend, Write, commit, describe
 from .exceptions import AutoIncrementError, ItemWriteError, SequenceExhaustedError, WriteOutcomeUnknownError
 from .strategies import ChainId
@@ -102,7 +102,7 @@ class _Member:
         self.write = write
         self.claim = write.claims[0]  # a new one when a split group sends it alone
         self.taken = False  # a leader took it from the queue: it ends as that leader sends it
-        self.finished = threading.Event()  # set when its write ended, whoever sent it
+        self.finished: Any = None  # its group's kind of event, set when its write ended, whoever sent it
         self.response: Dict[str, Any] = {}
         self.error: Optional[BaseException] = None
         self.since = 0  # how many writes the group had ended when it joined the queue
@@ -112,7 +112,11 @@ class _Group:
     """The lone gapless saves of one counter and connection in this process (a place of the queue)."""
 
     def __init__(self) -> None:
-        self.lead = threading.Lock()  # held by the thread sending the group's request
+        # a thread's lock and events, or, once a call was awaited in this process, ones an awaited call awaits
+        self.epoch = _bridge.epoch
+        awaited = _bridge.runner is not None
+        self.lead: Any = _bridge.Lock() if awaited else threading.Lock()  # held by the caller sending the request
+        self.event: Any = _bridge.Event if awaited else threading.Event
         self.guard = threading.Lock()  # guards the queue
         self.queue: List[_Member] = []
         self.ended: Optional[float] = None  # when its last write was applied (a race lost soon after keeps its place)
@@ -127,6 +131,9 @@ def joined(write: Write) -> Dict[str, Any]:
         groups: Dict[Tuple[Any, ...], _Group] = state.parts.get("groups") or state.part("groups", dict)  # by place
         place = (member.claim.chain, id(write.connection))
         group = groups.get(place) or groups.setdefault(place, _Group())
+        if group.epoch != _bridge.epoch:  # made before the first awaited call: its waits would block the loop
+            group = groups[place] = _Group()
+        member.finished = group.event()
         with group.guard:
             member.since = group.done
             group.queue.append(member)

@@ -17,7 +17,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.projection import create_projection_expression
 
-from . import _endpoint, _judge
+from . import _aio, _bridge, _endpoint, _judge
 from ._budget import Budget
 from .exceptions import causes, error_code, error_responses, reasons_of, returned_item
 
@@ -39,7 +39,7 @@ def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw:
     its ``cause``; with ``raw``, botocore's error itself; no region, :func:`._endpoint.no_region`'s error. Either
     carries what became of each try botocore made (read by :func:`read_answer`), and so does an interrupt (Ctrl-C)
     that stops the request."""
-    tries = _tries.reset()
+    tries = _tries().reset()
     try:
         _watch(connection)
         return dict(connection.dispatch(operation, kwargs))
@@ -61,7 +61,7 @@ def send(connection: Connection, operation: str, kwargs: Dict[str, Any], *, raw:
 def followed(connection: Connection) -> Iterator[None]:
     """Follow the tries of a request PynamoDB sends itself on ``connection`` (an explicit key's ``Model.save``): a
     failure or an interrupt carries what became of each, as one from :func:`send` does."""
-    tries = _tries.reset()
+    tries = _tries().reset()
     _watch(connection)
     try:
         yield
@@ -70,10 +70,11 @@ def followed(connection: Connection) -> Iterator[None]:
         raise
 
 
-class _Tries(threading.local):
-    """What became of each try of the request this thread is sending: ``created`` counts the tries that went to
-    the wire (every other ``before-send`` handler had run, moto's included); ``fates`` holds, per try answered or
-    failed, its answer kind (:func:`._judge.answer_kind`, read from the wire: the HTTP status first)."""
+class _Tries:
+    """What became of each try of the request this caller (a thread, or an awaited call) is sending: ``created``
+    counts the tries that went to the wire (every other ``before-send`` handler had run, moto's included);
+    ``fates`` holds, per try answered or failed, its answer kind (:func:`._judge.answer_kind`, read from the wire:
+    the HTTP status first)."""
 
     def __init__(self) -> None:
         self.created = 0
@@ -87,39 +88,68 @@ class _Tries(threading.local):
         return self.created, tuple(self.fates)
 
 
-_tries = _Tries()
+class _ThreadTries(_Tries, threading.local):
+    """A thread's record."""
+
+
+_thread_tries = _ThreadTries()
+
+
+def _tries() -> _Tries:
+    """The record of this caller: its thread's, or, in an awaited call (and in botocore's handlers for it), the
+    call's own (:data:`._bridge.CALL`)."""
+    call = _bridge.CALL.get()
+    if call is None:
+        return _thread_tries
+    found: Optional[_Tries] = call.get(_Tries)
+    if found is None:
+        found = call[_Tries] = _Tries()
+    return found
+
+
 _watched: weakref.WeakSet[Any] = weakref.WeakSet()
+_hooked: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _watch(connection: Connection) -> None:
-    """Follow each try botocore makes of the requests sent on ``connection``'s client (once per client)."""
+    """Follow each try botocore makes of the requests sent on ``connection``'s client (once per client); once a
+    call was awaited in this process, let an awaited call send on it (:func:`._aio.hook`)."""
     client = connection.client
     if client not in _watched:
-        events = client.meta.events
-        # each API call starts a record of its own (a request a receiver of pre_dynamodb_send sent first is not ours)
-        events.register("before-call.dynamodb", _began, unique_id="pynamodb_autoinc.tries.began")
-        events.register_last("before-send.dynamodb", _created, unique_id="pynamodb_autoinc.tries.created")
-        events.register("response-received.dynamodb", _received, unique_id="pynamodb_autoinc.tries.received")
+        watch_client(client)
         _watched.add(client)
+    if _bridge.runner is not None and client not in _hooked:
+        _aio.hook(connection, client, watch_client)
+        _hooked.add(client)
+
+
+def watch_client(client: Any) -> None:
+    """Follow each try of the requests ``client`` (botocore's or aiobotocore's) sends."""
+    events = client.meta.events
+    # each API call starts a record of its own (a request a receiver of pre_dynamodb_send sent first is not ours)
+    events.register("before-call.dynamodb", _began, unique_id="pynamodb_autoinc.tries.began")
+    events.register_last("before-send.dynamodb", _created, unique_id="pynamodb_autoinc.tries.created")
+    events.register("response-received.dynamodb", _received, unique_id="pynamodb_autoinc.tries.received")
 
 
 def _began(**_: Any) -> None:
-    _tries.reset()
+    _tries().reset()
 
 
 def _created(**_: Any) -> None:
-    _tries.created += 1
+    _tries().created += 1
 
 
 def _received(exception: Optional[BaseException] = None, parsed_response: Optional[Dict[str, Any]] = None,
               response_dict: Optional[Dict[str, Any]] = None, **_: Any) -> None:
+    tries = _tries()
     if exception is not None:
-        _tries.fates.append(_judge.answer_kind(None, sent=not isinstance(exception, NEVER_LEFT), answered=False))
+        tries.fates.append(_judge.answer_kind(None, sent=not isinstance(exception, NEVER_LEFT), answered=False))
         return
     status = (response_dict or {}).get("status_code")
     code = (parsed_response or {}).get("Error", {}).get("Code")
     ok = status is not None and 200 <= status < 300 and not code
-    _tries.fates.append(_judge.OK if ok else _judge.answer_kind(code, sent=True, answered=True, status=status))
+    tries.fates.append(_judge.OK if ok else _judge.answer_kind(code, sent=True, answered=True, status=status))
 
 
 #: The failures of a request that never left: no connection to the endpoint was made.

@@ -16,7 +16,7 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.operand import Path
 from pynamodb.models import Model
 
-from . import _budget, _endpoint, _state, _transport
+from . import _bridge, _budget, _endpoint, _state, _transport
 from . import _calendar as periods
 from ._aio import AsyncCounter
 from ._budget import Budget
@@ -413,8 +413,9 @@ PRUNE_EVERY = 64
 PRUNE_MAX = 20
 
 
-class _Writer(threading.local):
-    """This thread's writer: its attribute, the last number it wrote, and how often it counted."""
+class _Writer:
+    """One caller's writer (a thread's, or an awaited call's): its attribute, the last number it wrote, and how
+    often it counted. A writer counts for one caller at a time: its numbers tell its own tries from others'."""
 
     def __init__(self) -> None:
         self.attr = WRITER_PREFIX + secrets.token_hex(6)
@@ -422,15 +423,21 @@ class _Writer(threading.local):
 
 
 class _Writers:
-    """This process's writers (one per thread) and the idle writers its counts have seen, by counter: any later
-    count of the process, in any thread, removes them, so an item keeps one attribute per writer active in the
-    last hour, even when each thread counts once (a thread per request)."""
+    """This process's writers (one per thread, and one per awaited call running, from a pool the calls hand them
+    back to) and the idle writers its counts have seen, by counter: any later count of the process, in any thread,
+    removes them, so an item keeps one attribute per writer active in the last hour, even when each thread counts
+    once (a thread per request)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.mine = _Writer()
+        self.free: List[_Writer] = []  # the writers of awaited calls that ended
+        self.mine = _bridge.Local(self._lend, self.free.append)
         self.idle: Dict[Tuple[Any, ...], List[Tuple[str, Dict[str, str]]]] = {}
         self.more: Set[Tuple[Any, ...]] = set()  # counters holding more idle writers than one update removes
+
+    def _lend(self) -> _Writer:
+        with self.lock:
+            return self.free.pop() if self.free else _Writer()
 
     def take_idle(self, where: Tuple[Any, ...]) -> Tuple[List[Tuple[str, Dict[str, str]]], bool]:
         """The idle writers seen on counter ``where`` (each removed by one count), and whether to read it whole."""
@@ -452,8 +459,8 @@ def _writers() -> _Writers:
 
 
 def _this_writer() -> _Writer:
-    """This thread's writer, made on its first count."""
-    return _writers().mine
+    """This caller's writer, made (or lent) on its first count."""
+    return _writers().mine.get()
 
 
 class Once(_transport.Exchange[Dict[str, Any]]):

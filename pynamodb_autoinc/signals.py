@@ -1,29 +1,23 @@
 """Signals (in the library's own :class:`blinker.Namespace`) sent by models that use
 :class:`~pynamodb_autoinc.AutoIncrementMixin`; a receiver gets ``sender``, the model class. A receiver may be a
 coroutine function (``async def``): it is awaited on the event loop of the awaited call that sent the signal
-(``await instance.asave()``, docs/async.md); a sync receiver runs on the thread that sends it, as always."""
+(``await instance.asave()``, docs/async.md); a sync receiver runs where the save runs, as always."""
 
 from __future__ import annotations
 
 import collections.abc as c
-import contextvars
 import inspect
 import logging
 import warnings
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 from blinker import ANY, NamedSignal, Namespace
 
-if TYPE_CHECKING:
-    import asyncio
+from . import _bridge
 
 log = logging.getLogger(__name__)
 
 _F = TypeVar("_F", bound=c.Callable[..., Any])
-
-#: The name of the context variable (``pynamodb_autoinc._aio.EVENT_LOOP``) that holds, in a worker thread running an
-#: awaited call (``await instance.asave()``), the event loop of the task awaiting it.
-EVENT_LOOP_VAR = "pynamodb_autoinc.event_loop"
 
 
 class _Signal(NamedSignal):
@@ -43,34 +37,18 @@ class _Signal(NamedSignal):
 
 
 def awaited(receiver: c.Callable[..., c.Coroutine[Any, Any, Any]]) -> c.Callable[..., Any]:
-    """``receiver`` as a sync callable, for a worker thread of an awaited call: it runs the coroutine on the event
-    loop of the task awaiting that call, and returns (or raises) what it returned once it is done."""
+    """``receiver`` as a sync callable: in an awaited call it awaits the coroutine (on the call's event loop) and
+    returns (or raises) what it returned; a save called directly cannot await it, and is refused."""
 
     def call(sender: Any, **kwargs: Any) -> Any:
-        import asyncio  # only once a coroutine receiver runs: a sync program never imports asyncio
-
-        loop = _caller_loop()
-        if loop is None:
+        if not _bridge.awaiting():
             raise RuntimeError(
                 f"{getattr(receiver, '__qualname__', receiver)} is a coroutine function: it is awaited only for a save "
                 "that is awaited (await instance.asave(), await Model.asave_all(...), await tx.asave(...) in a "
                 "TransactWrite); a save() called directly cannot await it. Await the save, or connect a plain function")
-        return asyncio.run_coroutine_threadsafe(receiver(sender, **kwargs), loop).result()
+        return _bridge.wait(receiver(sender, **kwargs))
 
     return call
-
-
-def _caller_loop() -> Optional[asyncio.AbstractEventLoop]:
-    """The event loop of the awaited call this thread runs, if any (never the loop running on this thread: a
-    coroutine awaited there would wait for the thread it blocks)."""
-    import asyncio
-
-    loop = next((v for var, v in contextvars.copy_context().items() if var.name == EVENT_LOOP_VAR), None)
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    return loop if loop is not None and loop is not running and not loop.is_closed() else None
 
 
 class _AllocatingSignal(_Signal):

@@ -5,18 +5,18 @@ DynamoDB Local. Each test runs its coroutine with ``asyncio.run`` (no pytest plu
 from __future__ import annotations
 
 import asyncio
-import threading
+import sys
 import time
 from datetime import datetime
 from typing import Any, Callable, Dict, List
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
-from pynamodb_autoinc import CounterAttribute, CounterMixin, NextId, TransactWrite, _aio, after_save, before_save
+from pynamodb_autoinc import CounterAttribute, CounterMixin, NextId, TransactWrite, after_save, before_save
 from pynamodb_autoinc.exceptions import (
     ConditionFailedError,
+    ConfigurationError,
     ItemExistsError,
     ItemWriteError,
     SequenceExhaustedError,
@@ -24,7 +24,12 @@ from pynamodb_autoinc.exceptions import (
     UnassignedIdError,
 )
 from pynamodb_autoinc.periods import clock
+from tests import wire as w
 from tests.helpers import auto_history_doc, ids
+from tests.wire import Wire
+
+pytest.importorskip("aiobotocore", reason="the async driver needs aiobotocore: pip install 'pynamodb-autoinc[async]'")
+pytest.importorskip("greenlet", reason="the async driver needs greenlet: pip install 'pynamodb-autoinc[async]'")
 
 
 def transaction(model: Any) -> TransactWrite:
@@ -374,131 +379,122 @@ def test_asave_without_a_scope_value_is_refused(make_model, mode):
         asyncio.run(Issue().asave())
 
 
-# -- cancellation ------------------------------------------------------------------
-
-
-@pytest.mark.modes("fast", "gapless")
-def test_cancelled_before_its_worker_started_sends_nothing(make_model, mode, requests):
-    """A task cancelled while its save waits for a free worker raises CancelledError; the save never runs:
-    nothing sent, no ID, the counter unmoved (the next save gets 1)."""
+def test_an_awaited_save_without_the_async_extra_names_its_install(make_model, mode, monkeypatch, requests):
+    """Where aiobotocore is not installed, an awaited save raises ConfigurationError naming the extra to install;
+    nothing is sent and the ID stays None."""
     Item = make_model("Item")
     item = Item()
-    gate = threading.Event()
-    blockers = [_aio.executor().submit(gate.wait) for _ in range(_aio.WORKERS)]
-
-    async def cancelled() -> None:
-        task = asyncio.create_task(item.asave())
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
+    monkeypatch.setitem(sys.modules, "aiobotocore.session", None)
     requests.clear()
-    try:
-        asyncio.run(cancelled())
-    finally:
-        gate.set()
-    for blocker in blockers:
-        blocker.result(10)
-    assert requests == [] and item.id is None
-    assert asyncio.run(asave_each([Item()])) == [1]
+    with pytest.raises(ConfigurationError, match=r"pynamodb-autoinc\[async\]"):
+        asyncio.run(item.asave())
+    assert item.id is None and requests == []
 
 
-@pytest.mark.modes("fast", "gapless")
-def test_a_transaction_cancelled_before_its_commit_started_sends_nothing(make_model, mode, requests):
-    """``async with TransactWrite`` cancelled while its commit waits for a free worker raises CancelledError,
-    sends no transaction and puts the claimed ID back to None."""
-    User = make_model("User")
-    user = User()
-    gate = threading.Event()
-
-    async def commit() -> None:
-        async with transaction(User) as tx:
-            tx.save(user)
-            assert user.id == 1
-            blockers.extend(_aio.executor().submit(gate.wait) for _ in range(_aio.WORKERS))
-
-    async def cancelled() -> None:
-        task = asyncio.create_task(commit())
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    blockers: List[Any] = []
-    requests.clear()
-    try:
-        asyncio.run(cancelled())
-    finally:
-        gate.set()
-    for blocker in blockers:
-        blocker.result(10)
-    assert "TransactWriteItems" not in [op for op, _ in requests]
-    assert user.id is None and ids(User) == []
+# -- cancellation: an interrupt, at the wire (DynamoDB Local) ------------------------
 
 
-def _hold(signal: Any, operations: set, table: str) -> Any:
-    """Block the first request of ``operations`` on ``table`` (a transaction names none) at ``signal`` until
-    ``release`` is set."""
-    held, release = threading.Event(), threading.Event()
-
-    def hold(_: Any, operation_name: str, table_name: Any, **__: Any) -> None:
-        if operation_name in operations and table_name in (table, None) and not held.is_set():
-            held.set()
-            release.wait(30)
-
-    return hold, held, release
-
-
-async def _cancel_when(held: threading.Event, call: Any, release: threading.Event) -> float:
-    """Start ``call``, cancel its task once ``held`` is set, and return how long the CancelledError took (the
-    worker still held)."""
+async def _cancel_once(held: asyncio.Event, gate_reached: Callable[[], bool], call: Any) -> None:
+    """Start ``call``, cancel its task once ``gate_reached()``, and check it raises CancelledError."""
     task = asyncio.create_task(call)
     deadline = time.monotonic() + 10
-    while not held.is_set():
-        assert time.monotonic() < deadline and not task.done(), "the request was never held"
+    while not gate_reached():
+        assert time.monotonic() < deadline and not task.done(), "the call never reached the point to cancel it at"
         await asyncio.sleep(0.005)
-    began = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    took = time.monotonic() - began
-    assert not release.is_set()
-    return took
+
+
+@pytest.mark.backends("local")
+@pytest.mark.modes("fast", "gapless")
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+def test_cancelled_while_its_write_is_out_keeps_the_id(make_model, mode, applied):
+    """A task cancelled while its item's write is out (forwarded to DynamoDB or not) raises CancelledError and
+    keeps its ID, as an interrupt in flight does: the write may have applied. Stored or not, no later save of the
+    process takes that ID: the next one gets another (gapless: the value after it once the doubt is settled)."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    item = Item(name="first")
+    with Wire() as wire:
+        wire.on(w.WRITES, w.interrupt(applied=applied), when=w.named("first"))
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(item.asave())
+    assert item.id == 1
+    assert ids(Item) == ([1] if applied else [])
+    later = Item(name="later")
+    asyncio.run(later.asave())
+    assert later.id != item.id and later.id in ids(Item)
+
+
+@pytest.mark.backends("local")
+@pytest.mark.modes("gapless")
+def test_cancelled_while_waiting_for_the_group_s_turn_gives_the_id_back(make_model, mode):
+    """A task cancelled while it waits for the process's group commit (another task's transaction is out) raises
+    CancelledError: nothing of it was sent, its ID is back to None, and the counter has no gap (the next save
+    gets the value after the stored one). The process knows the counter (a save before): a lone save of a
+    counter not read yet sends its own first transaction."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True))
+    asyncio.run(Item(name="known").asave())
+    first, waiting = Item(name="first"), Item(name="waiting")
+
+    async def scene() -> None:
+        gate = asyncio.Event()
+        with Wire() as wire:
+            wire.on(w.WRITES, w.held(gate), when=w.named("first"))
+            out = asyncio.create_task(first.asave())
+            await _cancel_once(gate, lambda: wire.count(w.WRITES) == 1, waiting.asave())
+            gate.set()
+            await out
+            sent.append(wire.count(w.WRITES, when=w.named("waiting")))
+
+    sent: List[int] = []
+    asyncio.run(scene())
+    assert waiting.id is None and first.id == 2 and sent == [0]
+    later = Item(name="later")
+    asyncio.run(later.asave())
+    assert later.id == 3 and ids(Item) == [1, 2, 3]
 
 
 @pytest.mark.modes("fast", "gapless")
-def test_cancelled_while_its_request_is_out_keeps_the_stored_id(make_model, mode):
-    """A task cancelled once the item's request went out raises CancelledError at once; the worker finishes,
-    and the instance, stored, keeps its ID."""
+def test_cancelled_in_a_coroutine_receiver_sends_nothing(make_model, mode, requests):
+    """A task cancelled while a coroutine ``before_save`` receiver awaits (before the library's receiver claims
+    the ID) raises CancelledError; nothing is sent for the item and its ID stays None."""
     Item = make_model("Item")
     item = Item()
-    hold, held, release = _hold(post_dynamodb_send, {"PutItem", "TransactWriteItems"}, Item.Meta.table_name)
-    stored = threading.Event()
-    with post_dynamodb_send.connected_to(hold), after_save.connected_to(lambda *_, **__: stored.set(), sender=Item):
-        took = asyncio.run(_cancel_when(held, item.asave(), release))
-        release.set()
-        assert stored.wait(10)
-    assert took < 1.0
-    assert item.id == 1 and ids(Item) == [1]
+    reached = asyncio.Event()
+
+    async def slow(sender: Any, **_: Any) -> None:
+        reached.set()
+        await asyncio.sleep(30)
+
+    async def scene() -> None:
+        await _cancel_once(reached, reached.is_set, item.asave())
+
+    requests.clear()
+    with before_save.connected_to(slow, sender=Item):
+        asyncio.run(scene())
+    assert item.id is None and not [op for op, _ in requests if op in w.WRITES]
+    assert asyncio.run(asave_each([Item()])) == [1]
 
 
-@pytest.mark.modes("fast")
-def test_cancelled_while_its_refused_request_is_out_gives_the_id_back(make_model, mode):
-    """A task cancelled while its worker sends a put that will be refused (the counter is behind the items)
-    raises CancelledError at once; the worker finishes, and the instance, not stored, is back to ID None."""
-    Item = make_model("Item")
-    Item().save()
-    opts = Item.autoinc_options()
-    opts.counter.setval(opts.key, 1, is_called=False)  # the next claim is 1 again, which is taken
-    item = Item()
-    hold, held, release = _hold(pre_dynamodb_send, {"PutItem"}, Item.Meta.table_name)
-    with pre_dynamodb_send.connected_to(hold):
-        took = asyncio.run(_cancel_when(held, item.asave(), release))
-        assert item.id == 1  # claimed, the put not answered yet
-        release.set()
-        wait_until(lambda: item.id is None)
-    assert took < 1.0 and ids(Item) == [1]
+@pytest.mark.backends("local")
+def test_a_fault_at_the_wire_reaches_the_async_driver(make_model, mode):
+    """The async driver reads DynamoDB's answers as the sync one does: an error page not applied fails the save
+    with the library's error and gives the ID back; botocore's resend of a throttled write stores it once."""
+    Item = make_model("Item", name=UnicodeAttribute(null=True), max_retry_attempts=0)
+    refused = Item(name="refused")
+    with Wire() as wire:
+        wire.on(w.WRITES, w.error("ValidationException"), when=w.named("refused"))
+        with pytest.raises(ItemWriteError):
+            asyncio.run(refused.asave())
+    assert refused.id is None and ids(Item) == []
+    Again = make_model("Again", name=UnicodeAttribute(null=True), max_retry_attempts=2)
+    again = Again(name="throttled")
+    with Wire() as wire:
+        wire.on(w.WRITES, w.error("ProvisionedThroughputExceededException"), when=w.named("throttled"))
+        asyncio.run(again.asave())
+        assert wire.count(w.WRITES, when=w.named("throttled")) >= 2
+    assert again.id == 1 and ids(Again) == [1]
 
 
 # -- group commit on DynamoDB Local ------------------------------------------------

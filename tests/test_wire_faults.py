@@ -12,7 +12,9 @@ turns it into a pass, and the mark goes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib.util
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional
@@ -274,10 +276,38 @@ def check_store(model: Any, *instances: Any) -> Dict[str, Any]:
     return by_name
 
 
+#: How a test's saves are made: ``instance.save()``, or ``await instance.asave()`` (the async driver: the same
+#: engine, its requests sent by aiobotocore through the same fault layer; an interrupt is the task's cancellation).
+DRIVERS = ["sync", pytest.param("async", marks=pytest.mark.skipif(
+    importlib.util.find_spec("aiobotocore") is None, reason="the async driver needs aiobotocore ([async] extra)"))]
+_driver = {"name": "sync"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that saves through :func:`save` runs with each driver."""
+    if "save" in metafunc.function.__code__.co_names:
+        metafunc.fixturenames.append("driver")
+        metafunc.parametrize("driver", DRIVERS)
+
+
+@pytest.fixture
+def driver(request: pytest.FixtureRequest) -> Iterator[str]:
+    _driver["name"] = request.param
+    yield request.param
+    _driver["name"] = "sync"
+
+
 def save(instance: Any) -> Optional[BaseException]:
-    """Save ``instance``; the library's error it raised, or None."""
+    """Save ``instance`` with the test's driver; the library's error it raised, or None. A cancelled task (the
+    async driver's interrupt) raises :class:`tests.wire.Interrupt`, as a sync save interrupted does."""
     try:
-        instance.save()
+        if _driver["name"] == "async":
+            try:
+                asyncio.run(instance.asave())
+            except asyncio.CancelledError as cancelled:
+                raise w.Interrupt(f"the task was cancelled: {cancelled}") from cancelled
+        else:
+            instance.save()
     except AutoIncrementError as exc:
         return exc
     return None

@@ -52,7 +52,7 @@ from botocore.signers import RequestSigner
 
 __all__ = [
     "ERRORS", "TARGET_PREFIX", "WRITES", "Fault", "Interrupt", "Rule", "Try", "Wire", "bad_crc", "before", "cancelled",
-    "delay", "error", "failing_credentials", "interrupt", "items", "lost", "moto_server", "named", "never_sent",
+    "delay", "error", "failing_credentials", "held", "interrupt", "items", "lost", "moto_server", "named", "never_sent",
     "no_credentials", "page", "passthrough", "target", "wire", "writes",
 ]
 
@@ -162,6 +162,7 @@ class Fault:
     answer: Optional[Callable[[Any, Optional[AWSResponse]], AWSResponse]] = None
     stage: str = "send"
     run: Optional[Callable[[Any, Forward], AWSResponse]] = None
+    gate: Any = None  # an asyncio.Event the try waits for before it goes on (:func:`held`: the async driver only)
 
     def __call__(self, request: Any, forward: Forward) -> AWSResponse:
         if self.run is not None:
@@ -292,6 +293,16 @@ def interrupt(applied: bool = False) -> Fault:
         raise Interrupt(f"wire: interrupted while {_operation(request)} was out")
 
     return Fault(f"interrupt:{'applied' if applied else 'not-applied'}", applied=applied, answer=answer)
+
+
+def held(gate: Any) -> Fault:
+    """For the async driver: the try waits, out on the wire, until ``gate`` (an :class:`asyncio.Event`) is set,
+    then goes to the server and its answer comes back; the task may be cancelled meanwhile."""
+    def answer(request: Any, forwarded: Optional[AWSResponse]) -> AWSResponse:
+        assert forwarded is not None
+        return forwarded
+
+    return Fault("held", applied=True, answer=answer, gate=gate)
 
 
 def no_credentials(error: Optional[Exception] = None) -> Fault:
@@ -553,11 +564,23 @@ class Wire:
                 return sign(signer, operation_name, request, *args, **kwargs)
             except BaseException as exc:  # the client's own credentials failed: nothing is sent
                 if record is not None:
-                    record.outcome, _local.pending = type(exc).__name__, None
+                    record.outcome = type(exc).__name__
+                    _pending().pop(_signed(request), None)
                 raise
 
         self._patches = [mock.patch.object(URLLib3Session, "send", wired_send),
                          mock.patch.object(RequestSigner, "sign", wired_sign)]
+        try:  # the async driver's HTTP session (aiobotocore's), when installed
+            from aiobotocore.httpsession import AIOHTTPSession
+        except ImportError:
+            pass
+        else:
+            asend = AIOHTTPSession.send
+
+            async def wired_asend(session: Any, request: Any) -> Any:
+                return await wire._asend(request, lambda: asend(session, request))
+
+            self._patches.append(mock.patch.object(AIOHTTPSession, "send", wired_asend))
         for patch in self._patches:
             patch.start()
         return self
@@ -566,7 +589,7 @@ class Wire:
         for patch in reversed(self._patches):
             patch.stop()
         self._patches = []
-        _local.pending = None
+        _local.pending = {}
 
     def _ours(self, request: Any) -> bool:
         return (_header(request, "X-Amz-Target").startswith(TARGET_PREFIX)
@@ -592,24 +615,20 @@ class Wire:
             return None
         record, fault = self._decide(request)
         if fault is not None and fault.stage == "sign":
-            _local.pending = None
             try:
                 fault(request, _never)
             except BaseException as exc:
                 record.outcome = type(exc).__name__
                 raise
             raise AssertionError(f"fault {fault.name} of the sign stage raised nothing")
-        _local.pending = (_operation(request), request.body, record, fault)
+        _pending()[_signed(request)] = (record, fault)
         return record
 
     def _send(self, request: Any, forward: Forward) -> AWSResponse:
         if not self._ours(request):
             return forward()
-        pending, _local.pending = getattr(_local, "pending", None), None
-        if pending is not None and pending[0] == _operation(request) and pending[1] == request.body:
-            record, fault = pending[2], pending[3]
-        else:  # signed elsewhere (or not by botocore's signer): decide now
-            record, fault = self._decide(request)
+        record, fault = self._taken(request)
+        assert fault is None or fault.gate is None, f"{fault.name} is for the async driver"
 
         def forwarded() -> AWSResponse:
             record.forwarded = True
@@ -622,6 +641,74 @@ class Wire:
             raise
         record.outcome = str(answer.status_code)
         return answer
+
+
+    def _taken(self, request: Any) -> Tuple[Try, Optional[Fault]]:
+        """The record and fault decided when ``request`` was signed (or, signed elsewhere, decided now)."""
+        signed = _pending().pop(_signed(request), None)
+        return signed if signed is not None else self._decide(request)
+
+    async def _asend(self, request: Any, forward: Callable[[], Any]) -> Any:
+        """:meth:`_send` for aiobotocore's session: the fault's answer, as aiobotocore reads one. An interrupt is
+        the task's cancellation while the request is out; a fault that runs the try itself (:func:`delay`,
+        :func:`before`) is not for the async driver."""
+        import asyncio
+
+        from aiobotocore.awsrequest import AioAWSResponse
+
+        if not self._ours(request):
+            return await forward()
+        record, fault = self._taken(request)
+        assert fault is None or fault.run is None, f"{fault.name} runs the try itself: not over aiobotocore"
+        forwarded: Optional[AWSResponse] = None
+        if fault is not None and fault.gate is not None:
+            try:
+                await fault.gate.wait()
+            except BaseException as exc:
+                record.outcome = type(exc).__name__
+                raise
+        if fault is None or fault.applied:
+            record.forwarded = True
+            real = await forward()
+            forwarded = AWSResponse(real.url, real.status_code, real.headers, _Raw(await real.content))
+            forwarded.content  # noqa: B018 - read
+        try:
+            answer = forwarded if fault is None else fault(request, lambda: forwarded)
+        except Interrupt:
+            record.outcome = "CancelledError"
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(0)  # the cancellation is raised here
+            raise AssertionError("the task was not cancelled")  # noqa: B904
+        except BaseException as exc:
+            record.outcome = type(exc).__name__
+            raise
+        assert answer is not None
+        record.outcome = str(answer.status_code)
+        return AioAWSResponse(answer.url, answer.status_code, answer.headers, _AsyncRaw(answer.content))
+
+
+def _pending() -> Dict[Tuple[str, Any], Tuple[Try, Optional[Fault]]]:
+    """The tries this thread signed and has not sent yet, by operation and body (the tasks of one loop share it)."""
+    pending = getattr(_local, "pending", None)
+    if pending is None:
+        pending = _local.pending = {}
+    return pending
+
+
+def _signed(request: Any) -> Tuple[str, Any]:
+    return _operation(request), request.body
+
+
+class _AsyncRaw:
+    """A read body as aiobotocore reads one (``await raw.read()``)."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+    async def read(self) -> bytes:
+        return self.content
 
 
 def _never() -> AWSResponse:
