@@ -433,6 +433,9 @@ class PromiseMachine(RuleBasedStateMachine):
         """Gapless and query-strategy instances left holding an ID by WriteOutcomeUnknownError, their item not
         stored (yet): the next write taking their value settles each (``_engine.settle_doubts``), see
         :meth:`follow_doubts`."""
+        self.elsewhere: Set[int] = set()
+        """id() of the doubts a process before this one left (:meth:`restart_process`): this one cannot settle
+        them, and may hand out their values where they did not apply."""
         self.dead = False
 
     def teardown(self) -> None:
@@ -883,9 +886,15 @@ class PromiseMachine(RuleBasedStateMachine):
         except Exhausted:
             return Exhausted
 
+    def restart_process(self) -> None:
+        """The library's process memory starts anew (as in a new process): blocks, remembered values, and the
+        writes in doubt it would settle (a later save may take such a write's value, the write not applied)."""
+        reset_state()
+        self.elsewhere.update(id(new) for new in self.doubts)
+
     def resync(self) -> None:
         """A fault met a fast counter: forget the blocks (a new process) and read every counter again."""
-        reset_state()
+        self.restart_process()
         for refs in self.refs.values():
             refs.restart()
         for live in self.lives:
@@ -1899,7 +1908,7 @@ class PromiseMachine(RuleBasedStateMachine):
         value = live.refs.values.get(seq)
         if value is None:
             return
-        reset_state()
+        self.restart_process()
         live.refs.restart()
         counter = live.opts.counter
         hash_value, range_value = counter._item_key(seq)
@@ -1943,7 +1952,7 @@ class PromiseMachine(RuleBasedStateMachine):
     @guarded
     def new_process(self) -> None:
         """The process restarts: its blocks are gone (gaps in fast mode)."""
-        reset_state()
+        self.restart_process()
         for refs in self.refs.values():
             refs.restart()
 
@@ -2004,6 +2013,8 @@ class PromiseMachine(RuleBasedStateMachine):
         to None, or that save raises ItemWriteError, its ID None, while the first stays unknown)."""
         self.follow_doubts("after the step")
         for new in self.doubts:
+            if id(new) in self.elsewhere:
+                continue
             live, value = new.live, self.claimed_value(new)
             # a query-strategy put in doubt whose key holds an item it cannot tell from its own keeps its ID, and
             # the value is taken either way
@@ -2013,7 +2024,8 @@ class PromiseMachine(RuleBasedStateMachine):
             holders = [row.note for other in self.lives for row in other.rows.values()
                        if row.seq == new.seq and row.value == value]
             holders += [other.item.note for other in self.doubts
-                        if other is not new and other.seq == new.seq and self.claimed_value(other) == value]
+                        if other is not new and id(other) not in self.elsewhere and other.seq == new.seq
+                        and self.claimed_value(other) == value]
             self.verify("one-id", not holders, (
                 f"{new.item.note} holds {self.auto_of(live, new.item)!r} (value {value} of {new.seq}), kept by "
                 f"WriteOutcomeUnknownError, and so do {holders}: a later save took the value of a write in doubt "
