@@ -151,6 +151,7 @@ SLOW: Tuple[Tuple[str, float], ...] = (
     # several processes, or servers of their own, on DynamoDB Local
     ("tests/test_concurrency.py::*across_processes*", 15),
     ("tests/test_concurrency.py::test_eight_processes_one_counter*", 15),
+    ("tests/test_concurrency.py::test_tasks_in_four_processes_one_counter*", 9),
     ("tests/test_concurrency.py::test_mixed_load*", 15),
     ("tests/test_concurrency.py::test_sigkill_mid_run*", 12),
     ("tests/test_history.py::test_eight_processes_save_the_same_items", 20),

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from pynamodb.attributes import UnicodeAttribute
@@ -121,6 +121,25 @@ def test_eight_processes_one_counter(tmp_path, local, gapless, scale):
     assert wait_all(procs) == [0] * 8
     summary = check_allocations(run, "User", gapless)
     assert summary["allocated"] == 8 * scale
+    if gapless:
+        assert summary["gaps"] == 0
+
+
+@pytest.mark.engine
+def test_tasks_in_four_processes_one_counter(tmp_path, local, gapless, scale):
+    """4 processes of 8 asyncio tasks each (``await item.asave()``, the async driver) on one counter: every ID
+    unique and stored; gapless: exactly 1..N; within each task, the IDs rise in the order its saves ended."""
+    pytest.importorskip("aiobotocore", reason="the async driver needs aiobotocore: pip install '.[async]'")
+    run = Run(tmp_path, local, gapless, [one_model(local, "User")])
+    procs = run.start(4, task="tasks", tasks=8, count=scale)
+    assert wait_all(procs) == [0] * 4
+    summary = check_allocations(run, "User", gapless)
+    assert summary["allocated"] == 4 * 8 * scale
+    by_task: Dict[Tuple[int, str], List[int]] = {}
+    for worker in range(4):
+        for fields in run.lines(worker):
+            by_task.setdefault((worker, fields[3]), []).append(int(fields[2]))
+    assert len(by_task) == 32 and all(ids == sorted(ids) for ids in by_task.values())
     if gapless:
         assert summary["gaps"] == 0
 

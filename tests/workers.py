@@ -16,7 +16,9 @@ signal, saves ``count`` items and appends one line per outcome to ``out``
     (``task="count"``) an event was counted; ``n`` is the count returned.
 
 With ``task="cycle"`` the worker saves on a cycling sequence and deletes its
-own items behind it (see :func:`cycle_saves`).
+own items behind it (see :func:`cycle_saves`). With ``task="tasks"`` it saves
+from ``tasks`` asyncio tasks of one event loop, ``await item.asave()``, each
+``count`` items one after the other (lines ``ok <model> <id> <task>``).
 """
 
 from __future__ import annotations
@@ -97,6 +99,22 @@ def cycle_saves(model: Any, config: Dict[str, Any], out: Any) -> None:
                 out.write(f"deleted {old.id} {old.owner}\n")
 
 
+def task_saves(model: Any, name: str, config: Dict[str, Any], out: Any) -> None:
+    """Save ``count`` items in each of ``tasks`` concurrent tasks of one event loop, awaited."""
+    import asyncio
+
+    async def one(task: int) -> None:
+        for i in range(config["count"]):
+            item = model(owner=f"{config.get('worker', 0)}:{task}:{i}")
+            await item.asave()
+            out.write(f"ok {name} {item.id} {task}\n")
+
+    async def every() -> None:
+        await asyncio.gather(*(one(task) for task in range(config["tasks"])))
+
+    asyncio.run(every())
+
+
 def main(config: Dict[str, Any]) -> None:
     models = {spec["name"]: build_model(gapless=config["gapless"], meta=config["meta"], **spec)
               for spec in config.get("models", ())}
@@ -111,6 +129,9 @@ def main(config: Dict[str, Any]) -> None:
             return
         if config.get("task") == "cycle":
             cycle_saves(models[names[0]], config, out)
+            return
+        if config.get("task") == "tasks":
+            task_saves(models[names[0]], names[0], config, out)
             return
         for i in range(config["count"]):
             name = names[(worker + i) % len(names)]
