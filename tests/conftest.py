@@ -27,7 +27,11 @@ from pynamodb_autoinc import AutoIncrementMixin, NextId
 from pynamodb_autoinc.counter import bind_counter
 from pynamodb_autoinc.testing import reset_state
 
-BACKENDS = ("moto", "local")
+BACKENDS = ("moto", "local", "moto-server")
+
+#: The backends a test runs on unless ``--backend`` says: moto's server mode (over HTTP, as aiobotocore needs it)
+#: only for a test whose ``backends(...)`` marker names it.
+DEFAULT_BACKENDS = ("moto", "local")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,8 +63,9 @@ MODES = ("fast", "block", "gapless", "query")
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
-        chosen = metafunc.config.getoption("backend") or list(BACKENDS)
         marker = metafunc.definition.get_closest_marker("backends")
+        opted = ["moto-server"] if marker and "moto-server" in marker.args else []
+        chosen = metafunc.config.getoption("backend") or [*DEFAULT_BACKENDS, *opted]
         if marker:
             # ``backends()`` with no names: the test sends no request that matters, so one backend will do
             chosen = [name for name in chosen if name in marker.args] if marker.args else chosen[:1]
@@ -318,20 +323,43 @@ class Backend:
 
 @pytest.fixture
 def backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """Each test runs on moto's in-process ``mock_aws`` and on DynamoDB Local."""
+    """Each test runs on moto's in-process ``mock_aws`` and on DynamoDB Local (and, where its ``backends(...)``
+    marker names it, on moto's server mode)."""
     if backend_name == "moto":
         from moto import mock_aws
 
         with mock_aws():
             yield Backend("moto", {"region": "us-east-1"})
     else:
-        local = request.getfixturevalue("local")
+        served = request.getfixturevalue("local" if backend_name == "local" else "moto_served")
         # The server lives for the session: start each test with empty counters.
-        counter = bind_counter(NextId, local.probe())  # its table made by the ``local`` fixture
+        counter = bind_counter(NextId, served.probe())  # its table made by the server's fixture
         with counter.batch_write() as batch:
             for item in counter.scan(consistent_read=True, attributes_to_get=["NextKey"]):
                 batch.delete(item)
-        yield local
+        yield served
+
+
+@pytest.fixture(scope="session")
+def _moto_server_url() -> Iterator[str]:
+    from tests.wire import moto_server
+
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def moto_served(_moto_server_url: str) -> Backend:
+    """moto's server mode (``ThreadedMotoServer``, one for the session) as a :class:`Backend`, its NextId table
+    created: requests go over HTTP, so the async driver's aiobotocore reaches it."""
+    backend = Backend("moto-server", {
+        "region": "us-east-1",
+        "host": _moto_server_url,
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+    })
+    backend.counter()
+    return backend
 
 
 @pytest.fixture

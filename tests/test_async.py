@@ -31,6 +31,10 @@ from tests.wire import Wire
 pytest.importorskip("aiobotocore", reason="the async driver needs aiobotocore: pip install 'pynamodb-autoinc[async]'")
 pytest.importorskip("greenlet", reason="the async driver needs greenlet: pip install 'pynamodb-autoinc[async]'")
 
+#: moto's server mode too: it answers over HTTP, where the async driver's aiobotocore sends (moto's in-process mock
+#: answers inside botocore, in place).
+pytestmark = pytest.mark.backends("moto", "local", "moto-server")
+
 
 def transaction(model: Any) -> TransactWrite:
     return TransactWrite(connection=model._get_connection().connection)
