@@ -403,24 +403,40 @@ def settle_doubts(write: Write) -> None:
         found = doubts.get(chain)
         if found is None:
             continue
-        old, since = found
+        old, _ = found
         if claim.kind == "query" and all(c.value != claim.value for c in old.claims if c.chain == chain):
             continue
-        outcome = _settle(old, _budget.clock.monotonic() - since)  # an interrupt leaves the doubt as it was
-        for other, _ in _sources(old):
-            doubts.pop(other, None)
+        outcome = settle_kept(old)
         if outcome == _judge.APPLIED:
-            strategies.commit(old.claims)
             write.retake({c: s.value for c, _, s in old.chains() if c in {ch for ch, _, _ in write.chains()}})
-        elif outcome == _judge.NOT_APPLIED:
-            for taken in old.claims:
-                taken.release()
         elif outcome == _judge.UNKNOWN:
-            keep_doubt(old)
             held = describe(old.entries[0].instance)
             why = (f"{claim.key!r} has a write whose outcome is still unknown ({held}), and this save would take "
                    "its ID; nothing was written. Save again later")
             raise write.each(functools.partial(_refused_in_doubt, why))
+
+
+def settle_kept(old: Write) -> Optional[str]:
+    """Find out what became of ``old``, a write this process keeps in doubt (:func:`keep_doubt`): resent as it
+    was. Applied: its claims are committed; not applied: released (its instances' IDs back to None); still
+    unknown: kept in doubt. The outcome, or None when it is no longer kept (settled meanwhile). An interrupt
+    leaves the doubt as it was."""
+    doubts: Optional[Dict[ChainId, Tuple[Write, float]]] = _state.state.parts.get("doubts")
+    since = next((at for kept, at in (doubts or {}).values() if kept is old), None)
+    if doubts is None or since is None:
+        return None
+    outcome = _settle(old, _budget.clock.monotonic() - since)
+    for chain, _ in _sources(old):
+        if doubts.get(chain, (None,))[0] is old:
+            doubts.pop(chain, None)
+    if outcome == _judge.APPLIED:
+        strategies.commit(old.claims)
+    elif outcome == _judge.NOT_APPLIED:
+        for taken in old.claims:
+            taken.release()
+    elif outcome == _judge.UNKNOWN:
+        keep_doubt(old)
+    return outcome
 
 
 def _refused_in_doubt(why: str, one: Write) -> AutoIncrementError:

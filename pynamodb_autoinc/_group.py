@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from pynamodb.exceptions import CancellationReason
 
 from . import _bridge, _budget, _state, _transport, strategies
-from ._engine import Entry, Resend, Write, commit, describe
+from ._engine import Entry, Resend, Write, commit, describe, settle_kept
 from .exceptions import AutoIncrementError, ItemWriteError, SequenceExhaustedError, WriteOutcomeUnknownError
 from .strategies import ChainId
 
@@ -106,6 +106,7 @@ class _Member:
         self.response: Dict[str, Any] = {}
         self.error: Optional[BaseException] = None
         self.since = 0  # how many writes the group had ended when it joined the queue
+        self.in_doubt: Optional[GroupWrite] = None  # the group's write, kept in doubt when its leader was interrupted
 
 
 class _Group:
@@ -144,9 +145,31 @@ def joined(write: Write) -> Dict[str, Any]:
     except BaseException as exc:
         _leave(group, member, exc)
         raise
+    if member.in_doubt is not None and group is not None:
+        _settled_by_member(group, member, member.in_doubt)
     if member.error is not None:
         raise member.error
     return member.response
+
+
+def _settled_by_member(group: _Group, member: _Member, sent: GroupWrite) -> None:
+    """The leader was interrupted while the group's write was out; this member's caller was not: it finds out
+    what became of the write (resent as it was, with its token) before it answers. Applied: its save succeeded;
+    not applied: its ID is back to None; still unknown (or another caller settled it as undecidable): the
+    WriteOutcomeUnknownError stands. Only what the resend's answer proves changes it."""
+    try:
+        with group.lead:  # one caller settles the group's write for every member
+            if member.claim.state == "held":
+                settle_kept(sent)
+    except AutoIncrementError:
+        return
+    if member.claim.state == "committed":
+        member.error, member.response = None, {}
+    elif member.claim.state == "released":
+        member.error = ItemWriteError(
+            f"{describe(member.write.entries[0].instance)}: the caller sending it with other saves was interrupted "
+            "while the request was out; resent, it proved not applied: it was not written, its ID is back to None. "
+            "Save it again")
 
 
 def _leave(group: Optional[_Group], member: _Member, exc: BaseException) -> None:
@@ -267,6 +290,7 @@ def _ended_by(error: BaseException, batch: List[_Member], sent: Optional[GroupWr
             continue
         what = describe(m.write.entries[0].instance)
         if maybe:
+            m.in_doubt = sent
             m.error = WriteOutcomeUnknownError(
                 f"{what}: the thread sending it with other threads' saves was interrupted ({type(error).__name__}) "
                 "while the request was in flight; it may be stored under the ID it keeps: read it before saving again")

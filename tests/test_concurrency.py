@@ -368,6 +368,42 @@ def test_group_leader_interrupted_while_sending_leaves_no_ids(make_model, exc):
         (i.id, i.name) for i in [items[0], *again])
 
 
+@pytest.mark.backends("local")
+@pytest.mark.modes("gapless")
+@pytest.mark.parametrize("case", ["applied", "not-applied", "refused-when-resent"])
+def test_a_member_of_a_group_whose_leader_was_interrupted_in_flight_learns_the_outcome(make_model, case):
+    """Three threads save gapless items; the first is stored alone while the other two queue, and the thread
+    leading their group commit is interrupted while the group's transaction is out (forwarded or not): that
+    thread gets the interrupt; the other, not interrupted, resends the group's transaction with its token
+    before it answers, never WriteOutcomeUnknownError on an outcome the resend tells. Applied, or applied by
+    that resend: it returns, both items stored under their IDs. Refused when resent (the counter moved): it
+    raises ItemWriteError, and both IDs go back to None. The counter has no gap either way."""
+    from tests import wire as w
+    from tests.test_fairness import HoldFirstTransaction
+
+    Item = make_model("Item", name=UnicodeAttribute())
+    items = [Item(name=f"t{i}") for i in range(3)]
+    hold = HoldFirstTransaction(2)
+    refused = w.cancelled("None", "None", "ConditionalCheckFailed")  # the swap's condition: the counter moved
+    faults = {"applied": [w.interrupt(applied=True)], "not-applied": [w.interrupt(applied=False)],
+              "refused-when-resent": [w.interrupt(applied=False), refused]}
+    with w.Wire() as wire:
+        wire.on("TransactWriteItems", *faults[case], when=w.items(3))  # the group's: 2 puts and the swap
+        errors = _save_in_threads(items, hold, hold)
+    leader, = [i for i, e in errors.items() if isinstance(e, w.Interrupt)]
+    other, = {1, 2} - {leader}
+    stored = sorted((i.id, i.name) for i in Item.scan(consistent_read=True))
+    opts = Item.autoinc_options()
+    if case != "refused-when-resent":
+        assert other not in errors and sorted([items[leader].id, items[other].id]) == [2, 3]
+        assert stored == sorted([(1, "t0"), (items[1].id, "t1"), (items[2].id, "t2")])
+        assert opts.counter.currval(opts.key) == 3
+    else:
+        assert type(errors[other]) is ItemWriteError and "proved not applied" in str(errors[other])
+        assert items[other].id is None and items[leader].id is None
+        assert stored == [(1, "t0")] and opts.counter.currval(opts.key) == 1
+
+
 def _queued() -> int:
     from pynamodb_autoinc import _state
 
