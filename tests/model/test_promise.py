@@ -29,7 +29,21 @@ from tests.model.machine import PromiseMachine
 def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_name: str,
                                                                        request: pytest.FixtureRequest) -> None:
     """Every operation, with faults at the transport, keeps the promise the reference states."""
+    check(backend_name, request, "sync")
+
+
+@pytest.mark.backends("moto")
+def test_the_promise_holds_through_the_async_driver(backend_name: str, request: pytest.FixtureRequest) -> None:
+    """The same, each rule's library call run as an awaited call runs it (``await instance.asave()`` and the
+    others: the async driver), an interrupt fault cancelling the task (the threads' rules stay threads)."""
+    pytest.importorskip("aiobotocore", reason="the async driver needs aiobotocore: pip install '.[async]'")
+    check(backend_name, request, "async")
+
+
+def check(backend_name: str, request: pytest.FixtureRequest, driver: str) -> None:
+    """Run the machine on ``backend_name`` with ``driver``."""
     machine: Any = type("Machine", (PromiseMachine,), {
+        "driver": driver,
         "world": staticmethod(worlds(backend_name, request)),
         "big": True if backend_name == "local" else None,
         "use_faults": backend_name == "moto",
@@ -39,7 +53,7 @@ def test_the_promise_holds_under_any_sequence_of_operations_and_faults(backend_n
     })
     # the grown alphabet (every DynamoDB answer, several faults a step, retries on and off) costs about twice as
     # much per example: half the examples keep CI's time; HYPOTHESIS_PROFILE=full or soak, or MODEL_EXAMPLES=n
-    chosen = budget(backend_name, moto=80, local=4)
+    chosen = budget(backend_name, moto=80 if driver == "sync" else 30, local=4)
     if os.environ.get("MODEL_EXAMPLES"):  # a planted bug's budget (tests/model/planted.py), or a longer run
         chosen = settings(chosen, max_examples=int(os.environ["MODEL_EXAMPLES"]))
     if os.environ.get("MODEL_SHRINK") == "0":  # a catch is enough

@@ -54,7 +54,8 @@ page or a damaged answer may come after the server applied it).
     (these meet only ``TransactWriteItems``);
 ``interrupt`` / ``interrupt-applied``
     ``KeyboardInterrupt`` raised in the sending thread (Ctrl-C while the request is in flight), before /
-    after moto applied it; on a step that sends nothing (``Sleep``, ``Signal``) the interrupt comes there;
+    after moto applied it; on a step that sends nothing (``Sleep``, ``Signal``) the interrupt comes there; in
+    an awaited call (the async driver) the interrupt is the task's cancellation, ``asyncio.CancelledError``;
 ``rival``
     before the request is sent, another process saves an item (:attr:`Transport.rival`, set by the rule): a
     gapless save loses its race, and after two losses queues (the queue's ticket, skip and give-back requests).
@@ -93,7 +94,7 @@ from botocore.signers import RequestSigner
 from moto.core.botocore_stubber import BotocoreStubber
 from pynamodb.signals import pre_dynamodb_send
 
-from pynamodb_autoinc import _budget
+from pynamodb_autoinc import _bridge, _budget
 from pynamodb_autoinc.signals import race_lost
 from tests.simulation.scheduler import instant_retries
 
@@ -160,6 +161,15 @@ PSEUDO = ("Queue", "Resend", "Sleep", "Signal")
 #: The steps that send nothing: only an interrupt meets them.
 SILENT = ("Sleep", "Signal")
 
+
+
+def _interrupt() -> BaseException:
+    """Ctrl-C, or in an awaited call its task's cancellation."""
+    if _bridge.awaiting():
+        import asyncio
+
+        return asyncio.CancelledError()
+    return KeyboardInterrupt()
 
 class _Body:
     def __init__(self, body: bytes) -> None:
@@ -343,7 +353,7 @@ class Transport:
         if self.bypassed or not self.active:
             return
         if self._take([name], only=lambda kind: kind.startswith("interrupt")) is not None:
-            raise KeyboardInterrupt
+            raise _interrupt()
 
     def handle(self, real: Any, stubber: Any, event_name: str, request: Any, **kwargs: Any) -> Any:
         if self.bypassed:
@@ -373,7 +383,7 @@ class Transport:
         if kind == "lost":
             raise ConnectionClosedError(endpoint_url=request.url)
         if kind == "interrupt":
-            raise KeyboardInterrupt
+            raise _interrupt()
         if kind.startswith("page-"):
             return _page(request.url, kind)
         if kind in ANSWERS:
