@@ -65,7 +65,7 @@ BUGS = (
         "kind = _judge.answer_kind(error_code(exc), sent=True, answered=True, status=status)",
         "kind = _judge.answer_kind(error_code(exc), sent=True, answered=True, status=None)",
         "losing: a 5xx whose body names a refusal code read as that refusal (not applied) though it applied"),
-    Bug("before-call-reset-dropped", "_transport.py", "_tries.reset()", "pass",
+    Bug("before-call-reset-dropped", "_transport.py", "_tries().reset()", "pass",
         "losing: a request a pre_dynamodb_send receiver sent first is taken for a try of the library's own"),
     Bug("unclear-judged-not-applied", "_judge.py", "(PUT, UNCLEAR): UNKNOWN,", "(PUT, UNCLEAR): NOT_APPLIED,",
         "losing: a put answered with a page or a code DynamoDB does not document reported as not written"),
