@@ -37,7 +37,7 @@ epoch = 0
 
 #: The state of the awaited call running now, by :class:`Local` (set by the async driver for each call, in the
 #: context of the task awaiting it, which botocore's event handlers run in too).
-CALL: contextvars.ContextVar[Optional[Dict[Any, Any]]] = contextvars.ContextVar(
+CALL: contextvars.ContextVar[Optional[Dict[Local[Any], Any]]] = contextvars.ContextVar(
     "pynamodb_autoinc.call", default=None)
 
 
@@ -178,9 +178,8 @@ class Local(Generic[_T]):
         return value
 
 
-def call_ended(call: Dict[Any, Any]) -> None:
+def call_ended(call: Dict[Local[Any], Any]) -> None:
     """An awaited call ended: each :class:`Local` that takes its state back gets it."""
     for local, value in call.items():
-        ended = getattr(local, "ended", None) if isinstance(local, Local) else None
-        if ended is not None:
-            ended(value)
+        if local.ended is not None:
+            local.ended(value)

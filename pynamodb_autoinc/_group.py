@@ -157,12 +157,9 @@ def _settled_by_member(group: _Group, member: _Member, sent: GroupWrite) -> None
     what became of the write (resent as it was, with its token) before it answers. Applied: its save succeeded;
     not applied: its ID is back to None; still unknown (or another caller settled it as undecidable): the
     WriteOutcomeUnknownError stands. Only what the resend's answer proves changes it."""
-    try:
-        with group.lead:  # one caller settles the group's write for every member
-            if member.claim.state == "held":
-                settle_kept(sent)
-    except AutoIncrementError:
-        return
+    with group.lead:  # one caller settles the group's write for every member
+        if member.claim.state == "held":
+            settle_kept(sent)  # a failed resend leaves it unknown (it raises no error of its own)
     if member.claim.state == "committed":
         member.error, member.response = None, {}
     elif member.claim.state == "released":

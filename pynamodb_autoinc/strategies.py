@@ -105,7 +105,7 @@ class _Memory:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.blocks: Dict[Tuple[Any, ...], List[int]] = {}  # sequence -> [next value, last value]
-        self.refills: Dict[Tuple[Any, ...], Any] = {}  # sequence -> held while its block is reserved
+        self.refills: Dict[Tuple[Any, ...], _bridge.Lock] = {}  # sequence -> held while its block is reserved
         self.seen: Dict[Tuple[Any, ...], int] = {}  # counter -> its value after our last write
         self.ids: WeakKeyDictionary[type, Dict[str, Tuple[Any, ...]]] = WeakKeyDictionary()  # counter_id()s
 
@@ -310,9 +310,7 @@ def _from_block(opts: Options, key: str) -> int:
         value = _next_in_block(memory, sequence, opts.step)
         if value is not None:
             return value
-        refill = memory.refills.get(sequence)
-        if refill is None or (_bridge.runner is not None and not isinstance(refill, _bridge.Lock)):
-            refill = memory.refills[sequence] = _bridge.Lock() if _bridge.runner is not None else threading.Lock()
+        refill = memory.refills.setdefault(sequence, _bridge.Lock())  # threads block on it, awaited calls await it
     with refill:
         with memory.lock:  # another thread may have refilled it while this one waited
             value = _next_in_block(memory, sequence, opts.step)

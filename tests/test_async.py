@@ -398,7 +398,7 @@ def test_an_awaited_save_without_the_async_extra_names_its_install(make_model, m
 # -- cancellation: an interrupt, at the wire (DynamoDB Local) ------------------------
 
 
-async def _cancel_once(held: asyncio.Event, gate_reached: Callable[[], bool], call: Any) -> None:
+async def _cancel_once(gate_reached: Callable[[], bool], call: Any) -> None:
     """Start ``call``, cancel its task once ``gate_reached()``, and check it raises CancelledError."""
     task = asyncio.create_task(call)
     deadline = time.monotonic() + 10
@@ -446,7 +446,7 @@ def test_cancelled_while_waiting_for_the_group_s_turn_gives_the_id_back(make_mod
         with Wire() as wire:
             wire.on(w.WRITES, w.held(gate), when=w.named("first"))
             out = asyncio.create_task(first.asave())
-            await _cancel_once(gate, lambda: wire.count(w.WRITES) == 1, waiting.asave())
+            await _cancel_once(lambda: wire.count(w.WRITES) == 1, waiting.asave())
             gate.set()
             await out
             sent.append(wire.count(w.WRITES, when=w.named("waiting")))
@@ -472,7 +472,7 @@ def test_cancelled_in_a_coroutine_receiver_sends_nothing(make_model, mode, reque
         await asyncio.sleep(30)
 
     async def scene() -> None:
-        await _cancel_once(reached, reached.is_set, item.asave())
+        await _cancel_once(reached.is_set, item.asave())
 
     requests.clear()
     with before_save.connected_to(slow, sender=Item):

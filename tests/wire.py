@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from unittest import mock
 
@@ -297,12 +297,8 @@ def interrupt(applied: bool = False) -> Fault:
 
 def held(gate: Any) -> Fault:
     """For the async driver: the try waits, out on the wire, until ``gate`` (an :class:`asyncio.Event`) is set,
-    then goes to the server and its answer comes back; the task may be cancelled meanwhile."""
-    def answer(request: Any, forwarded: Optional[AWSResponse]) -> AWSResponse:
-        assert forwarded is not None
-        return forwarded
-
-    return Fault("held", applied=True, answer=answer, gate=gate)
+    then goes to the server and its answer comes back (:func:`passthrough`); the task may be cancelled meanwhile."""
+    return replace(passthrough(), name="held", gate=gate)
 
 
 def no_credentials(error: Optional[Exception] = None) -> Fault:
